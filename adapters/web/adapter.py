@@ -1,0 +1,178 @@
+"""The web platform. It has no servers of its own: the hub's transcript is its history."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse
+
+from hub.adapter import Capabilities, HubPort, MarkdownDialect, TranscriptEntry
+from hub.messages import Address, AddressKind, Inbound, OutboundChunk, PlatformUser
+from hub.settings import Settings
+
+STATIC = Path(__file__).parent / "static"
+USER_PATTERN = r"^[\w.@-]{1,64}$"
+SESSION_PATTERN = r"^[\w.-]{1,100}$"
+
+
+class ChatRequest(BaseModel):
+    message: str = Field(min_length=1)
+    session_id: str = Field(pattern=SESSION_PATTERN)
+    user: str = Field(default="guest", pattern=USER_PATTERN)
+    channel: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]{0,79}$")
+    message_id: str | None = Field(default=None, pattern=r"^[\w.:-]{1,100}$")
+
+
+class PostRequest(BaseModel):
+    text: str = Field(min_length=1)
+    user: str = Field(default="guest", pattern=USER_PATTERN)
+    message_id: str | None = Field(default=None, pattern=r"^[\w.:-]{1,100}$")
+
+
+class WebAdapter:
+    name = "web"
+    capabilities = Capabilities(max_text=100_000, dialect=MarkdownDialect.COMMONMARK, edits=True)
+
+    def __init__(self, settings: Settings) -> None:
+        self._workspace = settings.web.workspace
+        self._channels = list(settings.web.channels)
+        self._hub: HubPort | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> WebAdapter | None:
+        return cls(settings) if settings.web.enabled else None
+
+    # Adapter protocol -----------------------------------------------------------------
+
+    async def start(self, hub: HubPort) -> None:
+        self._hub = hub
+
+    async def stop(self) -> None:
+        self._hub = None
+
+    def render(self, markdown: str) -> str:
+        return markdown
+
+    async def send(self, chunk: OutboundChunk) -> str:
+        # The transcript is the web platform's store, so delivering is acknowledging; the id
+        # is derived from the delivery, which makes a resend after a crash idempotent.
+        return f"web:{chunk.delivery_id}:{chunk.index}"
+
+    async def edit(self, address: Address, message_id: str, text: str) -> None:
+        return None  # the page re-reads the transcript; nothing is cached to update
+
+    def routers(self) -> Sequence[APIRouter]:
+        return [self._router()]
+
+    # addresses --------------------------------------------------------------------------
+
+    def dm_address(self, anima: str, user: str, session_id: str) -> Address:
+        return Address("web", self._workspace, f"dm:{anima}:{user}", session_id, AddressKind.DM)
+
+    def channel_address(self, channel: str) -> Address:
+        return Address("web", self._workspace, channel, None, AddressKind.CHANNEL)
+
+    @property
+    def hub(self) -> HubPort:
+        if self._hub is None:
+            raise HTTPException(503, "the hub is not running")
+        return self._hub
+
+    def _require_anima(self, name: str) -> None:
+        if name not in self.hub.anima_names():
+            raise HTTPException(404, f"no Anima named {name!r}")
+
+    def _require_channel(self, name: str) -> None:
+        if name not in self._channels:
+            raise HTTPException(404, f"no web channel named {name!r}")
+
+    # routes ---------------------------------------------------------------------------
+
+    def _router(self) -> APIRouter:
+        router = APIRouter()
+        router.add_api_route("/", self.page, methods=["GET"], include_in_schema=False)
+        router.add_api_route("/api/chat/{name}", self.chat, methods=["POST"])
+        router.add_api_route("/api/chat/{name}/history", self.history, methods=["GET"])
+        router.add_api_route("/api/channels", self.channels, methods=["GET"])
+        router.add_api_route("/api/channels/{name}/posts", self.posts, methods=["GET"])
+        router.add_api_route(
+            "/api/channels/{name}/posts", self.post, methods=["POST"], status_code=202
+        )
+        router.routes.append(_static_mount())
+        return router
+
+    async def page(self) -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    async def chat(self, name: str, body: ChatRequest) -> EventSourceResponse:
+        """Send a message to an Anima; the reply streams back as Server-Sent Events."""
+        self._require_anima(name)
+        if body.channel is not None:
+            self._require_channel(body.channel)
+            address = self.channel_address(body.channel)
+        else:
+            address = self.dm_address(name, body.user, body.session_id)
+        inbound = Inbound(
+            event_id=body.message_id or str(uuid.uuid4()),
+            address=address,
+            sender=PlatformUser("web", body.user, body.user),
+            text=body.message,
+            mentions=(name,),
+        )
+        receipt = await self.hub.receive(inbound)
+        return EventSourceResponse(self._relay(receipt.inbox_id), ping=15)
+
+    async def _relay(self, inbox_id: str) -> AsyncIterator[dict[str, str]]:
+        async for event in self.hub.subscribe(inbox_id):
+            data: dict[str, Any] = {"type": event.type}
+            if event.type == "text":
+                data["text"] = event.text
+            elif event.type == "error":
+                data["message"] = event.text
+            yield {"data": json.dumps(data, ensure_ascii=False)}
+
+    async def history(
+        self,
+        name: str,
+        session_id: Annotated[str, Query(pattern=SESSION_PATTERN)],
+        user: Annotated[str, Query(pattern=USER_PATTERN)] = "guest",
+        limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    ) -> dict[str, list[TranscriptEntry]]:
+        self._require_anima(name)
+        entries = self.hub.transcript(self.dm_address(name, user, session_id), limit)
+        return {"messages": entries}
+
+    async def channels(self) -> list[dict[str, str]]:
+        return [{"name": c, "address": str(self.channel_address(c))} for c in self._channels]
+
+    async def posts(
+        self, name: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+    ) -> dict[str, list[TranscriptEntry]]:
+        self._require_channel(name)
+        return {"posts": self.hub.transcript(self.channel_address(name), limit)}
+
+    async def post(self, name: str, body: PostRequest) -> dict[str, Any]:
+        """A person posts to a web channel; the routed Anima answers there."""
+        self._require_channel(name)
+        inbound = Inbound(
+            event_id=body.message_id or str(uuid.uuid4()),
+            address=self.channel_address(name),
+            sender=PlatformUser("web", body.user, body.user),
+            text=body.text,
+        )
+        receipt = await self.hub.receive(inbound)
+        return {"id": receipt.inbox_id, "duplicate": receipt.duplicate}
+
+
+def _static_mount() -> Any:
+    from starlette.routing import Mount
+
+    return Mount("/static", app=StaticFiles(directory=STATIC), name="web-static")

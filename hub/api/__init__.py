@@ -1,0 +1,1 @@
+"""The HTTP API: FastAPI routes over the hub, plus whatever routes the adapters bring."""

@@ -1,0 +1,117 @@
+"""Hub-level REST routes: Animas, deliveries, system health."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from pydantic import BaseModel, Field
+
+from hub import __version__
+from hub.animas import Anima
+from hub.app import Hub
+
+router = APIRouter(prefix="/api")
+
+
+def get_hub(request: Request) -> Hub:
+    hub: Hub = request.app.state.hub
+    return hub
+
+
+HubDep = Annotated[Hub, Depends(get_hub)]
+
+
+class AnimaOut(BaseModel):
+    name: str
+    role: str
+    title: str
+    summary: str
+    supervisor: str | None
+    model: str
+
+
+class AnimaCreate(BaseModel):
+    name: str = Field(min_length=1, max_length=32)
+    role: str = Field(min_length=1, max_length=32)
+    supervisor: str | None = None
+
+
+def anima_out(hub: Hub, anima: Anima) -> AnimaOut:
+    role = hub.animas.roles.get(anima.spec.role)
+    return AnimaOut(
+        name=anima.name,
+        role=anima.spec.role,
+        title=role.title if role else anima.spec.role,
+        summary=role.summary if role else "",
+        supervisor=anima.spec.supervisor,
+        model=anima.spec.model or hub.settings.llm.model,
+    )
+
+
+@router.get("/animas", response_model=list[AnimaOut])
+def list_animas(hub: HubDep) -> list[AnimaOut]:
+    return [anima_out(hub, a) for a in hub.animas.all()]
+
+
+@router.post("/animas", response_model=AnimaOut, status_code=201)
+def create_anima(body: AnimaCreate, hub: HubDep) -> AnimaOut:
+    return anima_out(hub, hub.create_anima(body.name, body.role, body.supervisor))
+
+
+@router.get("/animas/{name}", response_model=AnimaOut)
+def get_anima(name: str, hub: HubDep) -> AnimaOut:
+    anima = hub.animas.get(name)
+    if anima is None:
+        raise HTTPException(404, f"no Anima named {name!r}")
+    return anima_out(hub, anima)
+
+
+class DeliveryOut(BaseModel):
+    id: str
+    address: str
+    kind: str
+    anima: str
+    status: str
+    attempts: int
+    error: str | None
+    chunks: int
+    created_at: str
+
+
+@router.get("/deliveries", response_model=list[DeliveryOut])
+def list_deliveries(
+    hub: HubDep,
+    status: Annotated[str | None, Query(pattern="^(pending|sent|failed)$")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> list[DeliveryOut]:
+    return [
+        DeliveryOut(
+            id=row.id,
+            address=row.address,
+            kind=row.kind,
+            anima=row.anima,
+            status=row.status,
+            attempts=row.attempts,
+            error=row.error,
+            chunks=len(row.chunks),
+            created_at=row.created_at.isoformat(),
+        )
+        for row in hub.outbox.listing(status, limit)
+    ]
+
+
+@router.get("/system/health")
+def health(hub: HubDep) -> dict[str, Any]:
+    deliveries = hub.outbox.counts()
+    return {
+        "status": "ok",
+        "version": __version__,
+        "animas": hub.animas.names(),
+        "adapters": sorted(hub.adapters),
+        "llm": hub.settings.llm.model or "offline",
+        "database": hub.db.engine.dialect.name,
+        "deliveries": deliveries,
+        "failed_deliveries": deliveries.get("failed", 0),
+        "mailboxes": hub.runtime.mailboxes.pending(),
+    }

@@ -1,0 +1,224 @@
+"""The `animahub` command line (typer + rich)."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import re
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hub.animas import AnimaError, AnimaRegistry
+from hub.logs import anima_log_path
+from hub.roles import bundled_config_dir, load_roles
+from hub.runfile import HubBusy, hold_data_root, running_hub
+from hub.settings import CONFIG_NAME, ConfigError, Settings, load_settings
+
+app = typer.Typer(
+    help="AnimaHub: persistent AI colleagues on your team's chat.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+anima_app = typer.Typer(help="Create and list Animas.", no_args_is_help=True)
+app.add_typer(anima_app, name="anima")
+console = Console()
+err = Console(stderr=True)
+
+DEMO = (("mika", "manager", None), ("aria", "researcher", "mika"), ("kai", "engineer", "mika"))
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def settings_or_exit(**overrides: Any) -> Settings:
+    try:
+        return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ConfigError as exc:
+        raise fail(f"config: {exc}", code=2) from None
+
+
+@app.command()
+def init(
+    demo: Annotated[bool, typer.Option(help="Also create three demo Animas.")] = False,
+) -> None:
+    """Create the data folder and its hub.toml; with --demo, three Animas (idempotent)."""
+    settings = settings_or_exit()
+    home = settings.home
+    for sub in ("animas", "shared/users", "logs"):
+        (home / sub).mkdir(parents=True, exist_ok=True)
+    config = home / CONFIG_NAME
+    if not config.exists():
+        text = (bundled_config_dir() / "hub.example.toml").read_text(encoding="utf-8")
+        if demo:
+            text = re.sub(r'(?m)^default_anima = ""', 'default_anima = "mika"', text, count=1)
+        config.write_text(text, encoding="utf-8")
+        console.print(f"wrote {config}")
+    if demo:
+        for name, role, supervisor in DEMO:
+            _ensure_anima(settings_or_exit(), name, role, supervisor)
+    console.print(f"data folder ready: [bold]{home}[/]")
+
+
+def _ensure_anima(settings: Settings, name: str, role: str, supervisor: str | None) -> None:
+    registry = AnimaRegistry(settings.home / "animas", load_roles())
+    registry.load()
+    if name in registry:
+        return
+    _create_anima(settings, name, role, supervisor)
+
+
+def _create_anima(settings: Settings, name: str, role: str, supervisor: str | None) -> None:
+    running = running_hub(settings.home)
+    if running is not None:
+        import httpx
+
+        from hub.client import _headers
+
+        response = httpx.post(
+            f"{running.url}/api/animas",
+            json={"name": name, "role": role, "supervisor": supervisor},
+            headers=_headers(settings),
+        )
+        if response.status_code != 201:
+            raise fail(response.json().get("detail", response.text))
+    else:
+        with hold_data_root(settings.home):
+            registry = AnimaRegistry(settings.home / "animas", load_roles())
+            registry.load()
+            try:
+                registry.create(name, role, supervisor)
+            except AnimaError as exc:
+                raise fail(str(exc)) from None
+    console.print(f"created Anima [bold]{name}[/] ({role})")
+
+
+@app.command()
+def start(
+    host: Annotated[str | None, typer.Option(help="Address to bind (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 18500).")] = None,
+) -> None:
+    """Start the hub: API, web chat and every enabled platform, in the foreground."""
+    import uvicorn
+
+    from hub import logs
+    from hub.api.server import create_app
+    from hub.app import Hub
+
+    server: dict[str, object] = {}
+    if host is not None:
+        server["host"] = host
+    if port is not None:
+        server["port"] = port
+    base = settings_or_exit()
+    settings = settings_or_exit(server={**base.server.model_dump(), **server}) if server else base
+    logs.configure(settings.home)
+    url = f"http://{settings.server.host}:{settings.server.port}"
+    try:
+        with hold_data_root(settings.home, url):
+            console.print(f"AnimaHub on [bold]{url}[/] (data: {settings.home})")
+            uvicorn.run(
+                create_app(Hub(settings)),
+                host=settings.server.host,
+                port=settings.server.port,
+                log_config=None,
+            )
+    except HubBusy as exc:
+        raise fail(f"{exc}; is a hub already running?") from None
+
+
+@anima_app.command("create")
+def anima_create(
+    name: Annotated[str, typer.Option("--name", help="Lowercase name, e.g. aria.")],
+    role: Annotated[str, typer.Option("--role", help="researcher, engineer, manager, ...")],
+    supervisor: Annotated[str | None, typer.Option(help="The Anima this one reports to.")] = None,
+) -> None:
+    """Create an Anima from a role template."""
+    _create_anima(settings_or_exit(), name, role, supervisor)
+
+
+@anima_app.command("list")
+def anima_list() -> None:
+    """List the Animas of this data folder."""
+    settings = settings_or_exit()
+    registry = AnimaRegistry(settings.home / "animas", load_roles())
+    for problem in registry.load():
+        err.print(f"[yellow]warning:[/] {problem}")
+    table = Table("name", "role", "supervisor", "model")
+    for anima in registry.all():
+        model = anima.spec.model or settings.llm.model or "[dim]offline[/]"
+        table.add_row(anima.name, anima.spec.role, anima.spec.supervisor or "", model)
+    console.print(table)
+
+
+@app.command()
+def chat(
+    name: Annotated[str, typer.Argument(help="The Anima to talk to.")],
+    message: Annotated[str, typer.Argument(help="What to say.")],
+    user: Annotated[str, typer.Option(help="Who you are on the web platform.")] = "",
+    session: Annotated[str, typer.Option(help="Conversation id; reuse it to continue.")] = "cli",
+) -> None:
+    """Send one message to an Anima and print the reply as it streams."""
+    from hub.client import ChatFailed, hub_client, stream_chat
+
+    settings = settings_or_exit()
+    payload = {"message": message, "session_id": session, "user": user or _local_user()}
+
+    async def run() -> None:
+        async with hub_client(settings) as client:
+            async for piece in stream_chat(client, name, payload):
+                console.out(piece, end="", highlight=False)
+            console.out("")
+
+    try:
+        asyncio.run(run())
+    except ChatFailed as exc:
+        raise fail(str(exc)) from None
+    except HubBusy as exc:
+        raise fail(str(exc)) from None
+
+
+def _local_user() -> str:
+    return re.sub(r"[^\w.@-]", "-", getpass.getuser()) or "cli"
+
+
+@app.command()
+def logs(
+    name: Annotated[str, typer.Argument(help="The Anima whose log to show.")],
+    lines: Annotated[int, typer.Option("--lines", "-n", help="How many lines.")] = 50,
+    follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing.")] = False,
+) -> None:
+    """Show an Anima's log: turns answered, failures, schedule problems."""
+    settings = settings_or_exit()
+    path = anima_log_path(settings.home, name)
+    if not (settings.home / "animas" / name).is_dir():
+        raise fail(f"no Anima named {name!r} in {settings.home}")
+    if not path.exists():
+        console.print(f"[dim]{name} has no log entries yet ({path})[/]")
+        if not follow:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+    _print_tail(path, lines, follow)
+
+
+def _print_tail(path: Path, lines: int, follow: bool) -> None:
+    with path.open(encoding="utf-8", errors="replace") as handle:
+        for line in handle.readlines()[-lines:]:
+            console.out(line.rstrip("\n"), highlight=False)
+        while follow:
+            line = handle.readline()
+            if line:
+                console.out(line.rstrip("\n"), highlight=False)
+            else:
+                time.sleep(0.5)
+
+
+def main() -> None:
+    app()

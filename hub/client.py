@@ -1,0 +1,103 @@
+"""Talking to a hub from the CLI: over HTTP to a running hub, or to an in-process one.
+
+Both paths go through the same HTTP routes; in-process, the requests travel over an ASGI
+transport instead of a socket, while this process holds the data root's lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import httpx
+from httpx_sse import aconnect_sse
+from sqlmodel import select
+
+from hub.app import Hub
+from hub.runfile import hold_data_root, running_hub
+from hub.settings import Settings
+from hub.store.models import DeliveryRow
+
+_DRAIN_TIMEOUT_S = 30.0
+
+
+def _headers(settings: Settings) -> dict[str, str]:
+    token = settings.server.api_token
+    return {"Authorization": f"Bearer {token.get_secret_value()}"} if token else {}
+
+
+@asynccontextmanager
+async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    running = running_hub(settings.home)
+    if running is not None:
+        async with httpx.AsyncClient(
+            base_url=running.url, headers=_headers(settings), timeout=None
+        ) as client:
+            yield client
+        return
+    from hub.api.server import create_app
+
+    with hold_data_root(settings.home):
+        hub = Hub(settings)
+        app = create_app(hub)
+        await hub.start()
+        try:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport,
+                base_url="http://in-process",
+                headers=_headers(settings),
+                timeout=None,
+            ) as client:
+                yield client
+            await _drain(hub)
+        finally:
+            await hub.stop()
+
+
+async def _drain(hub: Hub) -> None:
+    """Let the outbox send what this command produced before the in-process hub stops."""
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + _DRAIN_TIMEOUT_S
+    while loop.time() < deadline:
+        hub.outbox.dispatch_due()
+        with hub.db.session() as session:
+            pending = session.exec(
+                select(DeliveryRow.id).where(DeliveryRow.status == "pending").limit(1)
+            ).first()
+        if pending is None:
+            return
+        await asyncio.sleep(0.05)
+
+
+class ChatFailed(Exception):
+    pass
+
+
+async def stream_chat(
+    client: httpx.AsyncClient, anima: str, payload: dict[str, str]
+) -> AsyncIterator[str]:
+    """Yield the reply's text pieces; raise ChatFailed with the hub's message on an error."""
+    async with aconnect_sse(client, "POST", f"/api/chat/{anima}", json=payload) as source:
+        if source.response.status_code != 200:
+            await source.response.aread()
+            raise ChatFailed(_detail(source.response))
+        async for sse in source.aiter_sse():
+            event = json.loads(sse.data)
+            if event["type"] == "text":
+                yield event["text"]
+            elif event["type"] == "error":
+                raise ChatFailed(event.get("message", "unknown error"))
+            elif event["type"] == "done":
+                return
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail")
+    except json.JSONDecodeError:
+        detail = response.text
+    return f"HTTP {response.status_code}: {detail}"

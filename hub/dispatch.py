@@ -1,0 +1,79 @@
+"""From a persisted inbound to an Anima's mailbox: identity, then routing, then runtime."""
+
+from __future__ import annotations
+
+import logging
+
+from sqlmodel import col, select
+
+from hub.animas import AnimaRegistry
+from hub.identity import IdentityService
+from hub.ingress import from_row
+from hub.mailbox import TurnJob
+from hub.messages import Inbound
+from hub.routing import Router
+from hub.runtime import Runtime
+from hub.store.db import Database
+from hub.store.models import InboxItem
+
+log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        db: Database,
+        identity: IdentityService,
+        router: Router,
+        animas: AnimaRegistry,
+        runtime: Runtime,
+    ) -> None:
+        self._db = db
+        self._identity = identity
+        self._router = router
+        self._animas = animas
+        self._runtime = runtime
+
+    def dispatch(self, row: InboxItem, inbound: Inbound) -> str | None:
+        """Route one new inbound; return the Anima it went to, or None."""
+        if inbound.sender.is_bot:
+            self._mark(row, "ignored", None, None, "sent by a bot")
+            return None
+        person = self._identity.resolve(inbound.sender)
+        anima = self._router.route(inbound, person, self._animas.names())
+        if anima is None:
+            self._mark(row, "unrouted", None, person.id, "no Anima to answer: none configured")
+            log.warning("inbound %s from %s: no Anima to route to", row.id, inbound.sender.key)
+            return None
+        self._mark(row, row.status, anima, person.id, None)
+        self._runtime.submit(TurnJob(row.id, anima, row.conversation))
+        return anima
+
+    def _mark(
+        self,
+        row: InboxItem,
+        status: str,
+        anima: str | None,
+        person_id: str | None,
+        error: str | None,
+    ) -> None:
+        row.status, row.anima, row.person_id, row.error = status, anima, person_id, error
+        with self._db.session() as session:
+            session.add(row)
+
+    def recover(self) -> int:
+        """Resubmit every inbound a previous run accepted but did not finish."""
+        with self._db.session() as session:
+            rows = session.exec(
+                select(InboxItem)
+                .where(col(InboxItem.status).in_(("received", "processing")))
+                .order_by(col(InboxItem.received_at))
+            ).all()
+        for row in rows:
+            if row.anima:
+                self._runtime.submit(TurnJob(row.id, row.anima, row.conversation))
+            else:
+                self.dispatch(row, from_row(row))
+        if rows:
+            log.info("recovered %d unfinished inbound messages", len(rows))
+        return len(rows)

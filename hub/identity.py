@@ -1,0 +1,148 @@
+"""Platform user -> Person, and the person's profile at <data>/shared/users/<person>.md."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlmodel import Session, select
+
+from hub.files import read_document, write_document
+from hub.messages import PlatformUser, utcnow
+from hub.store.db import Database
+from hub.store.models import Identity, Person
+
+PROFILE_BODY = "# {name}\n\n## What Animas have learned\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class PersonView:
+    """What the rest of the hub needs to know about the sender."""
+
+    id: str
+    display_name: str
+    roles: tuple[str, ...]
+    timezone: str
+    language: str
+    default_anima: str | None
+
+    @property
+    def is_admin(self) -> bool:
+        return "admin" in self.roles
+
+
+def slugify(text: str) -> str:
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:40]
+
+
+class IdentityService:
+    def __init__(
+        self, db: Database, users_dir: Path, admins: list[str], timezone: str, language: str
+    ) -> None:
+        self._db = db
+        self._users_dir = users_dir
+        self._admins = set(admins)
+        self._timezone = timezone
+        self._language = language
+        # The hub is the only writer of these tables (one process per data root), so a
+        # cache keyed by platform identity stays correct; it saves two queries a message.
+        self._cache: dict[str, PersonView] = {}
+
+    def profile_path(self, person_id: str) -> Path:
+        return self._users_dir / f"{person_id}.md"
+
+    def resolve(self, user: PlatformUser) -> PersonView:
+        cached = self._cache.get(user.key)
+        if cached is not None:
+            return cached
+        with self._db.session() as session:
+            row = session.exec(
+                select(Person)
+                .join(Identity)
+                .where(Identity.platform == user.platform, Identity.user_id == user.user_id)
+            ).first()
+            if row is None:
+                row = self._create(session, user)
+            elif user.key in self._admins and "admin" not in row.roles:
+                row.roles = [*row.roles, "admin"]
+                session.add(row)
+            view = _view(row)
+        self._cache[user.key] = view
+        return view
+
+    def by_id(self, person_id: str) -> PersonView:
+        """The person a stored inbox row names (after a restart the cache is empty)."""
+        for view in self._cache.values():
+            if view.id == person_id:
+                return view
+        with self._db.session() as session:
+            row = session.get(Person, person_id)
+        if row is None:
+            return PersonView(
+                person_id or "unknown", "someone", (), self._timezone, self._language, None
+            )
+        return _view(row)
+
+    def _create(self, session: Session, user: PlatformUser) -> Person:
+        name = user.display_name or user.user_id
+        person = Person(
+            id=self._new_id(session, name, user),
+            display_name=name,
+            timezone=self._timezone,
+            language=self._language,
+            roles=["admin"] if user.key in self._admins else [],
+        )
+        session.add(person)
+        session.flush()
+        session.add(
+            Identity(
+                platform=user.platform,
+                user_id=user.user_id,
+                person_id=person.id,
+                display_name=user.display_name,
+                is_bot=user.is_bot,
+            )
+        )
+        session.flush()
+        self._write_profile(person, [user.key])
+        return person
+
+    def _new_id(self, session: Session, name: str, user: PlatformUser) -> str:
+        base = slugify(name) or "p-" + hashlib.sha1(user.key.encode()).hexdigest()[:8]
+        candidate, n = base, 1
+        while session.get(Person, candidate) is not None or self.profile_path(candidate).exists():
+            n += 1
+            candidate = f"{base}-{n}"
+        return candidate
+
+    def _write_profile(self, person: Person, identities: list[str]) -> None:
+        path = self.profile_path(person.id)
+        if path.exists():  # never clobber what Animas learned
+            meta, body = read_document(path)
+        else:
+            meta, body = {}, PROFILE_BODY.format(name=person.display_name)
+        meta.update(
+            id=person.id,
+            display_names=sorted({*meta.get("display_names", []), person.display_name}),
+            identities=sorted({*meta.get("identities", []), *identities}),
+            timezone=person.timezone,
+            language=person.language,
+            roles=list(person.roles),
+            created=meta.get("created", utcnow().isoformat(timespec="seconds")),
+        )
+        write_document(path, meta, body)
+
+
+def _view(row: Person) -> PersonView:
+    return PersonView(
+        id=row.id,
+        display_name=row.display_name,
+        roles=tuple(row.roles),
+        timezone=row.timezone,
+        language=row.language,
+        default_anima=row.default_anima,
+    )

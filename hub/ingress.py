@@ -1,0 +1,88 @@
+"""Ingress: dedup by platform event id and persist every inbound before acting on it."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import asdict
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
+
+from hub.messages import Address, Attachment, Inbound, PlatformUser
+from hub.store.db import Database
+from hub.store.models import InboxItem
+
+
+class MessageTooLarge(ValueError):
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"message is {size} bytes; the limit is {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+class Ingress:
+    def __init__(self, db: Database, max_message_bytes: int) -> None:
+        self._db = db
+        self.max_message_bytes = max_message_bytes
+
+    def check_size(self, text: str) -> None:
+        size = len(text.encode("utf-8"))
+        if size > self.max_message_bytes:
+            raise MessageTooLarge(size, self.max_message_bytes)
+
+    def accept(self, inbound: Inbound) -> tuple[InboxItem, bool]:
+        """Persist the event; return its row and whether it had been seen before."""
+        self.check_size(inbound.text)
+        row = to_row(inbound)
+        try:
+            with self._db.session() as session:
+                session.add(row)
+            return row, False
+        except IntegrityError:
+            pass  # the unique (platform, event_id) constraint: a redelivery
+        with self._db.session() as session:
+            existing = session.exec(
+                select(InboxItem).where(
+                    InboxItem.platform == inbound.platform,
+                    InboxItem.event_id == inbound.event_id,
+                )
+            ).one()
+        return existing, True
+
+
+def to_row(inbound: Inbound) -> InboxItem:
+    address = inbound.address
+    return InboxItem(
+        id=str(uuid.uuid4()),
+        platform=address.platform,
+        event_id=inbound.event_id,
+        address=str(address),
+        conversation=str(address),
+        channel_key=address.channel_key,
+        address_kind=address.kind.value,
+        sender_key=inbound.sender.key,
+        sender_name=inbound.sender.display_name,
+        sender_is_bot=inbound.sender.is_bot,
+        text=inbound.text,
+        mentions=list(inbound.mentions),
+        reply_to=inbound.reply_to,
+        attachments=[asdict(a) for a in inbound.attachments],
+        raw=inbound.raw,
+        received_at=inbound.sent_at,
+    )
+
+
+def from_row(row: InboxItem) -> Inbound:
+    """Rebuild the normalized message from its inbox row (used after a restart)."""
+    platform, _, user_id = row.sender_key.partition(":")
+    return Inbound(
+        event_id=row.event_id,
+        address=Address.parse(row.address, row.address_kind),
+        sender=PlatformUser(platform, user_id, row.sender_name, row.sender_is_bot),
+        text=row.text,
+        mentions=tuple(row.mentions),
+        reply_to=row.reply_to,
+        attachments=tuple(Attachment(**a) for a in row.attachments),
+        sent_at=row.received_at,
+        raw=row.raw,
+    )

@@ -1,0 +1,88 @@
+"""A mailbox per Anima: one turn at a time per conversation, conversations in parallel."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnJob:
+    inbox_id: str
+    anima: str
+    conversation: str
+
+
+TurnHandler = Callable[[TurnJob], Awaitable[None]]
+
+
+class Mailbox:
+    def __init__(self, anima: str, handler: TurnHandler, max_concurrent: int) -> None:
+        self.anima = anima
+        self._handler = handler
+        self._lanes: dict[str, asyncio.Queue[TurnJob]] = {}
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._slots = asyncio.Semaphore(max_concurrent)
+
+    def put(self, job: TurnJob) -> None:
+        lane = self._lanes.setdefault(job.conversation, asyncio.Queue())
+        lane.put_nowait(job)
+        if job.conversation not in self._tasks:
+            task = asyncio.create_task(self._drain(job.conversation), name=f"lane:{self.anima}")
+            self._tasks[job.conversation] = task
+
+    @property
+    def pending(self) -> int:
+        return sum(q.qsize() for q in self._lanes.values()) + len(self._tasks)
+
+    async def _drain(self, conversation: str) -> None:
+        lane = self._lanes[conversation]
+        try:
+            while not lane.empty():
+                job = lane.get_nowait()
+                async with self._slots:
+                    await self._run(job)
+        finally:
+            # No await between the empty check and here, so no job can slip in unseen.
+            del self._tasks[conversation]
+            del self._lanes[conversation]
+
+    async def _run(self, job: TurnJob) -> None:
+        try:
+            await self._handler(job)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # and its inbox row stays unfinished, so recovery retries it after a restart.
+            log.exception("turn %s of %s crashed", job.inbox_id, self.anima)
+
+    async def close(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Mailboxes:
+    def __init__(self, handler: TurnHandler) -> None:
+        self._handler = handler
+        self._boxes: dict[str, Mailbox] = {}
+
+    def ensure(self, anima: str, max_concurrent: int) -> Mailbox:
+        box = self._boxes.get(anima)
+        if box is None:
+            box = self._boxes[anima] = Mailbox(anima, self._handler, max_concurrent)
+        return box
+
+    def put(self, job: TurnJob, max_concurrent: int) -> None:
+        self.ensure(job.anima, max_concurrent).put(job)
+
+    def pending(self) -> dict[str, int]:
+        return {name: box.pending for name, box in self._boxes.items()}
+
+    async def close(self) -> None:
+        await asyncio.gather(*(box.close() for box in self._boxes.values()))

@@ -1,0 +1,143 @@
+"""The one message model every platform is normalized into (DESIGN §4)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+
+class AddressKind(StrEnum):
+    DM = "dm"
+    GROUP = "group"
+    CHANNEL = "channel"
+
+
+_ADDRESS_RE = re.compile(
+    r"^(?P<platform>[a-z0-9_-]+):(?P<workspace>[^/]*)/(?P<channel>[^#]+)(?:#(?P<thread>.+))?$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """Where a message lives or goes. String form: `slack:T1/C2#1700000000.1234`."""
+
+    platform: str
+    workspace: str
+    channel: str
+    thread: str | None = None
+    kind: AddressKind = AddressKind.CHANNEL
+
+    def __str__(self) -> str:
+        base = f"{self.platform}:{self.workspace}/{self.channel}"
+        return f"{base}#{self.thread}" if self.thread else base
+
+    @property
+    def channel_key(self) -> str:
+        """The address without its thread: what a channel binding is keyed by."""
+        return f"{self.platform}:{self.workspace}/{self.channel}"
+
+    def in_thread(self, thread: str | None) -> Address:
+        return Address(self.platform, self.workspace, self.channel, thread, self.kind)
+
+    @classmethod
+    def parse(cls, text: str, kind: AddressKind | str = AddressKind.CHANNEL) -> Address:
+        match = _ADDRESS_RE.match(text)
+        if match is None:
+            raise ValueError(f"not an address: {text!r} (expected platform:workspace/channel)")
+        return cls(
+            platform=match["platform"],
+            workspace=match["workspace"],
+            channel=match["channel"],
+            thread=match["thread"],
+            kind=AddressKind(kind),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformUser:
+    platform: str
+    user_id: str
+    display_name: str = ""
+    is_bot: bool = False
+
+    @property
+    def key(self) -> str:
+        """`web:alice`, `slack:U123`: the form admins are named by in config."""
+        return f"{self.platform}:{self.user_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    name: str
+    url: str
+    content_type: str = ""
+    size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A parsed slash command such as `/anima bind aria`."""
+
+    name: str
+    args: tuple[str, ...] = ()
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One platform event, normalized. `raw` is never written to memory."""
+
+    event_id: str
+    address: Address
+    sender: PlatformUser
+    text: str
+    mentions: tuple[str, ...] = ()
+    reply_to: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    command: Command | None = None
+    sent_at: datetime = field(default_factory=utcnow)
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def platform(self) -> str:
+        return self.address.platform
+
+
+class DeliveryKind(StrEnum):
+    REPLY = "reply"
+    STREAM = "stream"
+    HEARTBEAT = "heartbeat"
+    REPORT = "report"
+    NOTICE = "notice"
+
+
+class DeliveryStatus(StrEnum):
+    PENDING = "pending"
+    SENT = "sent"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundChunk:
+    """One piece of a delivery, as the outbox hands it to an adapter.
+
+    A delivery is sent chunk by chunk and each chunk's platform id is stored as soon as it
+    is sent, so a retry after a crash or a 429 continues where it stopped instead of
+    repeating chunks.
+    """
+
+    delivery_id: str
+    index: int
+    count: int
+    address: Address
+    text: str
+    anima: str
+    kind: DeliveryKind
+    reply_to: str | None
+    idempotency_key: str

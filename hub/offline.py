@@ -1,0 +1,56 @@
+"""The offline mode: answers without a language model, from what the hub knows.
+
+It never pretends to be a model. It greets the person by name, says who the Anima is, what
+it remembers of the conversation, and exactly how to configure a model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+from hub.llm import TurnContext
+
+_WORD_RE = re.compile(r"\S+\s*")
+_HOW_TO = (
+    "To give me a language model, set `model` in the `[llm]` section of `hub.toml` in the "
+    'data folder (for example `model = "anthropic/claude-sonnet-4-5"` with '
+    '`api_key = "env:ANTHROPIC_API_KEY"`, or `model = "ollama/llama3.1"` for a local Ollama), '
+    "or export `ANIMAHUB_LLM__MODEL=...`, then restart the hub."
+)
+
+
+def _quote(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def compose(ctx: TurnContext) -> str:
+    name = ctx.anima.capitalize()
+    lines = [
+        f"Hello {ctx.person.display_name}. I'm {name}, the team's "
+        f"{ctx.anima_title.lower()}: I {ctx.anima_summary}.",
+        "",
+        "**No language model is configured, so I'm answering in offline mode.** I can't "
+        "compose a real answer yet, but I keep everything you tell me, and I'll remember it "
+        "once a model is set.",
+        "",
+    ]
+    earlier = [t for t in ctx.earlier_from_person if t.strip()]
+    if earlier:
+        lines.append(
+            f"In this conversation you've sent me {len(earlier) + 1} messages. Before this "
+            "one you said:"
+        )
+        lines.extend(f"- “{_quote(t)}”" for t in earlier[-3:])
+    else:
+        lines.append(f"This is the start of our conversation in {ctx.where}.")
+    lines.extend(["", f"You said: “{_quote(ctx.text, 300)}”", "", _HOW_TO])
+    return "\n".join(lines)
+
+
+class OfflineResponder:
+    async def stream(self, ctx: TurnContext) -> AsyncIterator[str]:
+        # Streamed word by word so every platform's streaming path is exercised offline too.
+        for match in _WORD_RE.finditer(compose(ctx)):
+            yield match.group(0)

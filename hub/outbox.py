@@ -1,0 +1,232 @@
+"""The outbox: every outbound message is a Delivery row, sent by a worker that never loses
+and never doubles one.
+
+Chunks are rendered and split once, stored on the row, and their platform ids recorded one
+by one, so a retry after a 429 or a crash resumes at the first unsent chunk. Rate limits
+are honoured with the platform's retry-after; other transient errors back off
+exponentially; a delivery that cannot be sent ends `failed`, logged and visible in the API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+
+from sqlmodel import col, func, select
+
+from hub.adapter import Adapter, DeliveryError, PermanentDeliveryError, RateLimited
+from hub.chunking import split_text
+from hub.messages import Address, DeliveryKind, DeliveryStatus, OutboundChunk, utcnow
+from hub.settings import OutboxSection
+from hub.store.db import Database
+from hub.store.models import AuditEntry, DeliveryRow
+
+log = logging.getLogger(__name__)
+Clock = Callable[[], datetime]
+_BATCH = 200
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; everything the hub stores is UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def new_delivery(
+    address: Address,
+    text: str,
+    kind: DeliveryKind,
+    anima: str,
+    idempotency_key: str,
+    inbox_id: str | None = None,
+    reply_to: str | None = None,
+) -> DeliveryRow:
+    """A pending delivery, for the caller to add in the same transaction as its cause."""
+    return DeliveryRow(
+        id=str(uuid.uuid4()),
+        idempotency_key=idempotency_key,
+        address=str(address),
+        channel_key=address.channel_key,
+        address_kind=address.kind.value,
+        text=text,
+        kind=kind.value,
+        anima=anima,
+        inbox_id=inbox_id,
+        reply_to=reply_to,
+    )
+
+
+class Outbox:
+    def __init__(
+        self,
+        db: Database,
+        adapters: Mapping[str, Adapter],
+        settings: OutboxSection,
+        clock: Clock = utcnow,
+    ) -> None:
+        self._db = db
+        self._adapters = adapters
+        self._settings = settings
+        self._clock = clock
+        self._wake = asyncio.Event()
+        self._busy: dict[str, asyncio.Task[None]] = {}  # one sender per address keeps order
+        self._sent_listeners: list[Callable[[DeliveryRow], None]] = []
+
+    def on_sent(self, listener: Callable[[DeliveryRow], None]) -> None:
+        self._sent_listeners.append(listener)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        """The worker loop; cancel it to stop."""
+        while True:
+            self._wake.clear()
+            self.dispatch_due()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._settings.poll_interval_s)
+
+    def dispatch_due(self) -> None:
+        now = self._clock()
+        with self._db.session() as session:
+            due = session.exec(
+                select(DeliveryRow.id, DeliveryRow.address)
+                .where(DeliveryRow.status == DeliveryStatus.PENDING.value)
+                .where(DeliveryRow.next_attempt_at <= now)
+                .order_by(col(DeliveryRow.created_at))
+                .limit(_BATCH)
+            ).all()
+        for _, address in due:
+            if address not in self._busy:
+                task = asyncio.create_task(self._drain_address(address))
+                self._busy[address] = task
+
+    async def _drain_address(self, address: str) -> None:
+        try:
+            while True:
+                with self._db.session() as session:
+                    row = session.exec(
+                        select(DeliveryRow)
+                        .where(DeliveryRow.address == address)
+                        .where(DeliveryRow.status == DeliveryStatus.PENDING.value)
+                        .order_by(col(DeliveryRow.created_at))
+                        .limit(1)
+                    ).first()
+                if row is None or as_utc(row.next_attempt_at) > self._clock():
+                    return  # a later delivery must not overtake one that is waiting
+                if not await self.deliver(row):
+                    return
+        finally:
+            del self._busy[address]
+
+    async def deliver(self, row: DeliveryRow) -> bool:
+        """Send what is left of one delivery. True when it is finished (sent or failed)."""
+        adapter = self._adapters.get(row.address.split(":", 1)[0])
+        if adapter is None:
+            self._fail(row, "no adapter is running for this platform")
+            return True
+        if not row.chunks:
+            rendered = adapter.render(row.text) or "…"
+            row.chunks = split_text(rendered, adapter.capabilities.max_text)
+            self._save(row)
+        address = Address.parse(row.address, row.address_kind)
+        try:
+            for index in range(len(row.message_ids), len(row.chunks)):
+                chunk = self._chunk(row, address, index)
+                message_id = await adapter.send(chunk)
+                row.message_ids = [*row.message_ids, message_id]
+                self._save(row)
+        except RateLimited as exc:
+            self._retry(row, exc.retry_after, str(exc))
+            return False
+        except PermanentDeliveryError as exc:
+            self._fail(row, str(exc))
+            return True
+        except DeliveryError as exc:
+            return self._backoff(row, str(exc))
+        except Exception as exc:
+            # translate: logged with its traceback, retried with backoff, then failed visibly.
+            log.exception("adapter %s raised while sending %s", adapter.name, row.id)
+            return self._backoff(row, f"{type(exc).__name__}: {exc}")
+        row.status = DeliveryStatus.SENT.value
+        row.sent_at = self._clock()
+        row.error = None
+        self._save(row)
+        for listener in self._sent_listeners:
+            listener(row)
+        return True
+
+    def _chunk(self, row: DeliveryRow, address: Address, index: int) -> OutboundChunk:
+        return OutboundChunk(
+            delivery_id=row.id,
+            index=index,
+            count=len(row.chunks),
+            address=address,
+            text=row.chunks[index],
+            anima=row.anima,
+            kind=DeliveryKind(row.kind),
+            reply_to=row.reply_to,
+            idempotency_key=f"{row.idempotency_key}:{index}",
+        )
+
+    def _backoff(self, row: DeliveryRow, error: str) -> bool:
+        row.attempts += 1
+        if row.attempts >= self._settings.max_attempts:
+            self._fail(row, f"gave up after {row.attempts} attempts: {error}")
+            return True
+        delay = min(
+            self._settings.backoff_max_s, self._settings.backoff_base_s * 2 ** (row.attempts - 1)
+        )
+        self._retry(row, delay * random.uniform(0.8, 1.2), error)
+        return False
+
+    def _retry(self, row: DeliveryRow, delay: float, error: str) -> None:
+        row.next_attempt_at = self._clock() + timedelta(seconds=delay)
+        row.error = error
+        self._save(row)
+        log.warning("delivery %s to %s retrying in %.1fs: %s", row.id, row.address, delay, error)
+        asyncio.get_running_loop().call_later(delay, self.wake)
+
+    def _fail(self, row: DeliveryRow, error: str) -> None:
+        row.status = DeliveryStatus.FAILED.value
+        row.error = error
+        log.error("delivery %s to %s failed: %s", row.id, row.address, error)
+        with self._db.session() as session:
+            session.add(row)
+            session.add(
+                AuditEntry(
+                    actor=f"anima:{row.anima}",
+                    where=row.address,
+                    action="delivery.failed",
+                    target=row.id,
+                    detail={"error": error, "kind": row.kind},
+                )
+            )
+
+    def _save(self, row: DeliveryRow) -> None:
+        with self._db.session() as session:
+            session.add(row)
+
+    def counts(self) -> dict[str, int]:
+        with self._db.session() as session:
+            rows = session.exec(
+                select(DeliveryRow.status, func.count()).group_by(col(DeliveryRow.status))
+            ).all()
+        return {status: int(n) for status, n in rows}
+
+    def listing(self, status: str | None, limit: int) -> list[DeliveryRow]:
+        with self._db.session() as session:
+            query = select(DeliveryRow).order_by(col(DeliveryRow.created_at).desc()).limit(limit)
+            if status:
+                query = query.where(DeliveryRow.status == status)
+            return list(session.exec(query).all())
+
+    async def close(self) -> None:
+        tasks = list(self._busy.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

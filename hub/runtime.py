@@ -1,0 +1,228 @@
+"""Runs an Anima's turn: working memory -> model (or offline mode) -> turn log + outbox.
+
+A turn's results (the two turn-log rows, the reply delivery, the inbox row marked done) are
+committed in one transaction. A crash before it leaves the inbox row unfinished, and
+recovery runs the turn again; a crash after it leaves a pending delivery the outbox sends.
+Either way the message is answered once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from sqlmodel import Session
+
+from hub.adapter import TurnEvent
+from hub.animas import Anima, AnimaRegistry
+from hub.events import EventBus
+from hub.identity import IdentityService, PersonView
+from hub.llm import LLMError, Responder, TurnContext
+from hub.mailbox import Mailboxes, TurnJob
+from hub.messages import Address, AddressKind, DeliveryKind, utcnow
+from hub.outbox import Outbox, new_delivery
+from hub.roles import Role
+from hub.settings import Settings
+from hub.store.db import Database
+from hub.store.models import InboxItem, Turn
+from hub.tools import ToolContext
+from hub.working_memory import WorkingMemory
+
+log = logging.getLogger(__name__)
+_RETRY_DELAY_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Responders:
+    model: Responder
+    offline: Responder
+
+
+class Runtime:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        animas: AnimaRegistry,
+        identity: IdentityService,
+        responders: Responders,
+        events: EventBus,
+        outbox: Outbox,
+    ) -> None:
+        self._db = db
+        self._settings = settings
+        self._animas = animas
+        self._identity = identity
+        self._responders = responders
+        self._events = events
+        self._outbox = outbox
+        self._memory = WorkingMemory(db)
+        self.mailboxes = Mailboxes(self.handle)
+
+    def submit(self, job: TurnJob) -> None:
+        self._events.open(job.inbox_id)
+        anima = self._animas.get(job.anima)
+        limit = anima.spec.limits.max_concurrent_turns if anima else 1
+        self.mailboxes.put(job, min(limit, self._settings.runtime.max_concurrent_turns))
+
+    async def handle(self, job: TurnJob) -> None:
+        row = self._start(job)
+        if row is None:
+            return
+        anima = self._animas.get(job.anima)
+        if anima is None:
+            self._give_up(row, job, f"the Anima {job.anima!r} no longer exists")
+            return
+        if row.attempts > self._settings.runtime.max_turn_attempts:
+            self._give_up(row, job, f"the turn failed {row.attempts - 1} times")
+            return
+        person = self._identity.by_id(row.person_id or "")
+        ctx = self._context(anima, person, row)
+        responder = self._responders.model if ctx.model else self._responders.offline
+        pieces: list[str] = []
+        try:
+            async for piece in responder.stream(ctx):
+                pieces.append(piece)
+                self._events.publish(job.inbox_id, TurnEvent("text", piece, job.anima))
+        except LLMError as exc:
+            self._model_failed(row, job, exc)
+            return
+        self._finish(row, job, "".join(pieces).strip() or "_(the model gave an empty answer)_")
+
+    def _start(self, job: TurnJob) -> InboxItem | None:
+        with self._db.session() as session:
+            row = session.get(InboxItem, job.inbox_id)
+            if row is None or row.status in ("done", "failed"):
+                return None  # already answered (a duplicate submit after recovery)
+            row.status = "processing"
+            row.attempts += 1
+            session.add(row)
+        return row
+
+    def _context(self, anima: Anima, person: PersonView, row: InboxItem) -> TurnContext:
+        budget = (
+            anima.spec.limits.history_token_budget or self._settings.runtime.history_token_budget
+        )
+        turns = self._memory.recent(row.conversation, budget)
+        role: Role | None = self._animas.roles.get(anima.spec.role)
+        address = Address.parse(row.address, row.address_kind)
+        return TurnContext(
+            anima=anima.name,
+            anima_title=role.title if role else anima.spec.role,
+            anima_summary=role.summary if role else "",
+            identity=anima.identity,
+            model=anima.spec.model or self._settings.llm.model,
+            person=person,
+            where=describe(address),
+            history=[{"role": t.role, "content": t.text} for t in turns],
+            text=row.text,
+            tools=ToolContext(
+                anima=anima.name,
+                person_id=person.id,
+                person_is_admin=person.is_admin,
+                conversation=row.conversation,
+                timezone=anima.spec.timezone or self._settings.hub.timezone,
+            ),
+            earlier_from_person=[
+                t.text for t in turns if t.role == "user" and t.person_id == person.id
+            ],
+        )
+
+    def _finish(self, row: InboxItem, job: TurnJob, reply: str) -> None:
+        address = Address.parse(row.address, row.address_kind)
+        with self._db.session() as session:
+            session.add(
+                Turn(
+                    conversation=row.conversation,
+                    channel_key=row.channel_key,
+                    anima=job.anima,
+                    role="user",
+                    person_id=row.person_id,
+                    author=row.sender_name or row.sender_key,
+                    text=row.text,
+                    inbox_id=row.id,
+                )
+            )
+            session.add(
+                Turn(
+                    conversation=row.conversation,
+                    channel_key=row.channel_key,
+                    anima=job.anima,
+                    role="assistant",
+                    text=reply,
+                    inbox_id=row.id,
+                )
+            )
+            session.add(
+                new_delivery(
+                    address,
+                    reply,
+                    DeliveryKind.REPLY,
+                    job.anima,
+                    f"reply:{row.id}",
+                    row.id,
+                    reply_to=row.event_id,
+                )
+            )
+            self._close(session, row, "done", None)
+        log.info("answered %s", row.id, extra={"anima": job.anima})
+        self._outbox.wake()
+        self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
+
+    def _model_failed(self, row: InboxItem, job: TurnJob, exc: LLMError) -> None:
+        if exc.retryable and row.attempts < self._settings.runtime.max_turn_attempts:
+            with self._db.session() as session:
+                row.status = "received"
+                row.error = str(exc)
+                session.add(row)
+            delay = _RETRY_DELAY_S * row.attempts
+            log.warning(
+                "turn %s: %s; retrying in %.0fs", row.id, exc, delay, extra={"anima": job.anima}
+            )
+            asyncio.get_running_loop().call_later(delay, self.submit, job)
+            self._events.publish(
+                job.inbox_id,
+                TurnEvent(
+                    "error",
+                    f"The model is unavailable ({exc}). I will retry and post "
+                    "the answer in this conversation.",
+                    job.anima,
+                ),
+            )
+            return
+        self._give_up(row, job, str(exc))
+
+    def _give_up(self, row: InboxItem, job: TurnJob, reason: str) -> None:
+        """Tell the sender plainly, record why, and stop retrying."""
+        address = Address.parse(row.address, row.address_kind)
+        notice = f"Sorry, I could not answer your message: {reason}."
+        with self._db.session() as session:
+            session.add(
+                new_delivery(
+                    address,
+                    notice,
+                    DeliveryKind.NOTICE,
+                    job.anima,
+                    f"notice:{row.id}",
+                    row.id,
+                    reply_to=row.event_id,
+                )
+            )
+            self._close(session, row, "failed", reason)
+        log.error("turn %s failed: %s", row.id, reason, extra={"anima": job.anima})
+        self._outbox.wake()
+        self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
+
+    @staticmethod
+    def _close(session: Session, row: InboxItem, status: str, error: str | None) -> None:
+        row.status = status
+        row.error = error
+        row.finished_at = utcnow()
+        session.add(row)
+
+
+def describe(address: Address) -> str:
+    if address.kind is AddressKind.DM:
+        return f"a direct conversation on {address.platform}"
+    return f"#{address.channel} on {address.platform}"

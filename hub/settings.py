@@ -1,0 +1,221 @@
+"""Typed settings, read once at start (DESIGN §7.1).
+
+Sources, strongest first: explicit overrides (CLI flags), environment variables
+`ANIMAHUB_<SECTION>__<KEY>`, `<home>/hub.toml`, defaults. A string value `env:NAME` is
+replaced by the environment variable NAME, or by NAME from the secrets file
+(`<home>/secrets.env`, dotenv format), which is refused unless only its owner can read it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from dotenv import dotenv_values
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+DEFAULT_PORT = 18500
+CONFIG_NAME = "hub.toml"
+SECRETS_NAME = "secrets.env"
+_ENV_REF = "env:"
+_IDENTITY_RE = re.compile(r"^[a-z0-9_-]+:.+$")
+
+
+class ConfigError(Exception):
+    """A bad configuration, described in one line naming the key and the problem."""
+
+
+def default_home() -> Path:
+    return Path(os.environ.get("ANIMAHUB_HOME") or Path.home() / ".animahub").expanduser()
+
+
+class HubSection(BaseModel):
+    default_anima: str = ""
+    admins: list[str] = Field(default_factory=list)
+    timezone: str = "UTC"
+    language: str = "en"
+
+    @field_validator("admins")
+    @classmethod
+    def _admin_form(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if not _IDENTITY_RE.match(entry):
+                raise ValueError(f"{entry!r} is not platform:user_id (e.g. web:alice)")
+        return value
+
+
+class ServerSection(BaseModel):
+    host: str = "127.0.0.1"
+    port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
+    api_token: SecretStr | None = None
+
+    @model_validator(mode="after")
+    def _token_off_loopback(self) -> ServerSection:
+        if not is_loopback(self.host) and not self.api_token:
+            raise ValueError(
+                f"binding {self.host} needs server.api_token (set ANIMAHUB_SERVER__API_TOKEN)"
+            )
+        return self
+
+
+class StorageSection(BaseModel):
+    database_url: str = ""  # empty: SQLite at <home>/hub.db
+
+
+class LLMSection(BaseModel):
+    model: str = ""  # empty: offline mode
+    api_base: str = ""
+    api_key: SecretStr | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout_s: float = Field(default=120, gt=0)
+    max_tool_rounds: int = Field(default=6, ge=1, le=50)
+    # litellm's mock_response: answers without any request (benchmarks, smoke tests).
+    mock_response: str = ""
+
+
+class RuntimeSection(BaseModel):
+    history_token_budget: int = Field(default=3000, ge=100)
+    max_message_bytes: int = Field(default=32 * 1024, ge=1024)
+    max_turn_attempts: int = Field(default=3, ge=1)
+    max_concurrent_turns: int = Field(default=8, ge=1)
+
+
+class OutboxSection(BaseModel):
+    max_attempts: int = Field(default=8, ge=1)
+    backoff_base_s: float = Field(default=1.0, gt=0)
+    backoff_max_s: float = Field(default=300.0, gt=0)
+    poll_interval_s: float = Field(default=1.0, gt=0)
+
+
+class WebSection(BaseModel):
+    enabled: bool = True
+    workspace: str = "local"
+    channels: list[str] = Field(default_factory=lambda: ["general"])
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="ANIMAHUB_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        validate_default=True,
+    )
+
+    home: Path = Field(default_factory=default_home)
+    hub: HubSection = Field(default_factory=HubSection)
+    server: ServerSection = Field(default_factory=ServerSection)
+    storage: StorageSection = Field(default_factory=StorageSection)
+    llm: LLMSection = Field(default_factory=LLMSection)
+    runtime: RuntimeSection = Field(default_factory=RuntimeSection)
+    outbox: OutboxSection = Field(default_factory=OutboxSection)
+    web: WebSection = Field(default_factory=WebSection)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _resolve_env_refs(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        home = Path(data.get("home") or default_home())
+        return _resolve(data, _SecretLookup(home / SECRETS_NAME), ())
+
+    @property
+    def database_url(self) -> str:
+        return self.storage.database_url or f"sqlite:///{self.home / 'hub.db'}"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_path = _config_home(init_settings) / CONFIG_NAME
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_path))
+
+
+def _config_home(init_settings: PydanticBaseSettingsSource) -> Path:
+    given = init_settings().get("home")
+    return Path(given).expanduser() if given else default_home()
+
+
+class _SecretLookup:
+    """Environment first, then the secrets file, read lazily and only if mode is 0600."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._values: dict[str, str | None] | None = None
+
+    def get(self, name: str) -> str | None:
+        if name in os.environ:
+            return os.environ[name]
+        return self._file().get(name)
+
+    def _file(self) -> dict[str, str | None]:
+        if self._values is None:
+            self._values = {}
+            if self._path.exists():
+                mode = stat.S_IMODE(self._path.stat().st_mode)
+                if mode & 0o077:
+                    raise ValueError(
+                        f"secrets file {self._path} has mode {mode:o}; "
+                        f"refusing it until `chmod 600 {self._path}`"
+                    )
+                self._values = dict(dotenv_values(self._path))
+        return self._values
+
+
+def _resolve(value: Any, secrets: _SecretLookup, path: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        return {k: _resolve(v, secrets, (*path, str(k))) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, secrets, path) for v in value]
+    if isinstance(value, str) and value.startswith(_ENV_REF):
+        name = value[len(_ENV_REF) :]
+        found = secrets.get(name)
+        if found is None:
+            key = ".".join(path)
+            raise ValueError(f"{key} refers to env:{name}, which is not set")
+        return found
+    return value
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def load_settings(home: Path | None = None, **overrides: Any) -> Settings:
+    """Load settings, turning any validation failure into one readable ConfigError line."""
+    if home is not None:
+        overrides["home"] = home
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc)) from exc
+    except ValueError as exc:  # raised by the TOML parser or the secrets lookup
+        raise ConfigError(str(exc)) from exc
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        key = ".".join(str(p) for p in error["loc"]) or "config"
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{key}: {message}")
+    return "; ".join(parts)

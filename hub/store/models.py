@@ -1,0 +1,135 @@
+"""The hub's tables (DESIGN §5 hub.db). Changes here need a migration in migrations/versions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, DateTime, Index, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from hub.messages import utcnow
+
+
+def _ts(**kw: Any) -> Any:
+    return Field(default_factory=utcnow, sa_column=Column(DateTime(timezone=True), **kw))
+
+
+def _json(default: Any) -> Any:
+    return Field(default_factory=default, sa_column=Column(JSON, nullable=False))
+
+
+class Person(SQLModel, table=True):
+    __tablename__ = "person"
+    id: str = Field(primary_key=True, max_length=64)
+    display_name: str = Field(max_length=200)
+    timezone: str = Field(default="", max_length=64)
+    language: str = Field(default="", max_length=16)
+    roles: list[str] = _json(list)
+    default_anima: str | None = Field(default=None, max_length=64)
+    created_at: datetime = _ts(nullable=False)
+
+
+class Identity(SQLModel, table=True):
+    """A platform account linked to a person."""
+
+    __tablename__ = "identity"
+    platform: str = Field(primary_key=True, max_length=32)
+    user_id: str = Field(primary_key=True, max_length=128)
+    person_id: str = Field(foreign_key="person.id", index=True, max_length=64)
+    display_name: str = Field(default="", max_length=200)
+    is_bot: bool = False
+    created_at: datetime = _ts(nullable=False)
+
+
+class ChannelBinding(SQLModel, table=True):
+    __tablename__ = "channel_binding"
+    channel_key: str = Field(primary_key=True, max_length=300)
+    anima: str = Field(max_length=64)
+    created_by: str = Field(default="", max_length=200)
+    created_at: datetime = _ts(nullable=False)
+
+
+class InboxItem(SQLModel, table=True):
+    """Every inbound event, persisted before the hub acts on it."""
+
+    __tablename__ = "inbox"
+    __table_args__ = (
+        UniqueConstraint("platform", "event_id", name="uq_inbox_event"),
+        Index("ix_inbox_status", "status"),
+    )
+    id: str = Field(primary_key=True, max_length=36)
+    platform: str = Field(max_length=32)
+    event_id: str = Field(max_length=200)
+    address: str = Field(max_length=500)
+    conversation: str = Field(max_length=500, index=True)
+    channel_key: str = Field(max_length=300, index=True)
+    address_kind: str = Field(max_length=16)
+    sender_key: str = Field(max_length=200)
+    sender_name: str = Field(default="", max_length=200)
+    sender_is_bot: bool = False
+    text: str
+    mentions: list[str] = _json(list)
+    reply_to: str | None = Field(default=None, max_length=200)
+    attachments: list[dict[str, Any]] = _json(list)
+    raw: dict[str, Any] = _json(dict)
+    status: str = Field(default="received", max_length=16)
+    anima: str | None = Field(default=None, max_length=64)
+    person_id: str | None = Field(default=None, max_length=64)
+    attempts: int = 0
+    error: str | None = None
+    received_at: datetime = _ts(nullable=False)
+    finished_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+
+
+class DeliveryRow(SQLModel, table=True):
+    """Every outbound message. The unique idempotency key is what stops a double send."""
+
+    __tablename__ = "delivery"
+    __table_args__ = (Index("ix_delivery_due", "status", "next_attempt_at"),)
+    id: str = Field(primary_key=True, max_length=36)
+    idempotency_key: str = Field(unique=True, max_length=300)
+    address: str = Field(max_length=500, index=True)
+    channel_key: str = Field(max_length=300, index=True)
+    address_kind: str = Field(max_length=16)
+    text: str
+    kind: str = Field(max_length=16)
+    anima: str = Field(max_length=64)
+    inbox_id: str | None = Field(default=None, max_length=36, index=True)
+    reply_to: str | None = Field(default=None, max_length=200)
+    status: str = Field(default="pending", max_length=16)
+    attempts: int = 0
+    next_attempt_at: datetime = _ts(nullable=False)
+    chunks: list[str] = _json(list)
+    message_ids: list[str] = _json(list)
+    error: str | None = None
+    created_at: datetime = _ts(nullable=False)
+    sent_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+
+
+class Turn(SQLModel, table=True):
+    """The conversation turn log: what working memory is built from."""
+
+    __tablename__ = "turn"
+    __table_args__ = (Index("ix_turn_conversation", "conversation", "id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    conversation: str = Field(max_length=500)
+    channel_key: str = Field(max_length=300, index=True)
+    anima: str = Field(max_length=64, index=True)
+    role: str = Field(max_length=16)  # user | assistant
+    person_id: str | None = Field(default=None, max_length=64)
+    author: str = Field(default="", max_length=200)
+    text: str
+    inbox_id: str | None = Field(default=None, max_length=36)
+    created_at: datetime = _ts(nullable=False)
+
+
+class AuditEntry(SQLModel, table=True):
+    __tablename__ = "audit"
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = _ts(nullable=False)
+    actor: str = Field(max_length=200)
+    where: str = Field(default="", max_length=500)
+    action: str = Field(max_length=100)
+    target: str = Field(default="", max_length=300)
+    detail: dict[str, Any] = _json(dict)

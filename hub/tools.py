@@ -1,0 +1,97 @@
+"""The tool registry the LLM calls into. Later issues register memory, delegation, ..."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """Who is asking: tools with side effects check the caller's rights against this."""
+
+    anima: str
+    person_id: str | None
+    person_is_admin: bool
+    conversation: str
+    timezone: str
+
+
+ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]  # JSON Schema of the arguments object
+    handler: ToolHandler
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [self._tools[name].schema() for name in self.names()]
+
+    async def call(self, name: str, arguments: str, ctx: ToolContext) -> str:
+        """Run a tool; failures come back as text the model can read and act on."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return f"error: no tool named {name!r}; available: {', '.join(self.names())}"
+        try:
+            args = json.loads(arguments or "{}")
+        except json.JSONDecodeError as exc:
+            return f"error: arguments are not valid JSON ({exc.msg})"
+        if not isinstance(args, dict):
+            return "error: arguments must be a JSON object"
+        return await tool.handler(args, ctx)
+
+
+async def _current_time(args: dict[str, Any], ctx: ToolContext) -> str:
+    zone_name = str(args.get("timezone") or ctx.timezone or "UTC")
+    try:
+        zone = ZoneInfo(zone_name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return f"error: unknown timezone {zone_name!r}"
+    return datetime.now(zone).strftime(f"%Y-%m-%d %H:%M:%S %A ({zone_name})")
+
+
+CURRENT_TIME = Tool(
+    name="current_time",
+    description="The current date and time, in the given IANA timezone or the Anima's own.",
+    parameters={
+        "type": "object",
+        "properties": {"timezone": {"type": "string", "description": "e.g. Asia/Tokyo"}},
+    },
+    handler=_current_time,
+)
+
+
+def builtin_tools() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.register(CURRENT_TIME)
+    return registry

@@ -1,0 +1,52 @@
+"""A conversation or channel as people see it: their messages and the Animas' sent replies."""
+
+from __future__ import annotations
+
+from sqlmodel import col, select
+
+from hub.adapter import TranscriptEntry
+from hub.messages import Address, DeliveryStatus
+from hub.outbox import as_utc
+from hub.store.db import Database
+from hub.store.models import DeliveryRow, InboxItem
+
+_SHOWN_INBOX = ("received", "processing", "done", "failed", "unrouted")
+
+
+def transcript(db: Database, address: Address, limit: int) -> list[TranscriptEntry]:
+    """Newest `limit` entries, oldest first. A thread narrows to it; no thread = whole channel."""
+    with db.session() as session:
+        inbox_q = select(InboxItem).where(col(InboxItem.status).in_(_SHOWN_INBOX))
+        sent_q = select(DeliveryRow).where(DeliveryRow.status == DeliveryStatus.SENT.value)
+        if address.thread:
+            inbox_q = inbox_q.where(InboxItem.conversation == str(address))
+            sent_q = sent_q.where(DeliveryRow.address == str(address))
+        else:
+            inbox_q = inbox_q.where(InboxItem.channel_key == address.channel_key)
+            sent_q = sent_q.where(DeliveryRow.channel_key == address.channel_key)
+        inbox = session.exec(inbox_q.order_by(col(InboxItem.received_at).desc()).limit(limit))
+        sent = session.exec(sent_q.order_by(col(DeliveryRow.created_at).desc()).limit(limit))
+        entries = [
+            TranscriptEntry(
+                id=row.id,
+                address=row.address,
+                author=row.sender_name or row.sender_key,
+                author_kind="person",
+                text=row.text,
+                at=as_utc(row.received_at).isoformat(),
+            )
+            for row in inbox
+        ] + [
+            TranscriptEntry(
+                id=row.id,
+                address=row.address,
+                author=row.anima,
+                author_kind="anima",
+                text=row.text,
+                at=as_utc(row.created_at).isoformat(),
+                anima=row.anima,
+            )
+            for row in sent
+        ]
+    entries.sort(key=lambda e: e.at)
+    return entries[-limit:]

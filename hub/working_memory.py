@@ -1,0 +1,47 @@
+"""Working memory: the recent turns of a conversation, trimmed to a token budget."""
+
+from __future__ import annotations
+
+import math
+
+from sqlmodel import col, select
+
+from hub.store.db import Database
+from hub.store.models import Turn
+
+# Turns fetched before trimming; a budget of a few thousand tokens never needs more.
+_WINDOW = 200
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap, conservative estimate: ~4 ASCII characters a token, one token per other char.
+
+    Exact counts depend on each model's tokenizer; the budget only needs to be safe.
+    """
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    return math.ceil((len(text) - non_ascii) / 4) + non_ascii + 4
+
+
+class WorkingMemory:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def recent(self, conversation: str, budget: int) -> list[Turn]:
+        """The newest turns that fit the budget, oldest first."""
+        with self._db.session() as session:
+            rows = session.exec(
+                select(Turn)
+                .where(Turn.conversation == conversation)
+                .order_by(col(Turn.id).desc())
+                .limit(_WINDOW)
+            ).all()
+        kept: list[Turn] = []
+        used = 0
+        for row in rows:
+            cost = estimate_tokens(row.text)
+            if used + cost > budget:
+                break
+            kept.append(row)
+            used += cost
+        kept.reverse()
+        return kept

@@ -1,0 +1,1 @@
+"""Local fakes of external services, for tests."""
