@@ -27,7 +27,7 @@ app = typer.Typer(
 anima_app = typer.Typer(help="Create and list Animas.", no_args_is_help=True)
 app.add_typer(anima_app, name="anima")
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 DEMO = (("mika", "manager", None), ("aria", "researcher", "mika"), ("kai", "engineer", "mika"))
 

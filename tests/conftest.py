@@ -1,0 +1,97 @@
+"""Shared fixtures: a temporary data root, both databases, an in-process hub and client."""
+
+from __future__ import annotations
+
+import os
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.settings import Settings, load_settings
+
+PG_ENV = "ANIMAHUB_TEST_DATABASE_URL"
+DEMO = (("mika", "manager", None), ("aria", "researcher", "mika"), ("kai", "engineer", "mika"))
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never see the developer's own ANIMAHUB_* settings."""
+    for key in list(os.environ):
+        if key.startswith("ANIMAHUB_") and key != PG_ENV:
+            monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+def postgres_url() -> str:
+    url = os.environ.get(PG_ENV)
+    if not url:
+        pytest.fail(f"{PG_ENV} is not set: run `make test`, which starts PostgreSQL")
+    with create_engine(url, isolation_level="AUTOCOMMIT").connect() as conn:
+        conn.execute(text("DROP SCHEMA public CASCADE"))
+        conn.execute(text("CREATE SCHEMA public"))
+    return url
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'hub.db'}"
+    return postgres_url()
+
+
+def make_settings(home: Path, **sections: Any) -> Settings:
+    return load_settings(home=home, **sections)
+
+
+@pytest.fixture
+def settings(home: Path) -> Settings:
+    return make_settings(home, hub={"default_anima": "mika", "admins": ["web:root"]})
+
+
+def add_demo_animas(hub: Hub) -> None:
+    hub.animas.load()
+    for name, role, supervisor in DEMO:
+        if name not in hub.animas:
+            hub.create_anima(name, role, supervisor)
+
+
+@pytest.fixture
+async def hub(settings: Settings) -> AsyncIterator[Hub]:
+    instance = Hub(settings)
+    await instance.start()
+    add_demo_animas(instance)
+    try:
+        yield instance
+    finally:
+        await instance.stop()
+
+
+@pytest.fixture
+async def client(hub: Hub) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(hub)  # the hub is already started; ASGITransport skips the lifespan
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+        yield http
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[Any]:
+    from tests.fakes.openai_server import FakeOpenAI
+
+    with FakeOpenAI() as fake:
+        yield fake
