@@ -65,7 +65,8 @@ class LiteLLMResponder:
 
     def _kwargs(self, model: str) -> dict[str, Any]:
         s = self._settings
-        kwargs: dict[str, Any] = {"model": model, "timeout": s.timeout_s, "num_retries": 2}
+        # Retries are the hub's (runtime.max_turn_attempts), so litellm must not add its own.
+        kwargs: dict[str, Any] = {"model": model, "timeout": s.timeout_s, "num_retries": 0}
         if s.api_base:
             kwargs["api_base"] = s.api_base
         if s.api_key is not None:
@@ -81,6 +82,7 @@ class LiteLLMResponder:
 
     async def stream(self, ctx: TurnContext) -> AsyncIterator[str]:
         import litellm
+        import openai
 
         litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout
 
@@ -99,9 +101,9 @@ class LiteLLMResponder:
                     delta = chunk.choices[0].delta.content if chunk.choices else None
                     if delta:
                         yield delta
-            except litellm.exceptions.APIError as exc:
-                raise _classify(exc) from exc
-            except (litellm.exceptions.Timeout, litellm.exceptions.APIConnectionError) as exc:
+            except openai.APIStatusError as exc:  # litellm's mapped errors subclass these
+                raise _classify(exc.status_code, exc) from exc
+            except openai.APIConnectionError as exc:  # includes timeouts
                 raise LLMError(f"model unreachable: {exc}", retryable=True) from exc
             built: Any = litellm.stream_chunk_builder(chunks, messages=messages)
             message: Any = built.choices[0].message
@@ -117,7 +119,6 @@ class LiteLLMResponder:
         yield f"\n\n_(stopped after {self._settings.max_tool_rounds} rounds of tool calls)_"
 
 
-def _classify(exc: Exception) -> LLMError:
-    status = getattr(exc, "status_code", None)
-    retryable = status in (408, 409, 429) or (isinstance(status, int) and status >= 500)
+def _classify(status: int, exc: Exception) -> LLMError:
+    retryable = status in (408, 409, 429) or status >= 500
     return LLMError(f"model error ({status}): {exc}", retryable=retryable)

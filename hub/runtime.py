@@ -88,6 +88,12 @@ class Runtime:
         except LLMError as exc:
             self._model_failed(row, job, exc)
             return
+        except Exception as exc:
+            # A bug or an unexpected SDK error: the sender still hears about it, and the turn
+            # is retried like a model outage, then given up visibly.
+            log.exception("turn %s crashed", row.id, extra={"anima": job.anima})
+            self._model_failed(row, job, LLMError(f"internal error: {exc!r}", retryable=True))
+            return
         self._finish(row, job, "".join(pieces).strip() or "_(the model gave an empty answer)_")
 
     def _start(self, job: TurnJob) -> InboxItem | None:

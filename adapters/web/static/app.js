@@ -404,9 +404,14 @@
     convs: new Map(),
   };
 
+  /** The hub accepts user names matching ^[\w.@-]{1,64}$: spaces become "-", the rest is dropped. */
   function normalizeUser(name) {
-    const value = String(name ?? "").replace(/\s+/g, " ").trim().slice(0, 64);
-    return value || "you";
+    const cleaned = String(name ?? "")
+      .normalize("NFC")
+      .trim()
+      .replace(/\s+/g, "-")
+      .replace(/[^\p{L}\p{N}_.@-]/gu, "");
+    return Array.from(cleaned).slice(0, 64).join("") || "you";
   }
 
   function sessionId(user, anima) {
@@ -1038,7 +1043,8 @@
           if (done) break;
           parser.push(decoder.decode(value, { stream: true }));
           if (finished || failed) {
-            reader.cancel().catch(() => {});
+            // The reply is complete; let the server close the stream on its own time.
+            drain(reader);
             break;
           }
         }
@@ -1066,6 +1072,16 @@
     }
   }
 
+  async function drain(reader) {
+    try {
+      while (!(await reader.read()).done) {
+        /* discard */
+      }
+    } catch {
+      /* connection closed */
+    }
+  }
+
   async function postToChannel(conv, text) {
     const localId = uuid();
     const item = {
@@ -1085,7 +1101,7 @@
       const res = await api(`/api/channels/${enc(conv.name)}/posts`, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ text, user: state.user }),
+        body: JSON.stringify({ text, user: state.user, message_id: localId }),
       });
       if (!res.ok) throw await errorFromResponse(res);
       const data = await res.json().catch(() => ({}));

@@ -1,0 +1,86 @@
+"""Turns through litellm against a local fake OpenAI server: streaming, tools, failures."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from hub.api.server import create_app
+from hub.app import Hub
+from tests.api.test_chat_api import chat, sse_events
+from tests.conftest import add_demo_animas, make_settings
+
+
+@pytest.fixture
+async def llm_client(home: Path, fake_openai: Any) -> AsyncIterator[tuple[httpx.AsyncClient, Hub]]:
+    settings = make_settings(
+        home,
+        hub={"default_anima": "mika"},
+        llm={"model": "openai/fake", "api_base": f"{fake_openai.url}/v1", "api_key": "x"},
+        runtime={"max_turn_attempts": 2},
+    )
+    hub = Hub(settings)
+    await hub.start()
+    add_demo_animas(hub)
+    transport = httpx.ASGITransport(app=create_app(hub))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+            yield http, hub
+    finally:
+        await hub.stop()
+
+
+def reply_text(response: httpx.Response) -> str:
+    return "".join(e.get("text", "") for e in sse_events(response.text))
+
+
+async def test_streamed_reply_with_history(llm_client: Any, fake_openai: Any) -> None:
+    client, _hub = llm_client
+    fake_openai.queue_reply("Nice to meet you, Alice. I will remember that.")
+    first = await chat(client, "aria", message="I'm Alice and I like ramen")
+    assert reply_text(first) == "Nice to meet you, Alice. I will remember that."
+    second = await chat(client, "aria", message="What do I like?")
+    assert sse_events(second.text)[-1] == {"type": "done"}
+    body = fake_openai.requests[-1]
+    assert body["model"] == "fake" and body["stream"] is True
+    roles = [m["role"] for m in body["messages"]]
+    assert roles == ["system", "user", "assistant", "user"]
+    assert "Aria" in body["messages"][0]["content"]  # identity.md is the persona
+    assert "ramen" in body["messages"][1]["content"]
+    assert body["messages"][3]["content"].startswith('<message from="alice">')
+
+
+async def test_tool_calling_loop(llm_client: Any, fake_openai: Any) -> None:
+    client, _hub = llm_client
+    fake_openai.queue_tool_call("current_time", {"timezone": "Asia/Tokyo"})
+    fake_openai.queue_reply("It is evening in Tokyo.")
+    response = await chat(client, "kai", message="What time is it in Tokyo?")
+    assert reply_text(response) == "It is evening in Tokyo."
+    assert len(fake_openai.requests) == 2
+    assert any(t["function"]["name"] == "current_time" for t in fake_openai.requests[0]["tools"])
+    tool_message = fake_openai.requests[1]["messages"][-1]
+    assert tool_message["role"] == "tool" and "(Asia/Tokyo)" in tool_message["content"]
+
+
+async def test_permanent_model_error_tells_the_sender(llm_client: Any, fake_openai: Any) -> None:
+    client, hub = llm_client
+    fake_openai.fail_next(status=401)
+    response = await chat(client, "aria", message="hello?")
+    events = sse_events(response.text)
+    assert events[-1]["type"] == "error"
+    assert "could not answer" in events[-1]["message"]
+    health = (await client.get("/api/system/health")).json()
+    assert health["llm"] == "openai/fake"
+    with hub.db.session() as session:
+        from sqlmodel import select
+
+        from hub.store.models import DeliveryRow, InboxItem
+
+        row = session.exec(select(InboxItem)).one()
+        notice = session.exec(select(DeliveryRow)).one()
+    assert row.status == "failed" and row.error
+    assert notice.kind == "notice" and "could not answer" in notice.text

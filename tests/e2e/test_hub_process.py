@@ -1,0 +1,88 @@
+"""`animahub start` as a subprocess: chat over HTTP, restart, history still there; CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.hubproc import HubProcess, cli, free_port
+
+pytestmark = pytest.mark.e2e
+
+
+def chat(url: str, name: str, message: str, **extra: str) -> list[dict[str, str]]:
+    payload = {"message": message, "session_id": "e2e", "user": "alice", **extra}
+    with httpx.stream("POST", f"{url}/api/chat/{name}", json=payload, timeout=60) as response:
+        assert response.status_code == 200, response.read()
+        return [
+            json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")
+        ]
+
+
+def test_chat_restart_and_history(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    init = cli(home, "init", "--demo")
+    assert init.returncode == 0, init.stderr
+    assert (home / "hub.toml").exists()
+    assert sorted(p.name for p in (home / "animas").iterdir()) == ["aria", "kai", "mika"]
+
+    hub = HubProcess(home, free_port()).start()
+    try:
+        events = chat(hub.url, "aria", "Remember: the launch is on Friday")
+        assert events[-1]["type"] == "done"
+        reply = "".join(e.get("text", "") for e in events)
+        assert "offline mode" in reply
+
+        # While the hub runs, state-changing commands go through its API.
+        created = cli(home, "anima", "create", "--name", "wren", "--role", "writer")
+        assert created.returncode == 0, created.stderr
+        assert "wren" in [a["name"] for a in hub.get("/api/animas")]
+        said = cli(home, "chat", "wren", "hello from the CLI", "--user", "bob")
+        assert said.returncode == 0, said.stderr
+        assert "Wren" in said.stdout and "offline mode" in said.stdout
+    finally:
+        hub.stop()
+    # uvicorn re-raises SIGTERM after a graceful shutdown, so look for the shutdown itself.
+    assert "Application shutdown complete" in (home / "logs" / "hub.log").read_text()
+
+    hub = HubProcess(home, free_port()).start()
+    try:
+        history = hub.get("/api/chat/aria/history", session_id="e2e", user="alice")["messages"]
+        assert [m["author_kind"] for m in history] == ["person", "anima"]
+        assert history[0]["text"] == "Remember: the launch is on Friday"
+        assert history[1]["text"] == reply.strip()
+        again = chat(hub.url, "aria", "When is the launch?")
+        text = "".join(e.get("text", "") for e in again)
+        assert "Remember: the launch is on Friday" in text  # the offline mode recalls the turn
+    finally:
+        hub.stop()
+    logs = cli(home, "logs", "aria")
+    assert logs.returncode == 0 and "answered" in logs.stdout
+
+
+def test_second_hub_on_same_data_root_is_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    cli(home, "init", "--demo")
+    hub = HubProcess(home, free_port()).start()
+    try:
+        second = cli(home, "start", "--port", str(free_port()))
+        assert second.returncode != 0
+        assert "another AnimaHub process" in second.stderr
+    finally:
+        hub.stop()
+
+
+def test_bad_config_stops_start_with_one_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    cli(home, "init")
+    (home / "hub.toml").write_text('[server]\nport = "lots"\n')
+    result = cli(home, "start")
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "server.port" in lines[0]
+    (home / "hub.toml").write_text("[server]\nport = 18555\n")
+    refused = cli(home, "start", "--host", "0.0.0.0")
+    assert refused.returncode == 2 and "api_token" in refused.stderr
