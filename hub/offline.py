@@ -44,7 +44,7 @@ def compose(ctx: TurnContext) -> str:
         )
         lines.extend(f"- “{_quote(t)}”" for t in earlier[-3:])
     else:
-        lines.append(f"This is the start of our conversation in {ctx.where}.")
+        lines.append(f"This is the start of our conversation ({ctx.where}).")
     lines.extend(["", f"You said: “{_quote(ctx.text, 300)}”", "", _HOW_TO])
     return "\n".join(lines)
 

@@ -17,9 +17,7 @@ def chat(url: str, name: str, message: str, **extra: str) -> list[dict[str, str]
     payload = {"message": message, "session_id": "e2e", "user": "alice", **extra}
     with httpx.stream("POST", f"{url}/api/chat/{name}", json=payload, timeout=60) as response:
         assert response.status_code == 200, response.read()
-        return [
-            json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")
-        ]
+        return [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
 
 
 def test_chat_restart_and_history(tmp_path: Path) -> None:

@@ -182,6 +182,24 @@ async def test_long_text_is_split_and_sent_in_order(db: Database, clock: FakeClo
     assert seen == [row.id]
 
 
+@pytest.mark.parametrize("text", ["", "\n  \n\t"], ids=["empty", "whitespace"])
+async def test_a_sent_delivery_always_sent_something(
+    db: Database, clock: FakeClock, text: str
+) -> None:
+    """A reply with nothing to show still reaches the channel (as "…"), never as nothing."""
+    adapter = FakeAdapter()
+    outbox = make_outbox(db, adapter, clock)
+    row = add_delivery(db, clock, text)
+
+    assert await outbox.deliver(row) is True
+
+    done = reload(db, row)
+    assert done.status == DeliveryStatus.SENT.value
+    assert adapter.texts() == ["…"]
+    assert done.chunks == ["…"]
+    assert done.message_ids == ["msg-1"]
+
+
 async def test_rate_limit_mid_delivery_resumes_at_the_unsent_chunk(
     db: Database, clock: FakeClock
 ) -> None:
@@ -315,9 +333,7 @@ async def test_permanent_error_fails_at_once(db: Database, clock: FakeClock) -> 
     assert adapter.calls == 1
 
 
-async def test_runtime_error_from_the_adapter_is_transient(
-    db: Database, clock: FakeClock
-) -> None:
+async def test_runtime_error_from_the_adapter_is_transient(db: Database, clock: FakeClock) -> None:
     adapter = FakeAdapter({1: RuntimeError("socket closed")})
     outbox = make_outbox(db, adapter, clock)
     row = add_delivery(db, clock)
@@ -339,9 +355,7 @@ async def test_runtime_error_from_the_adapter_is_transient(
     assert adapter.texts() == ["hello"]
 
 
-async def test_delivery_without_an_adapter_fails_clearly(
-    db: Database, clock: FakeClock
-) -> None:
+async def test_delivery_without_an_adapter_fails_clearly(db: Database, clock: FakeClock) -> None:
     adapter = FakeAdapter()
     outbox = make_outbox(db, adapter, clock)
     row = add_delivery(db, clock, address=Address("nochat", "W1", "C1"))
@@ -357,9 +371,7 @@ async def test_delivery_without_an_adapter_fails_clearly(
     assert audit.target == row.id
 
 
-def test_same_idempotency_key_is_refused_by_the_database(
-    db: Database, clock: FakeClock
-) -> None:
+def test_same_idempotency_key_is_refused_by_the_database(db: Database, clock: FakeClock) -> None:
     add_delivery(db, clock, text="first", key="reply:inbox-1")
     with pytest.raises(IntegrityError):
         add_delivery(db, clock, text="second", key="reply:inbox-1", order=1)
@@ -368,14 +380,14 @@ def test_same_idempotency_key_is_refused_by_the_database(
     assert [row.text for row in rows] == ["first"]
 
 
-async def test_counts_and_listing_show_failed_deliveries(
-    db: Database, clock: FakeClock
-) -> None:
+async def test_counts_and_listing_show_failed_deliveries(db: Database, clock: FakeClock) -> None:
     adapter = FakeAdapter({2: PermanentDeliveryError("gone"), 3: PermanentDeliveryError("gone")})
     outbox = make_outbox(db, adapter, clock)
     sent = add_delivery(db, clock, key="k-sent", order=0)
     first_failed = add_delivery(db, clock, key="k-f1", address=THERE, order=1)
-    second_failed = add_delivery(db, clock, key="k-f2", address=Address("fake", "W1", "C3"), order=2)
+    second_failed = add_delivery(
+        db, clock, key="k-f2", address=Address("fake", "W1", "C3"), order=2
+    )
     pending = add_delivery(db, clock, key="k-pending", address=Address("fake", "W1", "C4"), order=3)
 
     for row in (sent, first_failed, second_failed):

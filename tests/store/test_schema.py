@@ -111,7 +111,7 @@ RAW: dict[str, Any] = {
 
 
 def test_json_columns_round_trip(db: Database) -> None:
-    attachments = [
+    attachments: list[dict[str, Any]] = [
         {"name": "a.png", "url": "https://x/a.png", "content_type": "image/png", "size": 12},
         {"name": "b.txt", "url": "https://x/b.txt", "content_type": "", "size": None},
     ]
