@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from hub.files import atomic_write
 from hub.roles import Role
+from hub.settings import describe_errors
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MEMORY_DIRS = ("episodes", "knowledge", "procedures", "skills", "crons", "archive/forgotten")
@@ -58,7 +59,7 @@ class Anima:
 
 
 def validate_name(name: str) -> str:
-    if not NAME_RE.match(name):
+    if not NAME_RE.fullmatch(name):
         raise AnimaError(
             f"invalid Anima name {name!r}: use 1-32 lowercase letters, digits, '-' or '_', "
             "starting with a letter"
@@ -70,8 +71,10 @@ def load_anima(folder: Path) -> Anima:
     toml_path = folder / "anima.toml"
     try:
         spec = AnimaFile.model_validate(tomllib.loads(toml_path.read_text(encoding="utf-8")))
-    except (tomllib.TOMLDecodeError, ValidationError) as exc:
+    except tomllib.TOMLDecodeError as exc:
         raise AnimaError(f"{toml_path}: {exc}") from exc
+    except ValidationError as exc:
+        raise AnimaError(f"{toml_path}: {describe_errors(exc)}") from exc
     if spec.name != folder.name:
         raise AnimaError(f"{toml_path}: name {spec.name!r} differs from folder {folder.name!r}")
     identity_path = folder / "identity.md"

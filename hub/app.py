@@ -45,6 +45,7 @@ class Hub:
         settings: Settings,
         adapter_factories: Mapping[str, AdapterFactory] | None = None,
         tools: ToolRegistry | None = None,
+        responders: Responders | None = None,
     ) -> None:
         self.settings = settings
         home = settings.home
@@ -72,7 +73,8 @@ class Hub:
             settings,
             self.animas,
             self.identity,
-            Responders(LiteLLMResponder(settings.llm, self.tools), OfflineResponder()),
+            responders
+            or Responders(LiteLLMResponder(settings.llm, self.tools), OfflineResponder()),
             self.events,
             self.outbox,
         )

@@ -70,6 +70,7 @@ class IdentityService:
             elif user.key in self._admins and "admin" not in row.roles:
                 row.roles = [*row.roles, "admin"]
                 session.add(row)
+                self._write_profile(row, [user.key])
             view = _view(row)
         self._cache[user.key] = view
         return view

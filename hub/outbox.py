@@ -45,7 +45,7 @@ def new_delivery(
     inbox_id: str | None = None,
     reply_to: str | None = None,
 ) -> DeliveryRow:
-    """A pending delivery, for the caller to add in the same transaction as its cause."""
+    """A pending delivery row; the outbox splits it into chunks when it first sends it."""
     return DeliveryRow(
         id=str(uuid.uuid4()),
         idempotency_key=idempotency_key,
@@ -58,6 +58,10 @@ def new_delivery(
         inbox_id=inbox_id,
         reply_to=reply_to,
     )
+
+
+def _split(adapter: Adapter, text: str) -> list[str]:
+    return split_text(adapter.render(text), adapter.capabilities.max_text) or ["…"]
 
 
 class Outbox:
@@ -75,6 +79,24 @@ class Outbox:
         self._wake = asyncio.Event()
         self._busy: dict[str, asyncio.Task[None]] = {}  # one sender per address keeps order
         self._sent_listeners: list[Callable[[DeliveryRow], None]] = []
+
+    def compose(
+        self,
+        address: Address,
+        text: str,
+        kind: DeliveryKind,
+        anima: str,
+        idempotency_key: str,
+        inbox_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> DeliveryRow:
+        """A pending delivery, rendered and chunked for its platform, for the caller to add
+        in the same transaction as its cause."""
+        row = new_delivery(address, text, kind, anima, idempotency_key, inbox_id, reply_to)
+        adapter = self._adapters.get(address.platform)
+        if adapter is not None:
+            row.chunks = _split(adapter, text)
+        return row
 
     def on_sent(self, listener: Callable[[DeliveryRow], None]) -> None:
         self._sent_listeners.append(listener)
@@ -129,17 +151,16 @@ class Outbox:
         if adapter is None:
             self._fail(row, "no adapter is running for this platform")
             return True
-        if not row.chunks:
-            rendered = adapter.render(row.text) or "…"
-            row.chunks = split_text(rendered, adapter.capabilities.max_text)
-            self._save(row)
+        if not row.chunks:  # composed while its adapter was not running
+            row.chunks = _split(adapter, row.text)
         address = Address.parse(row.address, row.address_kind)
         try:
             for index in range(len(row.message_ids), len(row.chunks)):
                 chunk = self._chunk(row, address, index)
                 message_id = await adapter.send(chunk)
                 row.message_ids = [*row.message_ids, message_id]
-                self._save(row)
+                if index + 1 < len(row.chunks):  # the last one is saved with the status
+                    self._save(row)
         except RateLimited as exc:
             self._retry(row, exc.retry_after, str(exc))
             return False

@@ -21,7 +21,7 @@ from hub.identity import IdentityService, PersonView
 from hub.llm import LLMError, Responder, TurnContext
 from hub.mailbox import Mailboxes, TurnJob
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow
-from hub.outbox import Outbox, new_delivery
+from hub.outbox import Outbox
 from hub.roles import Role
 from hub.settings import Settings
 from hub.store.db import Database
@@ -161,7 +161,7 @@ class Runtime:
                 )
             )
             session.add(
-                new_delivery(
+                self._outbox.compose(
                     address,
                     reply,
                     DeliveryKind.REPLY,
@@ -205,7 +205,7 @@ class Runtime:
         notice = f"Sorry, I could not answer your message: {reason}."
         with self._db.session() as session:
             session.add(
-                new_delivery(
+                self._outbox.compose(
                     address,
                     notice,
                     DeliveryKind.NOTICE,

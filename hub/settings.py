@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dotenv import dotenv_values
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -39,7 +39,11 @@ def default_home() -> Path:
     return Path(os.environ.get("ANIMAHUB_HOME") or Path.home() / ".animahub").expanduser()
 
 
-class HubSection(BaseModel):
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a default
+
+
+class HubSection(_Section):
     default_anima: str = ""
     admins: list[str] = Field(default_factory=list)
     timezone: str = "UTC"
@@ -54,7 +58,7 @@ class HubSection(BaseModel):
         return value
 
 
-class ServerSection(BaseModel):
+class ServerSection(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
     api_token: SecretStr | None = None
@@ -68,11 +72,11 @@ class ServerSection(BaseModel):
         return self
 
 
-class StorageSection(BaseModel):
+class StorageSection(_Section):
     database_url: str = ""  # empty: SQLite at <home>/hub.db
 
 
-class LLMSection(BaseModel):
+class LLMSection(_Section):
     model: str = ""  # empty: offline mode
     api_base: str = ""
     api_key: SecretStr | None = None
@@ -83,21 +87,21 @@ class LLMSection(BaseModel):
     mock_response: str = ""
 
 
-class RuntimeSection(BaseModel):
+class RuntimeSection(_Section):
     history_token_budget: int = Field(default=3000, ge=100)
     max_message_bytes: int = Field(default=32 * 1024, ge=1024)
     max_turn_attempts: int = Field(default=3, ge=1)
     max_concurrent_turns: int = Field(default=8, ge=1)
 
 
-class OutboxSection(BaseModel):
+class OutboxSection(_Section):
     max_attempts: int = Field(default=8, ge=1)
     backoff_base_s: float = Field(default=1.0, gt=0)
     backoff_max_s: float = Field(default=300.0, gt=0)
     poll_interval_s: float = Field(default=1.0, gt=0)
 
 
-class WebSection(BaseModel):
+class WebSection(_Section):
     enabled: bool = True
     workspace: str = "local"
     channels: list[str] = Field(default_factory=lambda: ["general"])
@@ -207,12 +211,12 @@ def load_settings(home: Path | None = None, **overrides: Any) -> Settings:
     try:
         return Settings(**overrides)
     except ValidationError as exc:
-        raise ConfigError(_describe(exc)) from exc
+        raise ConfigError(describe_errors(exc)) from exc
     except ValueError as exc:  # raised by the TOML parser or the secrets lookup
         raise ConfigError(str(exc)) from exc
 
 
-def _describe(exc: ValidationError) -> str:
+def describe_errors(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
         key = ".".join(str(p) for p in error["loc"]) or "config"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from sqlmodel import col, select
 
@@ -11,6 +12,12 @@ from hub.store.models import Turn
 
 # Turns fetched before trimming; a budget of a few thousand tokens never needs more.
 _WINDOW = 200
+
+
+class RecentTurn(NamedTuple):
+    role: str
+    text: str
+    person_id: str | None
 
 
 def estimate_tokens(text: str) -> int:
@@ -26,18 +33,18 @@ class WorkingMemory:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def recent(self, conversation: str, budget: int) -> list[Turn]:
+    def recent(self, conversation: str, budget: int) -> list[RecentTurn]:
         """The newest turns that fit the budget, oldest first."""
         with self._db.session() as session:
             rows = session.exec(
-                select(Turn)
+                select(Turn.role, Turn.text, Turn.person_id)
                 .where(Turn.conversation == conversation)
                 .order_by(col(Turn.id).desc())
                 .limit(_WINDOW)
             ).all()
-        kept: list[Turn] = []
+        kept: list[RecentTurn] = []
         used = 0
-        for row in rows:
+        for row in map(RecentTurn._make, rows):
             cost = estimate_tokens(row.text)
             if used + cost > budget:
                 break

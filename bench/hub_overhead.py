@@ -1,0 +1,151 @@
+"""Hub overhead per message, from ingress to a sent delivery.
+
+The language model is litellm with `mock_response` (no network, no model time), so what is
+measured is the hub itself: dedup and persist, identity, routing, working memory, the turn
+log, the outbox and the adapter send. Runs on SQLite unless --database-url says otherwise.
+
+    .venv/bin/python bench/hub_overhead.py [--messages 2000] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+
+from collections.abc import AsyncIterator
+
+from adapters.web import WebAdapter
+from hub.app import Hub
+from hub.llm import LiteLLMResponder, TurnContext
+from hub.offline import OfflineResponder
+from hub.runtime import Responders
+from hub.messages import Address, AddressKind, Inbound, PlatformUser
+from hub.settings import load_settings
+from hub.tools import builtin_tools
+from hub.store.models import DeliveryRow
+
+
+class TimedResponder:
+    """The real litellm responder, with the time spent inside it recorded per turn, so the
+    hub's own overhead can be told apart from litellm's (its mock stream sleeps per chunk)."""
+
+    def __init__(self, inner: LiteLLMResponder) -> None:
+        self.inner = inner
+        self.spent: dict[str, float] = {}
+
+    async def stream(self, ctx: TurnContext) -> AsyncIterator[str]:
+        spent = 0.0
+        pieces = self.inner.stream(ctx)
+        while True:
+            start = time.perf_counter()
+            try:
+                piece = await anext(pieces)
+            except StopAsyncIteration:
+                spent += time.perf_counter() - start
+                break
+            spent += time.perf_counter() - start
+            yield piece
+        self.spent[ctx.tools.conversation] = spent  # one turn at a time per conversation
+
+
+async def run_level(
+    hub: Hub, timed: TimedResponder, conversations: int, per_conversation: int
+) -> dict[str, Any]:
+    sent: dict[str, asyncio.Future[float]] = {}
+
+    def on_sent(row: DeliveryRow) -> None:
+        future = sent.get(row.inbox_id or "")
+        if future is not None and not future.done():
+            future.set_result(time.perf_counter())
+
+    hub.outbox.on_sent(on_sent)
+    latencies: list[float] = []
+    overheads: list[float] = []
+
+    async def conversation(index: int) -> None:
+        user = PlatformUser("web", f"user{index}", f"User {index}")
+        address = Address("web", "local", f"dm:aria:user{index}", "bench", AddressKind.DM)
+        for _ in range(per_conversation):
+            inbound = Inbound(event_id=str(uuid.uuid4()), address=address, sender=user,
+                              text="How is the project going?", mentions=("aria",))
+            start = time.perf_counter()
+            receipt = await hub.receive(inbound)
+            future = sent[receipt.inbox_id] = asyncio.get_running_loop().create_future()
+            total = (await future) - start
+            del sent[receipt.inbox_id]
+            latencies.append(total)
+            overheads.append(total - timed.spent.pop(str(address)))
+
+    began = time.perf_counter()
+    await asyncio.gather(*(conversation(i) for i in range(conversations)))
+    wall = time.perf_counter() - began
+    return {
+        "concurrency": conversations,
+        "messages": len(latencies),
+        "hub_p50_ms": _ms(overheads, 0.50),
+        "hub_p99_ms": _ms(overheads, 0.99),
+        "total_p50_ms": _ms(latencies, 0.50),
+        "total_p99_ms": _ms(latencies, 0.99),
+        "msgs_per_s": round(len(latencies) / wall, 1),
+    }
+
+
+def _ms(values: list[float], quantile: float) -> float:
+    ordered = sorted(values)
+    if quantile == 0.5:
+        return round(statistics.median(ordered) * 1000, 2)
+    return round(ordered[max(0, int(len(ordered) * quantile) - 1)] * 1000, 2)
+
+
+async def main(args: argparse.Namespace) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        storage = {"database_url": args.database_url} if args.database_url else {}
+        settings = load_settings(
+            home=home,
+            llm={"model": "openai/bench", "mock_response": "All good: on track for Friday."},
+            storage=storage,
+            outbox={"poll_interval_s": 1.0},
+        )
+        timed = TimedResponder(LiteLLMResponder(settings.llm, builtin_tools()))
+        hub = Hub(
+            settings,
+            adapter_factories={"web": WebAdapter.from_settings},
+            responders=Responders(timed, OfflineResponder()),
+        )
+        await hub.start()
+        hub.create_anima("aria", "researcher", None)
+        await run_level(hub, timed, 4, 25)  # warm-up: imports, caches, SQLite pages
+        results = []
+        for level in (1, 10, 100):
+            per = max(1, args.messages // level)
+            results.append(await run_level(hub, timed, level, per))
+        await hub.stop()
+        return results
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=2000, help="messages per level")
+    parser.add_argument("--database-url", default="", help="default: SQLite in a temp dir")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    arguments = parser.parse_args()
+    rows = asyncio.run(main(arguments))
+    header = ("concurrency", "messages", "hub p50", "hub p99", "total p50", "total p99", "msg/s")
+    keys = ("concurrency", "messages", "hub_p50_ms", "hub_p99_ms", "total_p50_ms",
+            "total_p99_ms", "msgs_per_s")
+    print(" ".join(f"{h:>11}" for h in header))
+    for r in rows:
+        print(" ".join(f"{r[k]:>11}" for k in keys))
+    if arguments.json:
+        arguments.json.write_text(json.dumps(rows, indent=2))
