@@ -45,8 +45,9 @@ class Dispatcher:
             self._mark(row, "unrouted", None, person.id, "no Anima to answer: none configured")
             log.warning("inbound %s from %s: no Anima to route to", row.id, inbound.sender.key)
             return None
-        self._mark(row, row.status, anima, person.id, None)
-        self._runtime.submit(TurnJob(row.id, anima, row.conversation))
+        # The runtime records the Anima and person on the row when the turn starts, in the
+        # same write that marks it processing; until then recovery simply routes it again.
+        self._runtime.submit(TurnJob(row.id, anima, row.conversation, person.id))
         return anima
 
     def _mark(
@@ -71,7 +72,7 @@ class Dispatcher:
             ).all()
         for row in rows:
             if row.anima:
-                self._runtime.submit(TurnJob(row.id, row.anima, row.conversation))
+                self._runtime.submit(TurnJob(row.id, row.anima, row.conversation, row.person_id))
             else:
                 self.dispatch(row, from_row(row))
         if rows:

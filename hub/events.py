@@ -7,7 +7,7 @@ missed. Finished turns are kept briefly, then forgotten; the outbox remains the 
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
+from collections import deque
 from collections.abc import AsyncIterator
 
 from hub.adapter import TurnEvent
@@ -27,10 +27,14 @@ class _TurnStream:
 
 class EventBus:
     def __init__(self) -> None:
-        self._streams: OrderedDict[str, _TurnStream] = OrderedDict()
+        self._streams: dict[str, _TurnStream] = {}
+        self._finished: deque[str] = deque()
 
     def open(self, turn_id: str) -> None:
-        self._streams.setdefault(turn_id, _TurnStream())
+        """Start buffering a turn's events; a retried turn starts a fresh stream."""
+        stream = self._streams.get(turn_id)
+        if stream is None or stream.finished:
+            self._streams[turn_id] = _TurnStream()
 
     def knows(self, turn_id: str) -> bool:
         return turn_id in self._streams
@@ -43,8 +47,9 @@ class EventBus:
         stream.changed.set()
         stream.changed = asyncio.Event()
         if stream.finished:
-            self._streams.move_to_end(turn_id)
-            self._trim()
+            self._finished.append(turn_id)
+            while len(self._finished) > _KEEP_FINISHED:
+                self._streams.pop(self._finished.popleft(), None)
 
     async def subscribe(self, turn_id: str) -> AsyncIterator[TurnEvent]:
         stream = self._streams.get(turn_id)
@@ -59,8 +64,3 @@ class EventBus:
                 if event.type in ("done", "error"):
                     return
             await stream.changed.wait()
-
-    def _trim(self) -> None:
-        finished = [k for k, s in self._streams.items() if s.finished]
-        for key in finished[: max(0, len(finished) - _KEEP_FINISHED)]:
-            del self._streams[key]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import asdict
 
+from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from hub.messages import Address, Attachment, Inbound, PlatformUser
-from hub.store.db import Database
+from hub.store.db import Database, row_values
 from hub.store.models import InboxItem
 
 
@@ -35,8 +36,8 @@ class Ingress:
         self.check_size(inbound.text)
         row = to_row(inbound)
         try:
-            with self._db.session() as session:
-                session.add(row)
+            with self._db.write() as conn:
+                conn.execute(insert(InboxItem), [row_values(row)])
             return row, False
         except IntegrityError:
             pass  # the unique (platform, event_id) constraint: a redelivery

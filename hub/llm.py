@@ -93,23 +93,28 @@ class LiteLLMResponder:
         ]
         kwargs = self._kwargs(ctx.model)
         for _ in range(self._settings.max_tool_rounds):
-            chunks = []
+            chunks: list[Any] = []
+            wants_tools = False
             try:
                 response = await litellm.acompletion(messages=messages, stream=True, **kwargs)
                 async for chunk in response:
                     chunks.append(chunk)
-                    delta = chunk.choices[0].delta.content if chunk.choices else None
-                    if delta:
-                        yield delta
+                    delta = chunk.choices[0].delta if chunk.choices else None
+                    if delta is None:
+                        continue
+                    wants_tools = wants_tools or bool(delta.tool_calls)
+                    if delta.content:
+                        yield delta.content
             except openai.APIStatusError as exc:  # litellm's mapped errors subclass these
                 raise _classify(exc.status_code, exc) from exc
             except openai.APIConnectionError as exc:  # includes timeouts
                 raise LLMError(f"model unreachable: {exc}", retryable=True) from exc
+            if not wants_tools:
+                return
+            # Rebuilding the message costs ~2 ms, so it is done only when tools were called.
             built: Any = litellm.stream_chunk_builder(chunks, messages=messages)
             message: Any = built.choices[0].message
             calls: list[Any] = message.tool_calls or []
-            if not calls:
-                return
             messages.append(message.model_dump(exclude_none=True))
             for call in calls:
                 result = await self._tools.call(

@@ -15,6 +15,7 @@ class TurnJob:
     inbox_id: str
     anima: str
     conversation: str
+    person_id: str | None = None
 
 
 TurnHandler = Callable[[TurnJob], Awaitable[None]]

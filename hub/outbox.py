@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import update
 from sqlmodel import col, func, select
 
 from hub.adapter import Adapter, DeliveryError, PermanentDeliveryError, RateLimited
@@ -78,6 +79,7 @@ class Outbox:
         self._clock = clock
         self._wake = asyncio.Event()
         self._busy: dict[str, asyncio.Task[None]] = {}  # one sender per address keeps order
+        self._missed = False
         self._sent_listeners: list[Callable[[DeliveryRow], None]] = []
 
     def compose(
@@ -113,37 +115,38 @@ class Outbox:
                 await asyncio.wait_for(self._wake.wait(), self._settings.poll_interval_s)
 
     def dispatch_due(self) -> None:
+        """Start a sender for every address with due deliveries (one sender per address)."""
         now = self._clock()
         with self._db.session() as session:
-            due = session.exec(
-                select(DeliveryRow.id, DeliveryRow.address)
+            pending = session.exec(
+                select(DeliveryRow)
                 .where(DeliveryRow.status == DeliveryStatus.PENDING.value)
-                .where(DeliveryRow.next_attempt_at <= now)
                 .order_by(col(DeliveryRow.created_at))
                 .limit(_BATCH)
             ).all()
-        for _, address in due:
-            if address not in self._busy:
-                task = asyncio.create_task(self._drain_address(address))
+        by_address: dict[str, list[DeliveryRow]] = {}
+        for row in pending:
+            by_address.setdefault(row.address, []).append(row)
+        for address, rows in by_address.items():
+            if rows[0].next_attempt_at > now:
+                continue  # the oldest must wait, and nothing may overtake it
+            if address in self._busy:
+                self._missed = True  # look again when that sender is done
+            else:
+                task = asyncio.create_task(self._drain_address(address, rows))
                 self._busy[address] = task
 
-    async def _drain_address(self, address: str) -> None:
+    async def _drain_address(self, address: str, rows: list[DeliveryRow]) -> None:
+        """Send in creation order; stop at one that must wait, so nothing overtakes it."""
         try:
-            while True:
-                with self._db.session() as session:
-                    row = session.exec(
-                        select(DeliveryRow)
-                        .where(DeliveryRow.address == address)
-                        .where(DeliveryRow.status == DeliveryStatus.PENDING.value)
-                        .order_by(col(DeliveryRow.created_at))
-                        .limit(1)
-                    ).first()
-                if row is None or as_utc(row.next_attempt_at) > self._clock():
-                    return  # a later delivery must not overtake one that is waiting
+            for row in rows:
                 if not await self.deliver(row):
                     return
         finally:
             del self._busy[address]
+            if self._missed:
+                self._missed = False
+                self.wake()
 
     async def deliver(self, row: DeliveryRow) -> bool:
         """Send what is left of one delivery. True when it is finished (sent or failed)."""
@@ -216,8 +219,8 @@ class Outbox:
         row.status = DeliveryStatus.FAILED.value
         row.error = error
         log.error("delivery %s to %s failed: %s", row.id, row.address, error)
+        self._save(row)
         with self._db.session() as session:
-            session.add(row)
             session.add(
                 AuditEntry(
                     actor=f"anima:{row.anima}",
@@ -229,8 +232,21 @@ class Outbox:
             )
 
     def _save(self, row: DeliveryRow) -> None:
-        with self._db.session() as session:
-            session.add(row)
+        """Write back what sending changes: progress, status, retry time, error."""
+        with self._db.write() as conn:
+            conn.execute(
+                update(DeliveryRow)
+                .where(col(DeliveryRow.id) == row.id)
+                .values(
+                    status=row.status,
+                    attempts=row.attempts,
+                    next_attempt_at=row.next_attempt_at,
+                    chunks=row.chunks,
+                    message_ids=row.message_ids,
+                    error=row.error,
+                    sent_at=row.sent_at,
+                )
+            )
 
     def counts(self) -> dict[str, int]:
         with self._db.session() as session:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
-from sqlmodel import Session
+from sqlalchemy import Update, insert, update
+from sqlmodel import col
 
 from hub.adapter import TurnEvent
 from hub.animas import Anima, AnimaRegistry
@@ -24,10 +26,10 @@ from hub.messages import Address, AddressKind, DeliveryKind, utcnow
 from hub.outbox import Outbox
 from hub.roles import Role
 from hub.settings import Settings
-from hub.store.db import Database
-from hub.store.models import InboxItem, Turn
+from hub.store.db import Database, row_values
+from hub.store.models import DeliveryRow, InboxItem, Turn
 from hub.tools import ToolContext
-from hub.working_memory import WorkingMemory
+from hub.working_memory import WorkingMemory, estimate_tokens
 
 log = logging.getLogger(__name__)
 _RETRY_DELAY_S = 5.0
@@ -97,14 +99,24 @@ class Runtime:
         self._finish(row, job, "".join(pieces).strip() or "_(the model gave an empty answer)_")
 
     def _start(self, job: TurnJob) -> InboxItem | None:
-        with self._db.session() as session:
-            row = session.get(InboxItem, job.inbox_id)
-            if row is None or row.status in ("done", "failed"):
-                return None  # already answered (a duplicate submit after recovery)
-            row.status = "processing"
-            row.attempts += 1
-            session.add(row)
-        return row
+        """Claim the inbox row for this attempt; None if it was already answered."""
+        changes: dict[str, Any] = {
+            "status": "processing",
+            "attempts": InboxItem.attempts + 1,
+            "anima": job.anima,
+        }
+        if job.person_id:
+            changes["person_id"] = job.person_id
+        claim = (
+            update(InboxItem)
+            .where(col(InboxItem.id) == job.inbox_id)
+            .where(col(InboxItem.status).in_(("received", "processing")))
+            .values(**changes)
+            .returning(*InboxItem.__table__.columns)  # type: ignore[attr-defined]
+        )
+        with self._db.write() as conn:
+            found = conn.execute(claim).mappings().first()
+        return InboxItem.model_validate(dict(found)) if found is not None else None
 
     def _context(self, anima: Anima, person: PersonView, row: InboxItem) -> TurnContext:
         budget = (
@@ -137,51 +149,56 @@ class Runtime:
 
     def _finish(self, row: InboxItem, job: TurnJob, reply: str) -> None:
         address = Address.parse(row.address, row.address_kind)
-        with self._db.session() as session:
-            session.add(
-                Turn(
-                    conversation=row.conversation,
-                    channel_key=row.channel_key,
-                    anima=job.anima,
-                    role="user",
-                    person_id=row.person_id,
-                    author=row.sender_name or row.sender_key,
-                    text=row.text,
-                    inbox_id=row.id,
-                )
-            )
-            session.add(
-                Turn(
-                    conversation=row.conversation,
-                    channel_key=row.channel_key,
-                    anima=job.anima,
-                    role="assistant",
-                    text=reply,
-                    inbox_id=row.id,
-                )
-            )
-            session.add(
-                self._outbox.compose(
-                    address,
-                    reply,
-                    DeliveryKind.REPLY,
-                    job.anima,
-                    f"reply:{row.id}",
-                    row.id,
-                    reply_to=row.event_id,
-                )
-            )
-            self._close(session, row, "done", None)
+        common = {
+            "conversation": row.conversation,
+            "channel_key": row.channel_key,
+            "anima": job.anima,
+            "inbox_id": row.id,
+            "created_at": utcnow(),
+        }
+        turns = [
+            {
+                **common,
+                "role": "user",
+                "person_id": row.person_id,
+                "author": row.sender_name or row.sender_key,
+                "text": row.text,
+                "tokens": estimate_tokens(row.text),
+            },
+            {
+                **common,
+                "role": "assistant",
+                "person_id": None,
+                "author": job.anima,
+                "text": reply,
+                "tokens": estimate_tokens(reply),
+            },
+        ]
+        delivery = self._outbox.compose(
+            address,
+            reply,
+            DeliveryKind.REPLY,
+            job.anima,
+            f"reply:{row.id}",
+            row.id,
+            reply_to=row.event_id,
+        )
+        with self._db.write() as conn:
+            conn.execute(insert(Turn), turns)
+            conn.execute(insert(DeliveryRow), [row_values(delivery)])
+            conn.execute(_close(row.id, "done", None))
         log.info("answered %s", row.id, extra={"anima": job.anima})
         self._outbox.wake()
         self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
 
     def _model_failed(self, row: InboxItem, job: TurnJob, exc: LLMError) -> None:
         if exc.retryable and row.attempts < self._settings.runtime.max_turn_attempts:
-            with self._db.session() as session:
-                row.status = "received"
-                row.error = str(exc)
-                session.add(row)
+            with self._db.write() as conn:
+                conn.execute(
+                    update(InboxItem)
+                    .where(col(InboxItem.id) == row.id)
+                    .values(status="received", error=str(exc))
+                )
             delay = _RETRY_DELAY_S * row.attempts
             log.warning(
                 "turn %s: %s; retrying in %.0fs", row.id, exc, delay, extra={"anima": job.anima}
@@ -203,29 +220,29 @@ class Runtime:
         """Tell the sender plainly, record why, and stop retrying."""
         address = Address.parse(row.address, row.address_kind)
         notice = f"Sorry, I could not answer your message: {reason}."
-        with self._db.session() as session:
-            session.add(
-                self._outbox.compose(
-                    address,
-                    notice,
-                    DeliveryKind.NOTICE,
-                    job.anima,
-                    f"notice:{row.id}",
-                    row.id,
-                    reply_to=row.event_id,
-                )
-            )
-            self._close(session, row, "failed", reason)
+        delivery = self._outbox.compose(
+            address,
+            notice,
+            DeliveryKind.NOTICE,
+            job.anima,
+            f"notice:{row.id}",
+            row.id,
+            reply_to=row.event_id,
+        )
+        with self._db.write() as conn:
+            conn.execute(insert(DeliveryRow), [row_values(delivery)])
+            conn.execute(_close(row.id, "failed", reason))
         log.error("turn %s failed: %s", row.id, reason, extra={"anima": job.anima})
         self._outbox.wake()
         self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
 
-    @staticmethod
-    def _close(session: Session, row: InboxItem, status: str, error: str | None) -> None:
-        row.status = status
-        row.error = error
-        row.finished_at = utcnow()
-        session.add(row)
+
+def _close(inbox_id: str, status: str, error: str | None) -> Update:
+    return (
+        update(InboxItem)
+        .where(col(InboxItem.id) == inbox_id)
+        .values(status=status, error=error, finished_at=utcnow())
+    )
 
 
 def describe(address: Address) -> str:

@@ -18,6 +18,7 @@ class RecentTurn(NamedTuple):
     role: str
     text: str
     person_id: str | None
+    tokens: int
 
 
 def estimate_tokens(text: str) -> int:
@@ -37,7 +38,7 @@ class WorkingMemory:
         """The newest turns that fit the budget, oldest first."""
         with self._db.session() as session:
             rows = session.exec(
-                select(Turn.role, Turn.text, Turn.person_id)
+                select(Turn.role, Turn.text, Turn.person_id, Turn.tokens)
                 .where(Turn.conversation == conversation)
                 .order_by(col(Turn.id).desc())
                 .limit(_WINDOW)
@@ -45,7 +46,7 @@ class WorkingMemory:
         kept: list[RecentTurn] = []
         used = 0
         for row in map(RecentTurn._make, rows):
-            cost = estimate_tokens(row.text)
+            cost = row.tokens or estimate_tokens(row.text)
             if used + cost > budget:
                 break
             kept.append(row)

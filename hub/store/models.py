@@ -2,20 +2,51 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Index, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Dialect, Index, UniqueConstraint
+from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 from hub.messages import utcnow
 
 
+class UTCDateTime(TypeDecorator[datetime]):
+    """Stored as UTC, read back aware. SQLite keeps no offset, so without this a +09:00
+    time would come back nine hours off, and ordering by time would be wrong."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: the hub stores aware times only")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 def _ts(**kw: Any) -> Any:
-    return Field(default_factory=utcnow, sa_column=Column(DateTime(timezone=True), **kw))
+    return Field(default_factory=utcnow, sa_column=Column(UTCDateTime(), **kw))
+
+
+def _new_list() -> list[Any]:
+    return []
+
+
+def _new_dict() -> dict[str, Any]:
+    return {}
 
 
 def _json(default: Any) -> Any:
+    # Python functions, not the `list`/`dict` builtins: pydantic inspects a default factory's
+    # signature on every construction, and a builtin's costs a tokenizer run (0.1 ms).
     return Field(default_factory=default, sa_column=Column(JSON, nullable=False))
 
 
@@ -25,7 +56,7 @@ class Person(SQLModel, table=True):
     display_name: str = Field(max_length=200)
     timezone: str = Field(default="", max_length=64)
     language: str = Field(default="", max_length=16)
-    roles: list[str] = _json(list)
+    roles: list[str] = _json(_new_list)
     default_anima: str | None = Field(default=None, max_length=64)
     created_at: datetime = _ts(nullable=False)
 
@@ -69,17 +100,17 @@ class InboxItem(SQLModel, table=True):
     sender_name: str = Field(default="", max_length=200)
     sender_is_bot: bool = False
     text: str
-    mentions: list[str] = _json(list)
+    mentions: list[str] = _json(_new_list)
     reply_to: str | None = Field(default=None, max_length=200)
-    attachments: list[dict[str, Any]] = _json(list)
-    raw: dict[str, Any] = _json(dict)
+    attachments: list[dict[str, Any]] = _json(_new_list)
+    raw: dict[str, Any] = _json(_new_dict)
     status: str = Field(default="received", max_length=16)
     anima: str | None = Field(default=None, max_length=64)
     person_id: str | None = Field(default=None, max_length=64)
     attempts: int = 0
     error: str | None = None
     received_at: datetime = _ts(nullable=False)
-    finished_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
 class DeliveryRow(SQLModel, table=True):
@@ -100,11 +131,11 @@ class DeliveryRow(SQLModel, table=True):
     status: str = Field(default="pending", max_length=16)
     attempts: int = 0
     next_attempt_at: datetime = _ts(nullable=False)
-    chunks: list[str] = _json(list)
-    message_ids: list[str] = _json(list)
+    chunks: list[str] = _json(_new_list)
+    message_ids: list[str] = _json(_new_list)
     error: str | None = None
     created_at: datetime = _ts(nullable=False)
-    sent_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    sent_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
 class Turn(SQLModel, table=True):
@@ -120,6 +151,7 @@ class Turn(SQLModel, table=True):
     person_id: str | None = Field(default=None, max_length=64)
     author: str = Field(default="", max_length=200)
     text: str
+    tokens: int = 0  # estimated once, when written; working memory sums these
     inbox_id: str | None = Field(default=None, max_length=36)
     created_at: datetime = _ts(nullable=False)
 
@@ -132,4 +164,4 @@ class AuditEntry(SQLModel, table=True):
     where: str = Field(default="", max_length=500)
     action: str = Field(max_length=100)
     target: str = Field(default="", max_length=300)
-    detail: dict[str, Any] = _json(dict)
+    detail: dict[str, Any] = _json(_new_dict)

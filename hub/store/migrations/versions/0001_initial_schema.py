@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-29 22:56:26.956211
+Create Date: 2026-11-29 23:06:27.300137
 """
 
 import sqlalchemy as sa
@@ -112,6 +112,7 @@ def upgrade() -> None:
     sa.Column('person_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=True),
     sa.Column('author', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
     sa.Column('text', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
+    sa.Column('tokens', sa.Integer(), nullable=False),
     sa.Column('inbox_id', sqlmodel.sql.sqltypes.AutoString(length=36), nullable=True),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id')
