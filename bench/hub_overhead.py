@@ -27,19 +27,19 @@ from collections.abc import AsyncIterator
 from adapters.web import WebAdapter
 from hub.app import Hub
 from hub.llm import LiteLLMResponder, TurnContext
+from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.offline import OfflineResponder
 from hub.runtime import Responders
-from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.settings import load_settings
-from hub.tools import builtin_tools
 from hub.store.models import DeliveryRow
+from hub.tools import builtin_tools
 
 
 class TimedResponder:
     """The real litellm responder, with the time spent inside it recorded per turn, so the
     hub's own overhead can be told apart from litellm's (its mock stream sleeps per chunk)."""
 
-    def __init__(self, inner: LiteLLMResponder) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.spent: dict[str, float] = {}
 
@@ -56,6 +56,13 @@ class TimedResponder:
             spent += time.perf_counter() - start
             yield piece
         self.spent[ctx.tools.conversation] = spent  # one turn at a time per conversation
+
+
+class InstantResponder:
+    """No model at all: one fixed answer. Isolates the hub's own throughput."""
+
+    async def stream(self, ctx: TurnContext) -> AsyncIterator[str]:
+        yield "All good: on track for Friday."
 
 
 async def run_level(
@@ -76,8 +83,13 @@ async def run_level(
         user = PlatformUser("web", f"user{index}", f"User {index}")
         address = Address("web", "local", f"dm:aria:user{index}", "bench", AddressKind.DM)
         for _ in range(per_conversation):
-            inbound = Inbound(event_id=str(uuid.uuid4()), address=address, sender=user,
-                              text="How is the project going?", mentions=("aria",))
+            inbound = Inbound(
+                event_id=str(uuid.uuid4()),
+                address=address,
+                sender=user,
+                text="How is the project going?",
+                mentions=("aria",),
+            )
             start = time.perf_counter()
             receipt = await hub.receive(inbound)
             future = sent[receipt.inbox_id] = asyncio.get_running_loop().create_future()
@@ -117,7 +129,12 @@ async def main(args: argparse.Namespace) -> list[dict[str, Any]]:
             storage=storage,
             outbox={"poll_interval_s": 1.0},
         )
-        timed = TimedResponder(LiteLLMResponder(settings.llm, builtin_tools()))
+        model: Any = (
+            LiteLLMResponder(settings.llm, builtin_tools())
+            if args.responder == "litellm"
+            else InstantResponder()
+        )
+        timed = TimedResponder(model)
         hub = Hub(
             settings,
             adapter_factories={"web": WebAdapter.from_settings},
@@ -139,11 +156,24 @@ if __name__ == "__main__":
     parser.add_argument("--messages", type=int, default=2000, help="messages per level")
     parser.add_argument("--database-url", default="", help="default: SQLite in a temp dir")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--responder",
+        choices=("litellm", "instant"),
+        default="litellm",
+        help="litellm with mock_response (default), or no model at all",
+    )
     arguments = parser.parse_args()
     rows = asyncio.run(main(arguments))
     header = ("concurrency", "messages", "hub p50", "hub p99", "total p50", "total p99", "msg/s")
-    keys = ("concurrency", "messages", "hub_p50_ms", "hub_p99_ms", "total_p50_ms",
-            "total_p99_ms", "msgs_per_s")
+    keys = (
+        "concurrency",
+        "messages",
+        "hub_p50_ms",
+        "hub_p99_ms",
+        "total_p50_ms",
+        "total_p99_ms",
+        "msgs_per_s",
+    )
     print(" ".join(f"{h:>11}" for h in header))
     for r in rows:
         print(" ".join(f"{r[k]:>11}" for k in keys))

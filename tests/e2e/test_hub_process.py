@@ -84,3 +84,30 @@ def test_bad_config_stops_start_with_one_line(tmp_path: Path) -> None:
     (home / "hub.toml").write_text("[server]\nport = 18555\n")
     refused = cli(home, "start", "--host", "0.0.0.0")
     assert refused.returncode == 2 and "api_token" in refused.stderr
+
+
+def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert cli(home, "init", "--demo").returncode == 0
+    again = cli(home, "init", "--demo")  # idempotent: nothing recreated, no error
+    assert again.returncode == 0 and "created" not in again.stdout
+    created = cli(
+        home, "anima", "create", "--name", "otto", "--role", "ops", "--supervisor", "mika"
+    )
+    assert created.returncode == 0, created.stderr
+    listed = cli(home, "anima", "list")
+    assert "otto" in listed.stdout and "ops" in listed.stdout
+    said = cli(home, "chat", "otto", "status report please", "--user", "carol")
+    assert said.returncode == 0, said.stderr
+    assert "Otto" in said.stdout and "carol" in said.stdout
+    unknown = cli(home, "chat", "ghost", "hello")
+    assert unknown.returncode == 1 and "404" in unknown.stderr
+    bad = cli(home, "anima", "create", "--name", "Bad Name", "--role", "ops")
+    assert bad.returncode == 1 and "invalid Anima name" in bad.stderr
+    # Everything the in-process chat did is on disk for the next hub.
+    hub = HubProcess(home, free_port()).start()
+    try:
+        history = hub.get("/api/chat/otto/history", session_id="cli", user="carol")["messages"]
+        assert [m["author_kind"] for m in history] == ["person", "anima"]
+    finally:
+        hub.stop()

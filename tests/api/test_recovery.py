@@ -1,0 +1,70 @@
+"""Restarting on the same database: unfinished turns are retried, pending deliveries sent once."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from sqlmodel import select
+
+from hub.app import Hub
+from hub.messages import Address, AddressKind, Inbound, PlatformUser
+from hub.store.models import DeliveryRow, InboxItem, Turn
+from tests.conftest import add_demo_animas, make_settings
+
+
+def inbound(event_id: str, text: str) -> Inbound:
+    return Inbound(
+        event_id=event_id,
+        address=Address("web", "local", "dm:aria:alice", "s", AddressKind.DM),
+        sender=PlatformUser("web", "alice", "alice"),
+        text=text,
+        mentions=("aria",),
+    )
+
+
+async def settle(hub: Hub) -> None:
+    for _ in range(200):
+        with hub.db.session() as session:
+            open_rows = session.exec(
+                select(InboxItem).where(InboxItem.status.in_(("received", "processing")))  # type: ignore[attr-defined]
+            ).all()
+        if not open_rows and hub.outbox.counts().get("pending", 0) == 0:
+            return
+        hub.outbox.wake()
+        await asyncio.sleep(0.02)
+    raise AssertionError("hub did not settle")
+
+
+async def test_unfinished_inbox_and_pending_delivery_survive_a_restart(home: Path) -> None:
+    settings = make_settings(home)
+    first = Hub(settings)
+    await first.start()
+    add_demo_animas(first)
+    await first.outbox.close()
+    first._outbox_task.cancel()  # type: ignore[union-attr]  # simulate a crash before sending
+    receipt = await first.receive(inbound("e1", "first message"))
+    events = [e async for e in first.subscribe(receipt.inbox_id)]
+    assert events[-1].type == "done"
+    # A second message is accepted but its turn never runs (the process "dies" now).
+    first.runtime.mailboxes.put = lambda job, limit: None  # type: ignore[method-assign]
+    second = await first.receive(inbound("e2", "second message"))
+    await first.stop()
+    with first.db.session() as session:
+        assert session.get(InboxItem, second.inbox_id).status == "received"  # type: ignore[union-attr]
+        assert session.exec(select(DeliveryRow)).one().status == "pending"
+
+    again = Hub(settings)
+    await again.start()
+    try:
+        await settle(again)
+        duplicate = await again.receive(inbound("e1", "first message"))
+        assert duplicate.duplicate
+        with again.db.session() as session:
+            deliveries = session.exec(select(DeliveryRow)).all()
+            turns = session.exec(select(Turn)).all()
+        assert sorted((d.kind, d.status) for d in deliveries) == [("reply", "sent")] * 2
+        assert all(len(d.message_ids) == len(d.chunks) == 1 for d in deliveries)
+        assert [t.text for t in turns if t.role == "user"] == ["first message", "second message"]
+    finally:
+        await again.stop()
