@@ -7,6 +7,14 @@ import asyncio
 from hub.mailbox import Mailbox, Mailboxes, TurnJob
 
 
+async def drained(box: Mailbox) -> None:
+    for _ in range(1000):
+        if not box.pending:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("mailbox did not drain")
+
+
 async def test_turns_of_one_conversation_run_one_at_a_time_in_order() -> None:
     running: list[str] = []
     done: list[str] = []
@@ -23,8 +31,7 @@ async def test_turns_of_one_conversation_run_one_at_a_time_in_order() -> None:
     box = Mailbox("aria", handler, max_concurrent=8)
     for i in range(5):
         box.put(TurnJob(f"c1-{i}", "aria", "c1"))
-    while box.pending:
-        await asyncio.sleep(0.005)
+    await drained(box)
     assert done == [f"c1-{i}" for i in range(5)]
     assert not overlap
 
@@ -48,8 +55,7 @@ async def test_different_conversations_run_concurrently_up_to_the_limit() -> Non
         await asyncio.sleep(0)
     assert peak == 3  # six conversations, three slots
     release.set()
-    while box.pending:
-        await asyncio.sleep(0.005)
+    await drained(box)
     assert active == 0
 
 
@@ -64,8 +70,7 @@ async def test_a_crashing_turn_does_not_stop_the_lane() -> None:
     box = Mailbox("aria", handler, max_concurrent=1)
     for name in ("a", "bad", "b"):
         box.put(TurnJob(name, "aria", "c"))
-    while box.pending:
-        await asyncio.sleep(0.005)
+    await drained(box)
     assert done == ["a", "b"]
 
 
