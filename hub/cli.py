@@ -79,12 +79,12 @@ def _create_anima(settings: Settings, name: str, role: str, supervisor: str | No
     if running is not None:
         import httpx
 
-        from hub.client import _headers
+        from hub.client import auth_headers
 
         response = httpx.post(
             f"{running.url}/api/animas",
             json={"name": name, "role": role, "supervisor": supervisor},
-            headers=_headers(settings),
+            headers=auth_headers(settings),
         )
         if response.status_code != 201:
             raise fail(response.json().get("detail", response.text))

@@ -23,7 +23,7 @@ from hub.store.models import DeliveryRow
 _DRAIN_TIMEOUT_S = 30.0
 
 
-def _headers(settings: Settings) -> dict[str, str]:
+def auth_headers(settings: Settings) -> dict[str, str]:
     token = settings.server.api_token
     return {"Authorization": f"Bearer {token.get_secret_value()}"} if token else {}
 
@@ -33,7 +33,7 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     running = running_hub(settings.home)
     if running is not None:
         async with httpx.AsyncClient(
-            base_url=running.url, headers=_headers(settings), timeout=None
+            base_url=running.url, headers=auth_headers(settings), timeout=None
         ) as client:
             yield client
         return
@@ -48,7 +48,7 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
             async with httpx.AsyncClient(
                 transport=transport,
                 base_url="http://in-process",
-                headers=_headers(settings),
+                headers=auth_headers(settings),
                 timeout=None,
             ) as client:
                 yield client

@@ -1,0 +1,83 @@
+"""The tool registry, the offline responder, and the one-hub-per-data-root lock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hub.identity import PersonView
+from hub.llm import TurnContext, _classify
+from hub.offline import OfflineResponder, compose
+from hub.runfile import HubBusy, hold_data_root, running_hub
+from hub.tools import ToolContext, ToolRegistry, builtin_tools
+
+CTX = ToolContext("aria", "alice", False, "web:local/dm:aria:alice#s", "Asia/Tokyo")
+
+
+async def test_current_time_tool_and_errors_the_model_can_read() -> None:
+    tools = builtin_tools()
+    assert tools.names() == ["current_time"]
+    assert tools.schemas()[0]["function"]["parameters"]["type"] == "object"
+    assert "(Asia/Tokyo)" in await tools.call("current_time", "{}", CTX)
+    assert "(UTC)" in await tools.call("current_time", '{"timezone": "UTC"}', CTX)
+    assert "unknown timezone" in await tools.call("current_time", '{"timezone": "Mars/X"}', CTX)
+    assert "no tool named" in await tools.call("launch_rockets", "{}", CTX)
+    assert "not valid JSON" in await tools.call("current_time", "{oops", CTX)
+    assert "JSON object" in await tools.call("current_time", "[1]", CTX)
+
+
+def test_registering_a_tool_twice_is_refused() -> None:
+    tools = builtin_tools()
+    from hub.tools import CURRENT_TIME
+
+    with pytest.raises(ValueError, match="already registered"):
+        tools.register(CURRENT_TIME)
+    assert ToolRegistry().schemas() == []
+
+
+def context(text: str, earlier: list[str]) -> TurnContext:
+    person = PersonView("alice", "Alice", (), "UTC", "en", None)
+    return TurnContext(
+        anima="aria",
+        anima_title="Researcher",
+        anima_summary="find, read and weigh sources",
+        identity="# Aria",
+        model="",
+        person=person,
+        where="a direct conversation on web",
+        history=[],
+        text=text,
+        tools=CTX,
+        earlier_from_person=earlier,
+    )
+
+
+async def test_offline_reply_is_honest_personal_and_streamed() -> None:
+    text = compose(context("What did I ask?", ["first question", "second question"]))
+    assert "Hello Alice" in text and "Aria" in text and "researcher" in text
+    assert "No language model is configured" in text
+    assert "ANIMAHUB_LLM__MODEL" in text and "[llm]" in text
+    assert "“first question”" in text and "“second question”" in text
+    assert "3 messages" in text
+    pieces = [p async for p in OfflineResponder().stream(context("hi", []))]
+    assert len(pieces) > 10 and "".join(pieces) == compose(context("hi", []))
+    assert "start of our conversation" in "".join(pieces)
+
+
+def test_model_errors_are_classified_for_retry() -> None:
+    assert _classify(429, RuntimeError("slow down")).retryable
+    assert _classify(503, RuntimeError("busy")).retryable
+    assert not _classify(401, RuntimeError("bad key")).retryable
+    assert not _classify(400, RuntimeError("bad request")).retryable
+
+
+def test_one_process_per_data_root(tmp_path: Path) -> None:
+    assert running_hub(tmp_path) is None
+    with hold_data_root(tmp_path, "http://127.0.0.1:18555"):
+        found = running_hub(tmp_path)
+        assert found is not None and found.url == "http://127.0.0.1:18555"
+        with pytest.raises(HubBusy), hold_data_root(tmp_path):
+            pass
+    assert running_hub(tmp_path) is None
+    assert not (tmp_path / "hub.json").exists()
