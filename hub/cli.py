@@ -123,6 +123,7 @@ def start(
     try:
         with hold_data_root(settings.home, url):
             console.print(f"AnimaHub on [bold]{url}[/] (data: {settings.home})")
+            console.print(f"Open [bold]{url}/[/] to chat; API docs at {url}/docs")
             uvicorn.run(
                 create_app(Hub(settings)),
                 host=settings.server.host,

@@ -59,5 +59,5 @@ def configure(home: Path, level: str = "INFO", console: bool = True) -> None:
     root.addHandler(AnimaFileHandler(home))
     if console:
         root.addHandler(RichHandler(show_path=False, rich_tracebacks=True))
-    for noisy in ("LiteLLM", "httpx", "uvicorn.access"):
+    for noisy in ("LiteLLM", "httpx", "uvicorn.access", "alembic"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

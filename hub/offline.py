@@ -25,7 +25,16 @@ def _quote(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+_SHORT_HOW_TO = (
+    "_(Offline mode: no language model is configured. Set `model` under `[llm]` in "
+    "`hub.toml`, or `ANIMAHUB_LLM__MODEL`, and restart the hub.)_"
+)
+
+
 def compose(ctx: TurnContext) -> str:
+    earlier = [t for t in ctx.earlier_from_person if t.strip()]
+    if earlier:
+        return _follow_up(ctx, earlier)
     name = ctx.anima.capitalize()
     lines = [
         f"Hello {ctx.person.display_name}. I'm {name}, the team's "
@@ -36,16 +45,22 @@ def compose(ctx: TurnContext) -> str:
         "once a model is set.",
         "",
     ]
-    earlier = [t for t in ctx.earlier_from_person if t.strip()]
-    if earlier:
-        lines.append(
-            f"In this conversation you've sent me {len(earlier) + 1} messages. Before this "
-            "one you said:"
-        )
-        lines.extend(f"- “{_quote(t)}”" for t in earlier[-3:])
-    else:
-        lines.append(f"This is the start of our conversation ({ctx.where}).")
+    lines.append(f"This is the start of our conversation ({ctx.where}).")
     lines.extend(["", f"You said: “{_quote(ctx.text, 300)}”", "", _HOW_TO])
+    return "\n".join(lines)
+
+
+def _follow_up(ctx: TurnContext, earlier: list[str]) -> str:
+    """Later replies in a conversation: what was said so far, and a one-line reminder."""
+    lines = [
+        f"Noted, {ctx.person.display_name}: “{_quote(ctx.text, 300)}”",
+        "",
+        f"In this conversation you've sent me {len(earlier) + 1} messages. Before this one "
+        "you said:",
+        *(f"- “{_quote(t)}”" for t in earlier[-3:]),
+        "",
+        _SHORT_HOW_TO,
+    ]
     return "\n".join(lines)
 
 
