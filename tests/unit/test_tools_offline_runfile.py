@@ -84,3 +84,13 @@ def test_one_process_per_data_root(tmp_path: Path) -> None:
             pass
     assert running_hub(tmp_path) is None
     assert not (tmp_path / "hub.json").exists()
+
+
+def test_adapters_are_found_by_entry_point_name() -> None:
+    from hub.adapter import discover
+
+    found = discover()
+    assert "web" in found
+    assert discover(["web"]).keys() == {"web"}
+    with pytest.raises(LookupError, match="nope"):
+        discover(["web", "nope"])
