@@ -82,22 +82,12 @@ class Outbox:
         self._missed = False
         self._sent_listeners: list[Callable[[DeliveryRow], None]] = []
 
-    def compose(
-        self,
-        address: Address,
-        text: str,
-        kind: DeliveryKind,
-        anima: str,
-        idempotency_key: str,
-        inbox_id: str | None = None,
-        reply_to: str | None = None,
-    ) -> DeliveryRow:
-        """A pending delivery, rendered and chunked for its platform, for the caller to add
-        in the same transaction as its cause."""
-        row = new_delivery(address, text, kind, anima, idempotency_key, inbox_id, reply_to)
-        adapter = self._adapters.get(address.platform)
+    def prepare(self, row: DeliveryRow) -> DeliveryRow:
+        """Render and chunk a new delivery for its platform now, so the stored row says what
+        will be sent; the caller adds it in the same transaction as its cause."""
+        adapter = self._adapters.get(row.address.split(":", 1)[0])
         if adapter is not None:
-            row.chunks = _split(adapter, text)
+            row.chunks = _split(adapter, row.text)
         return row
 
     def on_sent(self, listener: Callable[[DeliveryRow], None]) -> None:

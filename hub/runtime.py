@@ -23,7 +23,7 @@ from hub.identity import IdentityService, PersonView
 from hub.llm import LLMError, Responder, TurnContext
 from hub.mailbox import Mailboxes, TurnJob
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow
-from hub.outbox import Outbox
+from hub.outbox import Outbox, new_delivery
 from hub.roles import Role
 from hub.settings import Settings
 from hub.store.db import Database, row_values
@@ -174,14 +174,16 @@ class Runtime:
                 "tokens": estimate_tokens(reply),
             },
         ]
-        delivery = self._outbox.compose(
-            address,
-            reply,
-            DeliveryKind.REPLY,
-            job.anima,
-            f"reply:{row.id}",
-            row.id,
-            reply_to=row.event_id,
+        delivery = self._outbox.prepare(
+            new_delivery(
+                address,
+                reply,
+                DeliveryKind.REPLY,
+                job.anima,
+                f"reply:{row.id}",
+                row.id,
+                reply_to=row.event_id,
+            )
         )
         with self._db.write() as conn:
             conn.execute(insert(Turn), turns)
@@ -220,14 +222,16 @@ class Runtime:
         """Tell the sender plainly, record why, and stop retrying."""
         address = Address.parse(row.address, row.address_kind)
         notice = f"Sorry, I could not answer your message: {reason}."
-        delivery = self._outbox.compose(
-            address,
-            notice,
-            DeliveryKind.NOTICE,
-            job.anima,
-            f"notice:{row.id}",
-            row.id,
-            reply_to=row.event_id,
+        delivery = self._outbox.prepare(
+            new_delivery(
+                address,
+                notice,
+                DeliveryKind.NOTICE,
+                job.anima,
+                f"notice:{row.id}",
+                row.id,
+                reply_to=row.event_id,
+            )
         )
         with self._db.write() as conn:
             conn.execute(insert(DeliveryRow), [row_values(delivery)])

@@ -17,6 +17,7 @@ from sqlalchemy import create_engine, text
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.settings import Settings, load_settings
+from hub.store.db import Database
 
 PG_ENV = "ANIMAHUB_TEST_DATABASE_URL"
 DEMO = (("mika", "manager", None), ("aria", "researcher", "mika"), ("kai", "engineer", "mika"))
@@ -52,6 +53,17 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'hub.db'}"
     return postgres_url()
+
+
+@pytest.fixture
+def db(database_url: str) -> Iterator[Database]:
+    """A migrated hub database, on SQLite and on PostgreSQL."""
+    database = Database(database_url)
+    database.migrate()
+    try:
+        yield database
+    finally:
+        database.dispose()
 
 
 def make_settings(home: Path, **sections: Any) -> Settings:

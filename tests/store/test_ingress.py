@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
@@ -16,16 +15,6 @@ from hub.store.db import Database
 from hub.store.models import InboxItem
 
 LIMIT = 1024
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    database.migrate()
-    try:
-        yield database
-    finally:
-        database.dispose()
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -84,16 +84,6 @@ class FakeAdapter:
 
     def texts(self) -> list[str]:
         return [chunk.text for chunk in self.sent]
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    database.migrate()
-    try:
-        yield database
-    finally:
-        database.dispose()
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -19,16 +18,6 @@ from hub.store.db import MIGRATIONS, Database
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Person
 
 VERSION_TABLE = "alembic_version"
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    database.migrate()
-    try:
-        yield database
-    finally:
-        database.dispose()
 
 
 def table_columns(engine: sa.Engine) -> dict[str, set[str]]:

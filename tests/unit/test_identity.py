@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,14 +19,6 @@ from hub.store.models import Identity, Person
 
 ALICE = PlatformUser("web", "alice", "Alice")
 ROOT = PlatformUser("web", "root", "Root")
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    database.migrate()
-    yield database
-    database.dispose()
 
 
 @pytest.fixture

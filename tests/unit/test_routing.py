@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from hub.identity import PersonView
@@ -18,14 +16,6 @@ CHANNEL = Address("web", "local", "general")
 THREAD = CHANNEL.in_thread("1700000000.0001")
 DM = Address("web", "local", "dm-alice", kind=AddressKind.DM)
 ALICE = PlatformUser("web", "alice", "Alice")
-
-
-@pytest.fixture
-def db(database_url: str) -> Iterator[Database]:
-    database = Database(database_url)
-    database.migrate()
-    yield database
-    database.dispose()
 
 
 @pytest.fixture
