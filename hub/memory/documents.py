@@ -1,0 +1,197 @@
+"""Memory items as markdown: the truth that every index is rebuilt from (DESIGN §5).
+
+Knowledge, procedures and skills are one file per item with YAML front matter. Episodes
+are one file per day, `episodes/YYYY-MM-DD.md`, with a `## HH:MM` section per recorded turn;
+each section carries its own metadata in an HTML comment (invisible when rendered), since a
+day's turns differ in person, channel and privacy scope.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from hub.files import read_document, write_document
+
+IMPORTANT_MARK = "[IMPORTANT]"
+_SECTION_RE = re.compile(r"^## (\d{2}:\d{2})\s*$", re.MULTILINE)
+_META_RE = re.compile(r"^<!-- memory: (\{.*\}) -->\s*$", re.MULTILINE)
+_ID_NAMESPACE = uuid.UUID("6f1d3c52-8a51-4b0e-9a59-3f2f0a7e2c11")
+
+
+class Layer(StrEnum):
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+    SKILL = "skill"
+    INTERPERSONAL = "interpersonal"
+
+
+LAYER_DIRS = {
+    Layer.SEMANTIC: "knowledge",
+    Layer.PROCEDURAL: "procedures",
+    Layer.SKILL: "skills",
+}
+
+
+def stable_id(*parts: str) -> str:
+    """A UUID derived from where an item lives, so a rebuild gives every item its old id."""
+    return str(uuid.uuid5(_ID_NAMESPACE, "\x1f".join(parts)))
+
+
+@dataclass
+class MemoryItem:
+    id: str
+    layer: Layer
+    text: str
+    path: str  # relative to the Anima's folder (or the data root, for shared/users)
+    scope: str  # "shared" | "person:<id>" | "channel:<channel key>"
+    created: datetime
+    updated: datetime
+    person: str | None = None
+    channel: str | None = None
+    importance: float = 0.0
+    access_count: int = 0
+    last_access: datetime | None = None
+    links: list[str] = field(default_factory=list)
+    title: str = ""
+    section: str | None = None  # "HH:MM" for episode sections
+
+    def meta(self) -> dict[str, Any]:
+        """Front matter / section metadata: everything but the text and its location."""
+        data = asdict(self)
+        for key in ("text", "path", "section"):
+            data.pop(key)
+        data["layer"] = self.layer.value
+        for key in ("created", "updated", "last_access"):
+            value = data[key]
+            data[key] = value.isoformat(timespec="seconds") if value else None
+        return data
+
+
+def importance_of(text: str, default: float = 0.0) -> float:
+    return 1.0 if IMPORTANT_MARK in text else default
+
+
+def _when(value: Any, fallback: datetime) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if isinstance(value, str) and value:
+        parsed = datetime.fromisoformat(value)
+        return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return fallback
+
+
+def item_from_meta(meta: dict[str, Any], text: str, path: str, section: str | None) -> MemoryItem:
+    now = datetime.now(UTC)
+    created = _when(meta.get("created"), now)
+    last = meta.get("last_access")
+    return MemoryItem(
+        id=str(meta.get("id") or stable_id(path, section or "")),
+        layer=Layer(meta.get("layer", Layer.SEMANTIC.value)),
+        text=text,
+        path=path,
+        scope=str(meta.get("scope") or "shared"),
+        created=created,
+        updated=_when(meta.get("updated"), created),
+        person=meta.get("person"),
+        channel=meta.get("channel"),
+        importance=float(meta.get("importance") or importance_of(text)),
+        access_count=int(meta.get("access_count") or 0),
+        last_access=_when(last, now) if last else None,
+        links=[str(link) for link in meta.get("links") or []],
+        title=str(meta.get("title") or ""),
+        section=section,
+    )
+
+
+# --- one file per item -------------------------------------------------------------------
+
+
+def read_item(folder: Path, path: Path) -> MemoryItem:
+    meta, body = read_document(path)
+    meta.setdefault("layer", _layer_of(folder, path).value)
+    meta.setdefault("title", path.stem.replace("-", " "))
+    return item_from_meta(meta, body.strip(), path.relative_to(folder).as_posix(), None)
+
+
+def write_item(folder: Path, item: MemoryItem) -> None:
+    write_document(folder / item.path, item.meta(), item.text.strip() + "\n")
+
+
+def _layer_of(folder: Path, path: Path) -> Layer:
+    top = path.relative_to(folder).parts[0]
+    for layer, name in LAYER_DIRS.items():
+        if top == name:
+            return layer
+    return Layer.SEMANTIC
+
+
+# --- episodes: one file a day, a section a turn ------------------------------------------
+
+
+def episode_path(day: date) -> str:
+    return f"episodes/{day.isoformat()}.md"
+
+
+def render_section(item: MemoryItem) -> str:
+    meta = json.dumps(item.meta(), ensure_ascii=False, sort_keys=True)
+    return f"## {item.section}\n<!-- memory: {meta} -->\n{item.text.strip()}\n"
+
+
+def read_episodes(folder: Path, path: Path) -> list[MemoryItem]:
+    """Every section of one day's episode file, in order."""
+    _meta, body = read_document(path)
+    relative = path.relative_to(folder).as_posix()
+    items = []
+    starts = list(_SECTION_RE.finditer(body))
+    for index, match in enumerate(starts):
+        end = starts[index + 1].start() if index + 1 < len(starts) else len(body)
+        chunk = body[match.end() : end]
+        meta_match = _META_RE.search(chunk)
+        meta = json.loads(meta_match.group(1)) if meta_match else {}
+        text = _META_RE.sub("", chunk).strip()
+        meta.setdefault("layer", Layer.EPISODIC.value)
+        items.append(item_from_meta(meta, text, relative, match.group(1)))
+    return items
+
+
+def append_episode(folder: Path, item: MemoryItem) -> None:
+    """Add one section to its day's file (created with its front matter when new)."""
+    path = folder / item.path
+    if path.exists():
+        meta, body = read_document(path)
+    else:
+        day = item.created.date().isoformat()
+        meta, body = {"layer": Layer.EPISODIC.value, "date": day}, f"# {day}\n"
+    write_document(path, meta, body.rstrip() + "\n\n" + render_section(item))
+
+
+def rewrite_episodes(folder: Path, path: str, items: list[MemoryItem]) -> None:
+    """Write a day's file from its items (used when sections change or are compressed)."""
+    full = folder / path
+    meta, _body = read_document(full) if full.exists() else ({}, "")
+    day = path.rsplit("/", 1)[-1].removesuffix(".md")
+    meta.setdefault("layer", Layer.EPISODIC.value)
+    meta.setdefault("date", day)
+    sections = "\n".join(render_section(item) for item in items)
+    write_document(full, meta, f"# {day}\n\n{sections}")
+
+
+def iter_items(folder: Path) -> list[MemoryItem]:
+    """Every memory item of an Anima, from its markdown (what a rebuild indexes)."""
+    items: list[MemoryItem] = []
+    for path in sorted((folder / "episodes").glob("*.md")):
+        items.extend(read_episodes(folder, path))
+    for name in LAYER_DIRS.values():
+        for path in sorted((folder / name).glob("**/*.md")):
+            items.append(read_item(folder, path))
+    return items
