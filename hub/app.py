@@ -22,6 +22,8 @@ from hub.events import EventBus
 from hub.identity import IdentityService
 from hub.ingress import Ingress
 from hub.llm import LiteLLMResponder
+from hub.memory.service import open_memory
+from hub.memory.tool import search_memory_tool
 from hub.messages import Address, Inbound
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
@@ -68,6 +70,9 @@ class Hub:
         self.ingress = Ingress(self.db, settings.runtime.max_message_bytes)
         self.outbox = Outbox(self.db, self.adapters, settings.outbox)
         self.tools = tools or builtin_tools()
+        self.memory = open_memory(home, settings.memory)
+        if self.memory is not None:
+            self.tools.register(search_memory_tool(self.memory))
         self.runtime = Runtime(
             self.db,
             settings,
@@ -77,6 +82,7 @@ class Hub:
             or Responders(LiteLLMResponder(settings.llm, self.tools), OfflineResponder()),
             self.events,
             self.outbox,
+            self.memory,
         )
         self.dispatcher = Dispatcher(
             self.db,
@@ -94,6 +100,8 @@ class Hub:
         self.db.migrate()
         for problem in self.animas.load():
             log.error("Anima not loaded: %s", problem)
+        if self.memory is not None:
+            await self.memory.start(self.animas.names())
         for adapter in self.adapters.values():
             await adapter.start(self)
         self.dispatcher.recover()
@@ -107,6 +115,9 @@ class Hub:
         await self.outbox.close()
         for adapter in self.adapters.values():
             await adapter.stop()
+        if self.memory is not None:
+            await self.memory.drain()
+            self.memory.close()
         self.db.dispose()
 
     # HubPort ---------------------------------------------------------------------------

@@ -37,6 +37,8 @@ class TurnContext:
     text: str
     tools: ToolContext
     earlier_from_person: list[str] = field(default_factory=list)
+    recalled: str = ""  # the rendered priming, wrapped and labelled as untrusted data
+    recalled_lines: list[str] = field(default_factory=list)  # related memories, for offline
 
 
 class Responder(Protocol):
@@ -88,6 +90,7 @@ class LiteLLMResponder:
 
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system_prompt(ctx)},
+            *([{"role": "system", "content": ctx.recalled}] if ctx.recalled else []),
             *ctx.history,
             {"role": "user", "content": wrap_user_text(ctx)},
         ]

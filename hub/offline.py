@@ -46,7 +46,7 @@ def compose(ctx: TurnContext) -> str:
         "",
     ]
     lines.append(f"This is the start of our conversation ({ctx.where}).")
-    lines.extend(["", f"You said: “{_quote(ctx.text, 300)}”", "", _HOW_TO])
+    lines.extend(["", f"You said: “{_quote(ctx.text, 300)}”", "", *_remembered(ctx), _HOW_TO])
     return "\n".join(lines)
 
 
@@ -59,9 +59,21 @@ def _follow_up(ctx: TurnContext, earlier: list[str]) -> str:
         "you said:",
         *(f"- “{_quote(t)}”" for t in earlier[-3:]),
         "",
+        *_remembered(ctx),
         _SHORT_HOW_TO,
     ]
     return "\n".join(lines)
+
+
+def _remembered(ctx: TurnContext) -> list[str]:
+    """What recall found for this message: the offline mode's way to answer about the past."""
+    if not ctx.recalled_lines:
+        return []
+    return [
+        "From my memory, what seems related:",
+        *(f"- {_quote(line, 200)}" for line in ctx.recalled_lines[:5]),
+        "",
+    ]
 
 
 class OfflineResponder:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Update, insert, update
@@ -22,6 +22,8 @@ from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
 from hub.llm import LLMError, Responder, TurnContext
 from hub.mailbox import Mailboxes, TurnJob
+from hub.memory.recall import RecallScope
+from hub.memory.service import MemoryService, TurnRecord
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow
 from hub.outbox import Outbox, new_delivery
 from hub.roles import Role
@@ -33,6 +35,8 @@ from hub.working_memory import WorkingMemory, estimate_tokens
 
 log = logging.getLogger(__name__)
 _RETRY_DELAY_S = 5.0
+# Offline replies are boilerplate: memory keeps what the person said, not the template.
+OFFLINE_NOTE = "_(answered in offline mode)_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +55,7 @@ class Runtime:
         responders: Responders,
         events: EventBus,
         outbox: Outbox,
+        memory: MemoryService | None = None,
     ) -> None:
         self._db = db
         self._settings = settings
@@ -59,7 +64,8 @@ class Runtime:
         self._responders = responders
         self._events = events
         self._outbox = outbox
-        self._memory = WorkingMemory(db)
+        self._working = WorkingMemory(db)
+        self._memory = memory
         self.mailboxes = Mailboxes(self.handle)
 
     def submit(self, job: TurnJob) -> None:
@@ -80,7 +86,7 @@ class Runtime:
             self._give_up(row, job, f"the turn failed {row.attempts - 1} times")
             return
         person = self._identity.by_id(row.person_id or "")
-        ctx = self._context(anima, person, row)
+        ctx = await self._recall(self._context(anima, person, row))
         responder = self._responders.model if ctx.model else self._responders.offline
         pieces: list[str] = []
         try:
@@ -96,7 +102,8 @@ class Runtime:
             log.exception("turn %s crashed", row.id, extra={"anima": job.anima})
             self._model_failed(row, job, LLMError(f"internal error: {exc!r}", retryable=True))
             return
-        self._finish(row, job, "".join(pieces).strip() or "_(the model gave an empty answer)_")
+        reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
+        self._finish(row, job, reply, remembered=reply if ctx.model else OFFLINE_NOTE)
 
     def _start(self, job: TurnJob) -> InboxItem | None:
         """Claim the inbox row for this attempt; None if it was already answered."""
@@ -118,11 +125,25 @@ class Runtime:
             found = conn.execute(claim).mappings().first()
         return InboxItem.model_validate(dict(found)) if found is not None else None
 
+    async def _recall(self, ctx: TurnContext) -> TurnContext:
+        """Prime the turn with memory. A failing index costs the turn its recall, not its
+        answer: the error is logged and `animahub repair-rag` rebuilds the index."""
+        if self._memory is None:
+            return ctx
+        try:
+            priming = await self._memory.prime(RecallScope.of(ctx.tools), ctx.text)
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.error("recall failed: %s", exc, extra={"anima": ctx.anima})
+            return ctx
+        if priming.empty:
+            return ctx
+        return replace(ctx, recalled=priming.render(), recalled_lines=priming.memories())
+
     def _context(self, anima: Anima, person: PersonView, row: InboxItem) -> TurnContext:
         budget = (
             anima.spec.limits.history_token_budget or self._settings.runtime.history_token_budget
         )
-        turns = self._memory.recent(row.conversation, budget)
+        turns = self._working.recent(row.conversation, budget)
         role: Role | None = self._animas.roles.get(anima.spec.role)
         address = Address.parse(row.address, row.address_kind)
         return TurnContext(
@@ -141,13 +162,16 @@ class Runtime:
                 person_is_admin=person.is_admin,
                 conversation=row.conversation,
                 timezone=anima.spec.timezone or self._settings.hub.timezone,
+                channel_key=row.channel_key,
+                is_dm=row.address_kind == AddressKind.DM.value,
             ),
             earlier_from_person=[
                 t.text for t in turns if t.role == "user" and t.person_id == person.id
             ],
         )
 
-    def _finish(self, row: InboxItem, job: TurnJob, reply: str) -> None:
+    def _finish(self, row: InboxItem, job: TurnJob, reply: str, remembered: str) -> None:
+        """Commit the turn; `remembered` is what the episode keeps of the reply."""
         address = Address.parse(row.address, row.address_kind)
         common = {
             "conversation": row.conversation,
@@ -189,9 +213,37 @@ class Runtime:
             conn.execute(insert(Turn), turns)
             conn.execute(insert(DeliveryRow), [row_values(delivery)])
             conn.execute(_close(row.id, "done", None))
+        if self._memory is not None:
+            self._record(row, job, remembered, address)
         log.info("answered %s", row.id, extra={"anima": job.anima})
         self._outbox.wake()
         self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
+
+    def _record(self, row: InboxItem, job: TurnJob, reply: str, address: Address) -> None:
+        assert self._memory is not None
+        tools = ToolContext(
+            anima=job.anima,
+            person_id=row.person_id,
+            person_is_admin=False,
+            conversation=row.conversation,
+            timezone="",
+            channel_key=row.channel_key,
+            is_dm=address.kind is AddressKind.DM,
+        )
+        self._memory.record_turn(
+            TurnRecord(
+                anima=job.anima,
+                inbox_id=row.id,
+                person_id=row.person_id,
+                person_name=row.sender_name or row.sender_key,
+                where=describe(address),
+                channel_key=row.channel_key,
+                scope=RecallScope.of(tools).scope_of_new_item(),
+                user_text=row.text,
+                reply=reply,
+                at=utcnow(),
+            )
+        )
 
     def _model_failed(self, row: InboxItem, job: TurnJob, exc: LLMError) -> None:
         if exc.retryable and row.attempts < self._settings.runtime.max_turn_attempts:

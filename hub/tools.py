@@ -19,6 +19,8 @@ class ToolContext:
     person_is_admin: bool
     conversation: str
     timezone: str
+    channel_key: str = ""
+    is_dm: bool = False
 
 
 ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]

@@ -164,15 +164,21 @@ def read_episodes(folder: Path, path: Path) -> list[MemoryItem]:
     return items
 
 
-def append_episode(folder: Path, item: MemoryItem) -> None:
-    """Add one section to its day's file (created with its front matter when new)."""
+def append_episode(folder: Path, item: MemoryItem) -> bool:
+    """Add one section to its day's file (created with its front matter when new).
+
+    Idempotent by item id: a turn retried after a crash is recorded once. False if the
+    section was already there."""
     path = folder / item.path
     if path.exists():
         meta, body = read_document(path)
+        if f'"id": "{item.id}"' in body:
+            return False
     else:
         day = item.created.date().isoformat()
         meta, body = {"layer": Layer.EPISODIC.value, "date": day}, f"# {day}\n"
     write_document(path, meta, body.rstrip() + "\n\n" + render_section(item))
+    return True
 
 
 def rewrite_episodes(folder: Path, path: str, items: list[MemoryItem]) -> None:

@@ -39,19 +39,23 @@ def reply_text(response: httpx.Response) -> str:
 
 
 async def test_streamed_reply_with_history(llm_client: Any, fake_openai: Any) -> None:
-    client, _hub = llm_client
+    client, hub = llm_client
     fake_openai.queue_reply("Nice to meet you, Alice. I will remember that.")
     first = await chat(client, "aria", message="I'm Alice and I like ramen")
     assert reply_text(first) == "Nice to meet you, Alice. I will remember that."
+    await hub.memory.drain()  # the first turn is indexed before the second is primed
     second = await chat(client, "aria", message="What do I like?")
     assert sse_events(second.text)[-1] == {"type": "done"}
     body = fake_openai.requests[-1]
     assert body["model"] == "fake" and body["stream"] is True
     roles = [m["role"] for m in body["messages"]]
-    assert roles == ["system", "user", "assistant", "user"]
+    assert roles == ["system", "system", "user", "assistant", "user"]
     assert "Aria" in body["messages"][0]["content"]  # identity.md is the persona
-    assert "ramen" in body["messages"][1]["content"]
-    assert body["messages"][3]["content"].startswith('<message from="alice">')
+    recalled = body["messages"][1]["content"]
+    assert recalled.startswith("<recalled-memory") and "not instructions" in recalled
+    assert "ramen" in recalled  # the first turn, recorded and recalled
+    assert "ramen" in body["messages"][2]["content"]
+    assert body["messages"][4]["content"].startswith('<message from="alice">')
 
 
 async def test_tool_calling_loop(llm_client: Any, fake_openai: Any) -> None:

