@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hub.animas import AnimaError, AnimaRegistry
+from hub.cli_memory import memory_app
 from hub.logs import anima_log_path
 from hub.roles import bundled_config_dir, load_roles
 from hub.runfile import HubBusy, hold_data_root, running_hub
@@ -26,6 +27,7 @@ app = typer.Typer(
 )
 anima_app = typer.Typer(help="Create and list Animas.", no_args_is_help=True)
 app.add_typer(anima_app, name="anima")
+app.add_typer(memory_app, name="memory")
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
@@ -189,6 +191,20 @@ def _local_user() -> str:
     return re.sub(r"[^\w.@-]", "-", getpass.getuser()) or "cli"
 
 
+@app.command("repair-rag")
+def repair_rag(
+    anima: Annotated[str | None, typer.Option(help="The Anima to re-index (default: all).")] = None,
+    full: Annotated[bool, typer.Option(help="Drop the whole index first.")] = False,
+) -> None:
+    """Rebuild the memory index from the markdown, which is left untouched."""
+    from hub.cli_memory import repair_rag as run
+
+    try:
+        run(settings_or_exit(), anima, full)
+    except HubBusy as exc:
+        raise fail(str(exc)) from None
+
+
 @app.command()
 def logs(
     name: Annotated[str, typer.Argument(help="The Anima whose log to show.")],
@@ -219,6 +235,11 @@ def _print_tail(path: Path, lines: int, follow: bool) -> None:
                 console.out(line.rstrip("\n"), highlight=False)
             else:
                 time.sleep(0.5)
+
+
+@memory_app.callback()
+def _memory_settings(ctx: typer.Context) -> None:
+    ctx.obj = settings_or_exit()
 
 
 def main() -> None:

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 
 from hub import __version__
 from hub.animas import AnimaError
-from hub.api import routes
+from hub.api import memory_routes, routes
 from hub.app import Hub
 from hub.ingress import MessageTooLarge
 
@@ -65,6 +65,7 @@ def create_app(hub: Hub) -> FastAPI:
         return JSONResponse({"detail": str(exc)}, status_code=400)
 
     app.include_router(routes.router)
+    app.include_router(memory_routes.router)
     for adapter in hub.adapters.values():
         for router in adapter.routers():
             app.include_router(router)

@@ -192,6 +192,14 @@ def rewrite_episodes(folder: Path, path: str, items: list[MemoryItem]) -> None:
     write_document(full, meta, f"# {day}\n\n{sections}")
 
 
+def items_in(folder: Path, path: Path) -> list[MemoryItem]:
+    """The items one file holds: an episode file's sections, or one item."""
+    relative = path.relative_to(folder)
+    if relative.parts[0] == "episodes":
+        return read_episodes(folder, path)
+    return [read_item(folder, path)]
+
+
 def iter_items(folder: Path) -> list[MemoryItem]:
     """Every memory item of an Anima, from its markdown (what a rebuild indexes)."""
     items: list[MemoryItem] = []

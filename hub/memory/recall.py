@@ -27,6 +27,18 @@ class RecallScope:
     person_id: str | None
     channel_key: str | None
     is_dm: bool
+    # Set only for admin tools (API, CLI): these exact scopes, or every scope when empty.
+    admin_scopes: tuple[str, ...] | None = None
+
+    @classmethod
+    def admin(cls, anima: str, scopes: tuple[str, ...] = ()) -> RecallScope:
+        return cls(anima, None, None, False, admin_scopes=scopes)
+
+    def filter_scopes(self) -> tuple[str, ...] | None:
+        """The scope filter for the index; None (no filter) only for an admin asking all."""
+        if self.admin_scopes is not None:
+            return self.admin_scopes or None
+        return self.scopes()
 
     @classmethod
     def of(cls, tools: ToolContext) -> RecallScope:

@@ -14,18 +14,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hub.files import read_document
+from hub.files import atomic_write, read_document
 from hub.memory.documents import (
     Layer,
     MemoryItem,
     append_episode,
     episode_path,
     importance_of,
+    items_in,
     iter_items,
     stable_id,
 )
 from hub.memory.embedder import Embedder, make_embedder
+from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.index import (
+    EdgeIndex,
     IndexPoint,
     MemoryFilter,
     SearchMode,
@@ -45,6 +48,7 @@ _PAYLOAD_TEXT = 4000  # characters of an item kept in the index payload
 _EMBED_CHARS = 1500
 _EMBED_BATCH = 64
 Progress = Callable[[int, int], None]
+WRITABLE = ("episodes", "knowledge", "procedures", "skills")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +82,9 @@ class MemoryService:
             settings.embedding_model,
             Path(settings.embedding_path) if settings.embedding_path else None,
         )
-        index = open_index(home / "index", settings.qdrant_url or None)
-        return cls(home, settings, index, embedder)
+        if settings.qdrant_url:
+            return cls(home, settings, open_index(None, settings.qdrant_url), embedder)
+        return cls(home, settings, _open_edge(home / "index"), embedder)
 
     def anima_dir(self, anima: str) -> Path:
         return self.home / "animas" / anima
@@ -87,14 +92,18 @@ class MemoryService:
     # lifecycle ------------------------------------------------------------------------
 
     async def start(self, animas: Sequence[str]) -> None:
-        """Open the index; a new embedding model means every vector is rebuilt, never mixed."""
-        if not self.index.ensure(self.embedder.dim, self.embedder.model_id):
-            log.warning(
-                "embedding model changed to %s: rebuilding the index", self.embedder.model_id
-            )
+        """Open the index. A new embedding model means every vector is rebuilt, never mixed;
+        an Anima whose index is empty while its markdown is not (a deleted or replaced
+        index) is rebuilt from the markdown."""
+        model = self.embedder.model_id
+        if not self.index.ensure(self.embedder.dim, model):
+            log.warning("embedding model changed to %s: rebuilding the index", model)
             self.index.clear()
-            self.index.ensure(self.embedder.dim, self.embedder.model_id)
-            for anima in animas:
+            self.index.ensure(self.embedder.dim, model)
+        for anima in animas:
+            empty = self.index.count(MemoryFilter(anima=anima)) == 0
+            if empty and _has_markdown(self.anima_dir(anima)):
+                log.warning("index of %s is empty: rebuilding it from markdown", anima)
                 await self.rebuild(anima)
 
     async def drain(self) -> None:
@@ -165,6 +174,22 @@ class MemoryService:
         await self.index_items(anima, items, progress)
         return len(items)
 
+    def read(self, anima: str, relative: str) -> str:
+        return memory_path(self.anima_dir(anima), relative).read_text(encoding="utf-8")
+
+    async def write(self, anima: str, relative: str, content: str) -> int:
+        """Replace one memory file (secrets redacted) and re-index what it holds."""
+        folder = self.anima_dir(anima)
+        path = memory_path(folder, relative)
+        if relative.split("/", 1)[0] not in WRITABLE:
+            raise MemoryPathError(f"{relative!r}: write under {', '.join(WRITABLE)}")
+        before = {item.id for item in items_in(folder, path)} if path.exists() else set()
+        atomic_write(path, redact(content)[0])
+        after = items_in(folder, path)
+        self.index.delete([i for i in before if i not in {item.id for item in after}])
+        await self.index_items(anima, after)
+        return len(after)
+
     # recall ---------------------------------------------------------------------------
 
     async def search(
@@ -183,7 +208,7 @@ class MemoryService:
         flt = MemoryFilter(
             anima=scope.anima,
             layers=layers,
-            scopes=scope.scopes(),
+            scopes=scope.filter_scopes(),
             since=since.timestamp() if since else None,
             until=until.timestamp() if until else None,
             min_importance=min_importance,
@@ -245,6 +270,22 @@ class MemoryService:
             if ln.lstrip().startswith(("-", "*"))
         ]
         return lines
+
+
+def _has_markdown(folder: Path) -> bool:
+    return any(next((folder / name).glob("**/*.md"), None) is not None for name in WRITABLE)
+
+
+def _open_edge(path: Path) -> VectorIndex:
+    """The embedded index; a shard that cannot be opened is set aside and started afresh
+    (the markdown is the truth, and `start` rebuilds from it)."""
+    try:
+        return EdgeIndex(path)
+    except Exception as exc:  # noqa: BLE001 - qdrant_edge raises bare Exception on a bad shard
+        aside = path.with_name(f"{path.name}.broken-{datetime.now(UTC):%Y%m%d%H%M%S}")
+        log.error("memory index at %s cannot be opened (%s); moved to %s", path, exc, aside)
+        path.rename(aside)
+        return EdgeIndex(path)
 
 
 def _line(recalled: Recalled) -> str:

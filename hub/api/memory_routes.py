@@ -1,0 +1,93 @@
+"""Memory over HTTP: search, read and write an Anima's markdown memory (admin surface)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query
+from pydantic import BaseModel, Field
+
+from hub.api.routes import HubDep
+from hub.app import Hub
+from hub.memory.files import MemoryPathError
+from hub.memory.recall import RecallScope
+from hub.memory.service import MemoryService
+
+router = APIRouter(prefix="/api/memory")
+
+
+class WriteRequest(BaseModel):
+    path: str = Field(min_length=1, max_length=300)
+    content: str = Field(max_length=1_000_000)
+
+
+def _memory(hub: Hub, name: str) -> MemoryService:
+    if name not in hub.animas:
+        raise HTTPException(404, f"no Anima named {name!r}")
+    if hub.memory is None:
+        raise HTTPException(409, "memory is disabled ([memory] enabled = false)")
+    return hub.memory
+
+
+def _scopes(scope: str) -> tuple[str, ...]:
+    """ "all" (or empty) searches every scope; otherwise a comma-separated list."""
+    if scope in ("", "all"):
+        return ()
+    parts = tuple(p.strip() for p in scope.split(",") if p.strip())
+    for part in parts:
+        if part != "shared" and not part.startswith(("person:", "channel:")):
+            raise HTTPException(422, f"bad scope {part!r}: use shared, person:ID or channel:KEY")
+    return parts
+
+
+@router.get("/{name}/search")
+async def search(
+    name: str,
+    hub: HubDep,
+    query: Annotated[str, Query(min_length=1, max_length=2000)],
+    scope: str = "all",
+    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+) -> dict[str, Any]:
+    memory = _memory(hub, name)
+    found = await memory.search(RecallScope.admin(name, _scopes(scope)), query, limit=limit)
+    return {
+        "results": [
+            {
+                "path": r.path,
+                "section": r.section,
+                "layer": r.layer,
+                "text": r.text,
+                "score": round(r.score, 6),
+                "why": r.why,
+            }
+            for r in found
+        ]
+    }
+
+
+@router.get("/{name}/read")
+def read(name: str, path: str, hub: HubDep) -> dict[str, str]:
+    memory = _memory(hub, name)
+    try:
+        return {"path": path, "content": memory.read(name, path)}
+    except MemoryPathError as exc:
+        raise HTTPException(400, str(exc)) from None
+    except FileNotFoundError:
+        raise HTTPException(404, f"no memory file {path!r}") from None
+
+
+@router.post("/{name}/write")
+async def write(name: str, body: WriteRequest, hub: HubDep) -> dict[str, Any]:
+    memory = _memory(hub, name)
+    try:
+        items = await memory.write(name, body.path, body.content)
+    except MemoryPathError as exc:
+        raise HTTPException(400, str(exc)) from None
+    return {"path": body.path, "items": items}
+
+
+@router.post("/{name}/rebuild")
+async def rebuild(name: str, hub: HubDep) -> dict[str, Any]:
+    """Re-index the Anima's markdown (what `animahub repair-rag` does)."""
+    memory = _memory(hub, name)
+    return {"anima": name, "items": await memory.rebuild(name)}

