@@ -23,7 +23,7 @@ from hub.identity import IdentityService
 from hub.ingress import Ingress
 from hub.llm import LiteLLMResponder
 from hub.memory.service import open_memory
-from hub.memory.tool import search_memory_tool
+from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Inbound
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
@@ -73,6 +73,7 @@ class Hub:
         self.memory = open_memory(home, settings.memory)
         if self.memory is not None:
             self.tools.register(search_memory_tool(self.memory))
+            self.tools.register(remember_about_person_tool(self.memory))
         self.runtime = Runtime(
             self.db,
             settings,

@@ -242,6 +242,7 @@ class Runtime:
                 user_text=row.text,
                 reply=reply,
                 at=utcnow(),
+                learn_self_statements=reply == OFFLINE_NOTE,
             )
         )
 

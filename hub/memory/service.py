@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hub.files import atomic_write, read_document
+from hub.files import atomic_write
 from hub.memory.documents import (
     Layer,
     MemoryItem,
@@ -37,6 +37,7 @@ from hub.memory.index import (
     open_index,
 )
 from hub.memory.lexical import query_vector, sparse_vector
+from hub.memory.profiles import Profiles, self_statements
 from hub.memory.recall import PROFILE, Priming, Recalled, RecallScope, fit, rescore, when
 from hub.memory.redact import redact
 from hub.settings import MemorySection
@@ -63,6 +64,8 @@ class TurnRecord:
     user_text: str
     reply: str
     at: datetime
+    # With no model to judge what matters, keep what people say about themselves.
+    learn_self_statements: bool = False
 
 
 class MemoryService:
@@ -74,6 +77,7 @@ class MemoryService:
         self.index = index
         self.embedder = embedder
         self._indexing: set[asyncio.Task[None]] = set()
+        self.profiles = Profiles(home / "shared" / "users")
 
     @classmethod
     def from_settings(cls, home: Path, settings: MemorySection) -> MemoryService:
@@ -136,6 +140,9 @@ class MemoryService:
         )
         if append_episode(self.anima_dir(turn.anima), item):
             self._index_later(turn.anima, [item])
+        if turn.learn_self_statements and turn.person_id:
+            for fact in self_statements(user_text):
+                self.profiles.add(turn.person_id, fact, turn.anima, turn.at.date())
         return item
 
     def _index_later(self, anima: str, items: list[MemoryItem]) -> None:
@@ -259,17 +266,7 @@ class MemoryService:
     def _profile_lines(self, person_id: str | None) -> list[str]:
         if not person_id:
             return []
-        path = self.home / "shared" / "users" / f"{person_id}.md"
-        if not path.exists():
-            return []
-        meta, body = read_document(path)
-        lines = [f"Name: {', '.join(meta.get('display_names') or [person_id])}"]
-        lines += [
-            ln.lstrip("-* ").strip()
-            for ln in body.splitlines()
-            if ln.lstrip().startswith(("-", "*"))
-        ]
-        return lines
+        return self.profiles.learned(person_id)
 
 
 def _has_markdown(folder: Path) -> bool:

@@ -75,3 +75,31 @@ def search_memory_tool(memory: MemoryService) -> Tool:
         },
         handler=handler,
     )
+
+
+def remember_about_person_tool(memory: MemoryService) -> Tool:
+    async def handler(args: dict[str, Any], ctx: ToolContext) -> str:
+        fact = " ".join(str(args.get("fact") or "").split())
+        if not fact:
+            return "error: fact is required"
+        if not ctx.person_id:
+            return "error: there is no person in this conversation"
+        day = datetime.now(UTC).date()
+        if memory.profiles.add(ctx.person_id, fact, ctx.anima, day):
+            return "noted in their profile"
+        return "already known"
+
+    return Tool(
+        name="remember_about_person",
+        description=(
+            "Note a lasting fact about the person you are talking with (preferences, role, "
+            "how they like to work) in their profile, shared with the other Animas. Never "
+            "note secrets."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {"fact": {"type": "string", "description": "one short sentence"}},
+            "required": ["fact"],
+        },
+        handler=handler,
+    )

@@ -159,3 +159,19 @@ async def test_a_lost_or_broken_index_is_rebuilt_from_markdown(
         assert [p.read_text() for p in markdown] == before  # the markdown is untouched
     finally:
         await second.stop()
+
+
+async def test_what_people_say_about_themselves_reaches_their_profile(
+    client: httpx.AsyncClient, hub: Hub, settings: Settings
+) -> None:
+    assert hub.memory is not None
+    await chat(client, "mika", message="Hello! I prefer short status updates.", user="dana")
+    profile = (settings.home / "shared" / "users" / "dana.md").read_text()
+    assert "I prefer short status updates _(mika," in profile
+    scope = RecallScope("kai", "dana", "web:local/dm:kai:dana", is_dm=True)
+    priming = await hub.memory.prime(scope, "how should I report to dana?")
+    assert "short status updates" in priming.render()  # shared with every Anima
+    dana = ToolContext("kai", "dana", False, "c", "UTC", "web:local/dm:kai:dana", True)
+    noted = await hub.tools.call("remember_about_person", '{"fact": "Leads the QA team"}', dana)
+    assert noted == "noted in their profile"
+    assert "Leads the QA team _(kai," in (settings.home / "shared/users/dana.md").read_text()

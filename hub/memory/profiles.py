@@ -1,0 +1,55 @@
+"""Interpersonal memory: what Animas learn about a person, in shared/users/<person>.md.
+
+Facts go under the profile's "What Animas have learned" heading as bullets, each with who
+learned it and when; the front matter (identities, roles) belongs to hub/identity.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+from hub.files import read_document, write_document
+from hub.memory.redact import redact
+
+LEARNED = "## What Animas have learned"
+# First-person statements worth keeping when no language model is there to judge.
+_SELF_STATEMENT = re.compile(
+    r"(?:^|(?<=[.!?]\s))((?:I am|I'm|I work|I live|I like|I love|I prefer|I hate|I don't like|"
+    r"I use|my name is|call me|my (?:\w+ ){0,2}(?:is|are))\b[^.!?\n]{3,200})",
+    re.IGNORECASE,
+)
+
+
+def self_statements(text: str) -> list[str]:
+    """Sentences in which a person says something about themselves."""
+    return [m.group(1).strip() for m in _SELF_STATEMENT.finditer(text)]
+
+
+class Profiles:
+    def __init__(self, users_dir: Path) -> None:
+        self._dir = users_dir
+
+    def learned(self, person_id: str) -> list[str]:
+        path = self._dir / f"{person_id}.md"
+        if not path.exists():
+            return []
+        _meta, body = read_document(path)
+        section = body.split(LEARNED, 1)[1] if LEARNED in body else ""
+        return [ln[2:].strip() for ln in section.splitlines() if ln.startswith("- ")]
+
+    def add(self, person_id: str, fact: str, anima: str, day: date) -> bool:
+        """Append one fact (secrets redacted); False if it was already there or no profile."""
+        path = self._dir / f"{person_id}.md"
+        if not path.exists():
+            return False
+        clean = " ".join(redact(fact)[0].split())
+        meta, body = read_document(path)
+        if any(line.startswith(clean) for line in self.learned(person_id)):
+            return False
+        if LEARNED not in body:
+            body = body.rstrip() + f"\n\n{LEARNED}\n"
+        body = body.rstrip() + f"\n- {clean} _({anima}, {day.isoformat()})_\n"
+        write_document(path, meta, body)
+        return True

@@ -1,0 +1,45 @@
+"""What Animas learn about people lands in the shared profile."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from hub.files import write_document
+from hub.memory.profiles import LEARNED, Profiles, self_statements
+
+
+def make_profile(folder: Path) -> None:
+    write_document(
+        folder / "alice.md",
+        {"id": "alice", "roles": []},
+        f"# Alice\n\n{LEARNED}\n\nHand-written note stays.\n",
+    )
+
+
+def test_facts_are_appended_once_with_who_and_when(tmp_path: Path) -> None:
+    make_profile(tmp_path)
+    profiles = Profiles(tmp_path)
+    assert profiles.add("alice", "Prefers short answers", "aria", date(2026, 11, 29))
+    assert not profiles.add("alice", "Prefers short answers", "kai", date(2026, 11, 30))
+    assert profiles.add("alice", "Works on the billing team", "kai", date(2026, 11, 30))
+    assert profiles.learned("alice") == [
+        "Prefers short answers _(aria, 2026-11-29)_",
+        "Works on the billing team _(kai, 2026-11-30)_",
+    ]
+    text = (tmp_path / "alice.md").read_text()
+    assert "Hand-written note stays." in text and "id: alice" in text
+    assert not profiles.add("nobody", "x", "aria", date(2026, 11, 29))
+
+
+def test_secrets_never_reach_a_profile(tmp_path: Path) -> None:
+    make_profile(tmp_path)
+    Profiles(tmp_path).add("alice", "her token is ghp_" + "a1B2" * 9, "aria", date(2026, 1, 1))
+    assert "ghp_" not in (tmp_path / "alice.md").read_text()
+
+
+def test_self_statements_are_found() -> None:
+    text = "Hi! I'm Alice from billing. The build is red. My favourite editor is vim. ok?"
+    assert self_statements(text) == ["I'm Alice from billing", "My favourite editor is vim"]
+    assert self_statements("What time is it? Is the build red?") == []
+    assert self_statements("I prefer tea over coffee") == ["I prefer tea over coffee"]
