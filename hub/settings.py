@@ -123,6 +123,7 @@ class MemorySection(_Section):
     budget_recent: int = Field(default=400, ge=0)
     budget_important: int = Field(default=200, ge=0)
     budget_related: int = Field(default=700, ge=0)
+    budget_graph: int = Field(default=300, ge=0)
     recent_hours: float = Field(default=2.0, gt=0)
 
 

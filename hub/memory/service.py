@@ -27,6 +27,7 @@ from hub.memory.documents import (
 )
 from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.files import MemoryPathError, memory_path
+from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import (
     EdgeIndex,
     IndexPoint,
@@ -78,6 +79,7 @@ class MemoryService:
         self.embedder = embedder
         self._indexing: set[asyncio.Task[None]] = set()
         self.profiles = Profiles(home / "shared" / "users")
+        self._graphs: dict[str, KnowledgeGraph] = {}
 
     @classmethod
     def from_settings(cls, home: Path, settings: MemorySection) -> MemoryService:
@@ -174,8 +176,15 @@ class MemoryService:
             if progress is not None:
                 progress(start + len(batch), len(items))
 
+    def graph(self, anima: str) -> KnowledgeGraph:
+        """The Anima's wikilink graph, read from markdown once and kept until a write."""
+        if anima not in self._graphs:
+            self._graphs[anima] = KnowledgeGraph.load(self.anima_dir(anima))
+        return self._graphs[anima]
+
     async def rebuild(self, anima: str, progress: Progress | None = None) -> int:
         """Index every memory item of an Anima from its markdown; the markdown is untouched."""
+        self._graphs.pop(anima, None)
         self.index.delete_where(MemoryFilter(anima=anima))
         items = iter_items(self.anima_dir(anima))
         await self.index_items(anima, items, progress)
@@ -192,6 +201,7 @@ class MemoryService:
             raise MemoryPathError(f"{relative!r}: write under {', '.join(WRITABLE)}")
         before = {item.id for item in items_in(folder, path)} if path.exists() else set()
         atomic_write(path, redact(content)[0])
+        self._graphs.pop(anima, None)
         after = items_in(folder, path)
         self.index.delete([i for i in before if i not in {item.id for item in after}])
         await self.index_items(anima, after)
@@ -250,6 +260,9 @@ class MemoryService:
         important = await self.search(scope, text, limit=5, min_importance=1.0, dense=dense)
         related = await self.search(scope, text, limit=8, dense=dense)
         shown = {r.id for r in recent} | {r.id for r in important}
+        notes = {Layer.SEMANTIC.value, Layer.PROCEDURAL.value, Layer.SKILL.value}
+        seeds = [r.path for r in (*important, *related) if r.layer in notes]
+        linked = self.graph(scope.anima).neighbours(seeds, scope.filter_scopes())
         return Priming(
             {
                 PROFILE: fit(self._profile_lines(scope.person_id), s.budget_profile),
@@ -259,6 +272,13 @@ class MemoryService:
                 "Important": fit([_line(r) for r in important], s.budget_important),
                 "Related memories": fit(
                     [_line(r) for r in related if r.id not in shown], s.budget_related
+                ),
+                "Linked notes": fit(
+                    [
+                        f"{item.title or item.path}: {' '.join(item.text.split())}"
+                        for item, _rank in linked
+                    ],
+                    s.budget_graph,
                 ),
             }
         )

@@ -175,3 +175,26 @@ async def test_what_people_say_about_themselves_reaches_their_profile(
     noted = await hub.tools.call("remember_about_person", '{"fact": "Leads the QA team"}', dana)
     assert noted == "noted in their profile"
     assert "Leads the QA team _(kai," in (settings.home / "shared/users/dana.md").read_text()
+
+
+async def test_priming_adds_notes_linked_from_what_was_recalled(
+    client: httpx.AsyncClient, hub: Hub
+) -> None:
+    assert hub.memory is not None
+    notes = {
+        "knowledge/deploys.md": "We deploy on Tuesdays. Always follow the [[Release Checklist]].",
+        "procedures/release-checklist.md": "1. freeze merges 2. tag the release 3. announce it",
+    }
+    # Enough closer matches that the checklist itself is not among the related memories.
+    for n in range(10):
+        notes[f"knowledge/service-{n}.md"] = f"Service {n} deploys on Tuesdays, like every day."
+    for path, content in notes.items():
+        response = await client.post(
+            "/api/memory/aria/write", json={"path": path, "content": content}
+        )
+        assert response.status_code == 200
+    scope = RecallScope("aria", "erin", "web:local/dm:aria:erin", is_dm=True)
+    rendered = (await hub.memory.prime(scope, "which day do we deploy on?")).render()
+    assert "We deploy on Tuesdays" in rendered
+    linked = rendered.split("## Linked notes", 1)
+    assert len(linked) == 2 and "tag the release" in linked[1]

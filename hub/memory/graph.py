@@ -1,0 +1,99 @@
+"""The [[wikilink]] graph over an Anima's knowledge, procedures and skills.
+
+Recall adds the neighbours of what it found, up to two hops, ranked by personalized
+PageRank from those seeds: what is linked from many relevant notes ranks above what one
+distant note mentions. The walk runs on that two-hop neighbourhood only (a few dozen
+nodes), so a short power iteration here replaces networkx, whose pagerank needs SciPy.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from hub.memory.documents import LAYER_DIRS, MemoryItem, read_item
+from hub.memory.slugs import slug
+
+WIKILINK = re.compile(r"\[\[([^\]|#\n]+)(?:[|#][^\]\n]*)?\]\]")
+DAMPING = 0.85  # PageRank's usual damping: 15% of the walk restarts at the seeds
+
+
+def links_of(item: MemoryItem) -> set[str]:
+    """Slugs an item links to, from its text and its front matter `links`."""
+    found = {slug(m.group(1)) for m in WIKILINK.finditer(item.text)}
+    return {s for s in found | {slug(link) for link in item.links} if s}
+
+
+class KnowledgeGraph:
+    def __init__(self, items: Iterable[MemoryItem]) -> None:
+        self.items: dict[str, MemoryItem] = {}
+        aliases: dict[str, str] = {}
+        for item in items:
+            self.items[item.path] = item
+            aliases[slug(Path(item.path).stem)] = item.path
+            if item.title:
+                aliases.setdefault(slug(item.title), item.path)
+        self.edges: dict[str, set[str]] = {path: set() for path in self.items}
+        for path, item in self.items.items():
+            for target in links_of(item):
+                other = aliases.get(target)
+                if other is not None and other != path:  # links count both ways
+                    self.edges[path].add(other)
+                    self.edges[other].add(path)
+
+    @classmethod
+    def load(cls, folder: Path) -> KnowledgeGraph:
+        paths = (p for name in LAYER_DIRS.values() for p in sorted((folder / name).glob("**/*.md")))
+        return cls(read_item(folder, path) for path in paths)
+
+    def neighbours(
+        self,
+        seeds: Iterable[str],
+        allowed_scopes: tuple[str, ...] | None,
+        limit: int = 5,
+        hops: int = 2,
+    ) -> list[tuple[MemoryItem, float]]:
+        """Items within `hops` of the seed paths, not seeds themselves, by personalized
+        PageRank; only items whose scope the asker may see."""
+        start = [s for s in dict.fromkeys(seeds) if s in self.edges]
+        if not start:
+            return []
+        near: set[str] = set(start)
+        frontier = set(start)
+        for _ in range(hops):
+            frontier = {n for f in frontier for n in self.edges[f]} - near
+            near |= frontier
+        if len(near) == len(start):
+            return []
+        sub = {node: self.edges[node] & near for node in near}
+        ranks = personalized_pagerank(sub, start)
+        ranked = sorted((p for p in near if p not in start), key=lambda p: -ranks[p])
+        visible = [
+            p for p in ranked if allowed_scopes is None or self.items[p].scope in allowed_scopes
+        ]
+        return [(self.items[p], ranks[p]) for p in visible[:limit]]
+
+
+def personalized_pagerank(
+    edges: Mapping[str, set[str]], seeds: list[str], iterations: int = 50, tol: float = 1e-9
+) -> dict[str, float]:
+    """PageRank whose random walk restarts at the seeds; dangling nodes return to them."""
+    restart = {node: (1.0 / len(seeds) if node in seeds else 0.0) for node in edges}
+    rank = dict(restart)
+    for _ in range(iterations):
+        nxt = {node: (1 - DAMPING) * restart[node] for node in edges}
+        for node, score in rank.items():
+            targets = edges[node]
+            if targets:
+                share = DAMPING * score / len(targets)
+                for target in targets:
+                    nxt[target] += share
+            else:
+                for seed in seeds:
+                    nxt[seed] += DAMPING * score / len(seeds)
+        delta = sum(abs(nxt[n] - rank[n]) for n in edges)
+        rank = nxt
+        if delta < tol:
+            break
+    return rank
