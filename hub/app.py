@@ -117,8 +117,7 @@ class Hub:
         for adapter in self.adapters.values():
             await adapter.stop()
         if self.memory is not None:
-            await self.memory.drain()
-            self.memory.close()
+            await self.memory.stop()
         self.db.dispose()
 
     # HubPort ---------------------------------------------------------------------------

@@ -53,8 +53,7 @@ async def local_memory(settings: Settings) -> AsyncIterator[MemoryService]:
             await memory.start(_animas(settings))
             yield memory
         finally:
-            await memory.drain()
-            memory.close()
+            await memory.stop()
 
 
 def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -69,7 +70,12 @@ class Recalled:
     ts: float = 0.0
 
 
-def rescore(hits: list[Hit], now: datetime, sources: dict[str, set[str]]) -> list[Recalled]:
+def rescore(
+    hits: list[Hit],
+    now: datetime,
+    sources: dict[str, set[str]],
+    uses: Callable[[str], int] = lambda _id: 0,
+) -> list[Recalled]:
     """Fused rank, lifted by recency, importance and use (each bounded, so relevance leads)."""
     results = []
     for hit in hits:
@@ -77,7 +83,7 @@ def rescore(hits: list[Hit], now: datetime, sources: dict[str, set[str]]) -> lis
         age_days = max(0.0, (now.timestamp() - float(payload.get("ts", 0))) / 86400)
         recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
         importance = float(payload.get("importance", 0.0))
-        use = math.log1p(float(payload.get("access_count", 0))) / math.log1p(100)
+        use = math.log1p(uses(hit.id)) / math.log1p(100)
         score = hit.score * (1 + 0.3 * recency + 0.3 * importance + 0.1 * min(use, 1.0))
         why = sorted(sources.get(hit.id, set()))
         if recency > 0.8:

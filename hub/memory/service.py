@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hub.files import atomic_write
+from hub.memory.access import AccessLog
 from hub.memory.documents import (
     Layer,
     MemoryItem,
@@ -49,6 +50,7 @@ _PAYLOAD_TEXT = 4000  # characters of an item kept in the index payload
 # represented by their beginning until items are split into passages.
 _EMBED_CHARS = 1500
 _EMBED_BATCH = 64
+_FLUSH_S = 60.0  # access counts reach disk at least this often
 Progress = Callable[[int, int], None]
 WRITABLE = ("episodes", "knowledge", "procedures", "skills")
 
@@ -80,6 +82,8 @@ class MemoryService:
         self._indexing: set[asyncio.Task[None]] = set()
         self.profiles = Profiles(home / "shared" / "users")
         self._graphs: dict[str, KnowledgeGraph] = {}
+        self._access: dict[str, AccessLog] = {}
+        self._flusher: asyncio.Task[None] | None = None
 
     @classmethod
     def from_settings(cls, home: Path, settings: MemorySection) -> MemoryService:
@@ -111,13 +115,38 @@ class MemoryService:
             if empty and _has_markdown(self.anima_dir(anima)):
                 log.warning("index of %s is empty: rebuilding it from markdown", anima)
                 await self.rebuild(anima)
+        self._flusher = asyncio.get_running_loop().create_task(self._flush_every(_FLUSH_S))
+
+    async def _flush_every(self, seconds: float) -> None:
+        while True:
+            await asyncio.sleep(seconds)
+            self.flush_access()
+
+    def access(self, anima: str) -> AccessLog:
+        if anima not in self._access:
+            self._access[anima] = AccessLog(self.anima_dir(anima))
+        return self._access[anima]
+
+    def flush_access(self) -> None:
+        for log_ in self._access.values():
+            log_.flush()
 
     async def drain(self) -> None:
         """Wait for queued indexing (tests, shutdown)."""
         while self._indexing:
             await asyncio.gather(*list(self._indexing))
 
+    async def stop(self) -> None:
+        """Finish queued indexing, write the access counts, close the index."""
+        if self._flusher is not None:
+            self._flusher.cancel()
+            await asyncio.gather(self._flusher, return_exceptions=True)
+        await self.drain()
+        self.close()
+
     def close(self) -> None:
+        """Write the access counts and close the index (no indexing may be in flight)."""
+        self.flush_access()
         self.index.close()
 
     # writing --------------------------------------------------------------------------
@@ -239,7 +268,11 @@ class MemoryService:
             for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
                 for hit in self.index.query(dense, sparse, flt, limit * 2, single):
                     sources.setdefault(hit.id, set()).add(name)
-        return rescore(hits, datetime.now(UTC), sources)[:limit]
+        uses = self.access(scope.anima)
+        found = rescore(hits, datetime.now(UTC), sources, uses.count)[:limit]
+        if scope.admin_scopes is None:  # an Anima recalled these; an admin looking is no use
+            uses.touch(((r.id, r.path, r.section) for r in found), datetime.now(UTC))
+        return found
 
     async def embed_query(self, text: str) -> list[float]:
         return (await asyncio.to_thread(self.embedder.embed_queries, [text[:_EMBED_CHARS]]))[0]

@@ -198,3 +198,24 @@ async def test_priming_adds_notes_linked_from_what_was_recalled(
     assert "We deploy on Tuesdays" in rendered
     linked = rendered.split("## Linked notes", 1)
     assert len(linked) == 2 and "tag the release" in linked[1]
+
+
+async def test_recall_counts_use_and_writes_it_back(
+    client: httpx.AsyncClient, hub: Hub, settings: Settings
+) -> None:
+    assert hub.memory is not None
+    await client.post(
+        "/api/memory/kai/write",
+        json={"path": "knowledge/oncall.md", "content": "On-call rotates weekly."},
+    )
+    scope = RecallScope("kai", "fred", "web:local/dm:kai:fred", is_dm=True)
+    for _ in range(3):
+        found = await hub.memory.search(scope, "who is on call")
+        assert found[0].path == "knowledge/oncall.md"
+    admin = await hub.memory.search(RecallScope.admin("kai"), "who is on call")
+    item_id = admin[0].id
+    assert hub.memory.access("kai").count(item_id) == 3  # the admin's look is not a use
+    hub.memory.flush_access()
+    text = (settings.home / "animas" / "kai" / "knowledge" / "oncall.md").read_text()
+    assert "access_count: 3" in text and "last_access:" in text
+    assert (settings.home / "animas" / "kai" / ".access.json").exists()
