@@ -249,8 +249,11 @@ class MemoryService:
         min_importance: float | None = None,
         mode: SearchMode = SearchMode.HYBRID,
         dense: list[float] | None = None,
+        explain: bool = True,
     ) -> list[Recalled]:
-        """Recall within the scope's privacy; `dense` is the query's embedding, if known."""
+        """Recall within the scope's privacy; `dense` is the query's embedding, if known.
+        `explain` runs each retriever alone as well, to say why each result matched
+        (what the API and CLI show; priming skips it, as it costs two more queries)."""
         flt = MemoryFilter(
             anima=scope.anima,
             layers=layers,
@@ -264,7 +267,7 @@ class MemoryService:
         sparse = SparseVec(*query_vector(query))
         hits = self.index.query(dense, sparse, flt, limit * 2, mode)
         sources: dict[str, set[str]] = {}
-        if mode is SearchMode.HYBRID:
+        if explain and mode is SearchMode.HYBRID:
             for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
                 for hit in self.index.query(dense, sparse, flt, limit * 2, single):
                     sources.setdefault(hit.id, set()).add(name)
@@ -289,9 +292,12 @@ class MemoryService:
             layers=(Layer.EPISODIC.value,),
             since=now - timedelta(hours=s.recent_hours),
             dense=dense,
+            explain=False,
         )
-        important = await self.search(scope, text, limit=5, min_importance=1.0, dense=dense)
-        related = await self.search(scope, text, limit=8, dense=dense)
+        important = await self.search(
+            scope, text, limit=5, min_importance=1.0, dense=dense, explain=False
+        )
+        related = await self.search(scope, text, limit=8, dense=dense, explain=False)
         shown = {r.id for r in recent} | {r.id for r in important}
         notes = {Layer.SEMANTIC.value, Layer.PROCEDURAL.value, Layer.SKILL.value}
         seeds = [r.path for r in (*important, *related) if r.layer in notes]
