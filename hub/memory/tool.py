@@ -43,7 +43,7 @@ def search_memory_tool(memory: MemoryService) -> Tool:
             return f"error: {exc}"
         scope = RecallScope.of(ctx)
         found = await memory.search(
-            scope, query, limit=8, layers=_LAYERS[kind], since=since, until=until
+            scope, query, limit=8, layers=_LAYERS[kind], since=since, until=until, explain=False
         )
         if not found:
             return "nothing found in memory for that query"
