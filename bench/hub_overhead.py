@@ -128,6 +128,9 @@ async def main(args: argparse.Namespace) -> list[dict[str, Any]]:
             llm={"model": "openai/bench", "mock_response": "All good: on track for Friday."},
             storage=storage,
             outbox={"poll_interval_s": 1.0},
+            # The message path alone: recall's query embedding (bench/priming_latency.py)
+            # would otherwise dominate every figure here.
+            memory={"enabled": False},
         )
         model: Any = (
             LiteLLMResponder(settings.llm, builtin_tools())

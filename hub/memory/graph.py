@@ -3,7 +3,8 @@
 Recall adds the neighbours of what it found, up to two hops, ranked by personalized
 PageRank from those seeds: what is linked from many relevant notes ranks above what one
 distant note mentions. The walk runs on that two-hop neighbourhood only (a few dozen
-nodes), so a short power iteration here replaces networkx, whose pagerank needs SciPy.
+nodes, or a few thousand around a hub), so a short numpy power iteration here replaces
+networkx, whose pagerank needs SciPy.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+import numpy as np
 
 from hub.memory.documents import LAYER_DIRS, MemoryItem, read_item
 from hub.memory.slugs import slug
@@ -78,22 +81,28 @@ class KnowledgeGraph:
 def personalized_pagerank(
     edges: Mapping[str, set[str]], seeds: list[str], iterations: int = 50, tol: float = 1e-9
 ) -> dict[str, float]:
-    """PageRank whose random walk restarts at the seeds; dangling nodes return to them."""
-    restart = {node: (1.0 / len(seeds) if node in seeds else 0.0) for node in edges}
-    rank = dict(restart)
+    """PageRank whose random walk restarts at the seeds; dangling nodes return to them.
+
+    Vectorized over an edge list: a hub note can put thousands of nodes within two hops,
+    where a dict-based walk cost 14 ms per priming at 100,000 items (bench/priming_latency.py).
+    """
+    nodes = list(edges)
+    index = {node: i for i, node in enumerate(nodes)}
+    src = np.array([index[a] for a in nodes for _ in edges[a]], dtype=np.int64)
+    dst = np.array([index[b] for a in nodes for b in edges[a]], dtype=np.int64)
+    degree = np.bincount(src, minlength=len(nodes)).astype(np.float64)
+    share = DAMPING / degree[src] if len(src) else np.zeros(0)
+    restart = np.zeros(len(nodes))
+    restart[[index[s] for s in seeds]] = 1.0 / len(seeds)
+    dangling = degree == 0
+    rank = restart.copy()
     for _ in range(iterations):
-        nxt = {node: (1 - DAMPING) * restart[node] for node in edges}
-        for node, score in rank.items():
-            targets = edges[node]
-            if targets:
-                share = DAMPING * score / len(targets)
-                for target in targets:
-                    nxt[target] += share
-            else:
-                for seed in seeds:
-                    nxt[seed] += DAMPING * score / len(seeds)
-        delta = sum(abs(nxt[n] - rank[n]) for n in edges)
+        nxt = (1 - DAMPING) * restart + np.bincount(
+            dst, weights=rank[src] * share, minlength=len(nodes)
+        )
+        nxt += DAMPING * rank[dangling].sum() * restart
+        delta = float(np.abs(nxt - rank).sum())
         rank = nxt
         if delta < tol:
             break
-    return rank
+    return {node: float(rank[i]) for i, node in enumerate(nodes)}
