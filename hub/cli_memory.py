@@ -95,6 +95,9 @@ async def _repair_locally(settings: Settings, targets: list[str], full: bool) ->
 
                 count = await memory.rebuild(name, advance)
                 progress.update(task, completed=count, total=max(count, 1))
+        # No hub is serving, so the index may block while it builds its search graph.
+        with console.status("optimizing the index…"):
+            memory.index.optimize()
     console.print(f"re-indexed {len(targets)} Anima(s); the markdown is unchanged")
 
 

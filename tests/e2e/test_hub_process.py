@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import httpx
@@ -104,6 +105,19 @@ def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
     assert unknown.returncode == 1 and "404" in unknown.stderr
     bad = cli(home, "anima", "create", "--name", "Bad Name", "--role", "ops")
     assert bad.returncode == 1 and "invalid Anima name" in bad.stderr
+    shutil.rmtree(home / "index")  # lost: rebuilt from the markdown
+    repaired = cli(home, "repair-rag", "--anima", "otto")
+    assert repaired.returncode == 0, repaired.stderr
+    assert "re-indexed 1 Anima(s)" in repaired.stdout
+    wide = {"COLUMNS": "250"}  # one table row a result, for the assertions
+    found = cli(
+        home, "memory", "search", "otto", "status report", "--scope", "person:carol", **wide
+    )
+    assert found.returncode == 0 and "status report please" in found.stdout
+    hidden = cli(
+        home, "memory", "search", "otto", "status report", "--scope", "person:dave", **wide
+    )
+    assert "status report please" not in hidden.stdout
     # Everything the in-process chat did is on disk for the next hub.
     hub = HubProcess(home, free_port()).start()
     try:

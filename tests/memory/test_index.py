@@ -368,3 +368,14 @@ def test_open_index_chooses_the_backend(tmp_path: Path) -> None:
     server.close()
     with pytest.raises(ValueError):
         open_index(None, None)
+
+
+def test_optimize_keeps_every_point_searchable(index: VectorIndex) -> None:
+    points = [point(axis(i % DIM), sparse(i)) for i in range(40)]
+    index.upsert(points)
+    index.optimize()
+    assert index.count() == 40
+    assert points[3].id in ids(index.query(axis(3), sparse(3), ARIA, 5))
+    later = point(axis(1), sparse(99))
+    index.upsert([later])  # appending after an optimize still works
+    assert later.id in ids(index.query(None, sparse(99), ARIA, 5, SearchMode.LEXICAL))
