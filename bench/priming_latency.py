@@ -526,6 +526,9 @@ class TimedIndex:
     def clear(self) -> None:
         self.inner.clear()
 
+    def optimize(self) -> None:
+        self.inner.optimize()
+
     def close(self) -> None:
         self.inner.close()
 

@@ -221,14 +221,8 @@ class Runtime:
 
     def _record(self, row: InboxItem, job: TurnJob, reply: str, address: Address) -> None:
         assert self._memory is not None
-        tools = ToolContext(
-            anima=job.anima,
-            person_id=row.person_id,
-            person_is_admin=False,
-            conversation=row.conversation,
-            timezone="",
-            channel_key=row.channel_key,
-            is_dm=address.kind is AddressKind.DM,
+        scope = RecallScope(
+            job.anima, row.person_id, row.channel_key, address.kind is AddressKind.DM
         )
         self._memory.record_turn(
             TurnRecord(
@@ -238,7 +232,7 @@ class Runtime:
                 person_name=row.sender_name or row.sender_key,
                 where=describe(address),
                 channel_key=row.channel_key,
-                scope=RecallScope.of(tools).scope_of_new_item(),
+                scope=scope.scope_of_new_item(),
                 user_text=row.text,
                 reply=reply,
                 at=utcnow(),

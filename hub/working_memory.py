@@ -46,7 +46,7 @@ class WorkingMemory:
         kept: list[RecentTurn] = []
         used = 0
         for row in map(RecentTurn._make, rows):
-            cost = row.tokens or estimate_tokens(row.text)
+            cost = row.tokens  # estimated once, when the turn was written
             if used + cost > budget:
                 break
             kept.append(row)
