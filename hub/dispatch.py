@@ -39,8 +39,16 @@ class Dispatcher:
         if inbound.sender.is_bot:
             self._mark(row, "ignored", None, None, "sent by a bot")
             return None
+        if inbound.edit_of is not None:
+            # An edit is kept (the inbox has the new text) but not answered again: fixing a
+            # typo should not make an Anima reply twice.
+            self._mark(row, "ignored", None, None, f"an edit of {inbound.edit_of}")
+            return None
         person = self._identity.resolve(inbound.sender)
         anima = self._router.route(inbound, person, self._animas.names())
+        if anima is None and not inbound.addressed:
+            self._mark(row, "ignored", None, person.id, "not addressed to an Anima")
+            return None
         if anima is None:
             self._mark(row, "unrouted", None, person.id, "no Anima to answer: none configured")
             log.warning("inbound %s from %s: no Anima to route to", row.id, inbound.sender.key)

@@ -99,6 +99,12 @@ class Inbound:
     text: str
     mentions: tuple[str, ...] = ()
     reply_to: str | None = None
+    # Set when the event edits an earlier message (its platform message id): the hub keeps
+    # the new text but does not answer edits again.
+    edit_of: str | None = None
+    # False for a channel message that neither mentions the bot nor continues a thread the
+    # bot is in: only an Anima named in it, its thread, or the channel's binding answers it.
+    addressed: bool = True
     attachments: tuple[Attachment, ...] = ()
     command: Command | None = None
     sent_at: datetime = field(default_factory=utcnow)

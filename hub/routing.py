@@ -1,4 +1,8 @@
-"""Which Anima answers: mention > thread > channel binding > DM default > hub default."""
+"""Which Anima answers: mention > thread > channel binding > DM default > hub default.
+
+The two defaults apply only to messages addressed to the hub (a DM, a mention of the bot,
+the web chat): other channel chatter is answered only by a named, threaded or bound Anima.
+"""
 
 from __future__ import annotations
 
@@ -50,6 +54,8 @@ class Router:
             binding = session.get(ChannelBinding, address.channel_key)
         if binding is not None and binding.anima in animas:
             return binding.anima
+        if not inbound.addressed:
+            return None  # channel chatter that was not meant for an Anima
         if address.kind is AddressKind.DM and person.default_anima in animas:
             return person.default_anima
         if self._default in animas:

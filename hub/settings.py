@@ -133,6 +133,59 @@ class WebSection(_Section):
     channels: list[str] = Field(default_factory=lambda: ["general"])
 
 
+class SchedulerSection(_Section):
+    """Heartbeats, crons and consolidation (hub/scheduler.py)."""
+
+    enabled: bool = True
+    # How often the scheduler looks for due jobs and changed crons/*.md files.
+    tick_s: float = Field(default=1.0, gt=0)
+    # A conversation idle this long has its session summarized into the episode log.
+    session_idle_minutes: int = Field(default=10, ge=1)
+
+
+class SlackSection(_Section):
+    """One Slack app. Socket Mode when app_token is set, else the Events API at /slack/events."""
+
+    enabled: bool = False
+    bot_token: SecretStr | None = None  # xoxb-...
+    signing_secret: SecretStr | None = None  # Events API and slash commands over HTTP
+    app_token: SecretStr | None = None  # xapp-...: Socket Mode, no public URL needed
+    # The Web API base; tests point it at tests/fakes/slack_server.py.
+    api_url: str = "https://slack.com/api/"
+    # Optional per-Anima bot tokens (a Slack app each), so each Anima posts as itself.
+    anima_tokens: dict[str, SecretStr] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _complete(self) -> SlackSection:
+        if self.enabled and self.bot_token is None:
+            raise ValueError("enabled needs bot_token (set ANIMAHUB_SLACK__BOT_TOKEN)")
+        if self.enabled and self.app_token is None and self.signing_secret is None:
+            raise ValueError(
+                "enabled needs app_token (Socket Mode) or signing_secret (Events API)"
+            )
+        return self
+
+
+class DiscordSection(_Section):
+    """One Discord bot on the gateway, plus the optional HTTP interactions endpoint."""
+
+    enabled: bool = False
+    bot_token: SecretStr | None = None
+    # Hex Ed25519 key from the developer portal: needed only for /discord/interactions.
+    public_key: str = Field(default="", pattern="^([0-9a-fA-F]{64})?$")
+    # REST and gateway bases; tests point them at tests/fakes/discord_server.py.
+    api_url: str = "https://discord.com/api/v10"
+    gateway_url: str = ""  # empty: the URL Discord's REST API names
+    # Optional per-Anima bot tokens, so each Anima posts as itself.
+    anima_tokens: dict[str, SecretStr] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _complete(self) -> DiscordSection:
+        if self.enabled and self.bot_token is None:
+            raise ValueError("enabled needs bot_token (set ANIMAHUB_DISCORD__BOT_TOKEN)")
+        return self
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="ANIMAHUB_",
@@ -150,6 +203,9 @@ class Settings(BaseSettings):
     outbox: OutboxSection = Field(default_factory=OutboxSection)
     web: WebSection = Field(default_factory=WebSection)
     memory: MemorySection = Field(default_factory=MemorySection)
+    scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
+    slack: SlackSection = Field(default_factory=SlackSection)
+    discord: DiscordSection = Field(default_factory=DiscordSection)
 
     @model_validator(mode="before")
     @classmethod
@@ -173,7 +229,35 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_path = _config_home(init_settings) / CONFIG_NAME
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_path))
+        return (init_settings, env_settings, _TomlWithoutSecrets(settings_cls, toml_path))
+
+
+# Keys whose value is a credential: in hub.toml they must be `env:` references, so a config
+# file can be shared or committed without leaking anything.
+SECRET_KEYS = frozenset(
+    {"api_token", "api_key", "bot_token", "signing_secret", "app_token", "anima_tokens"}
+)
+
+
+class _TomlWithoutSecrets(TomlConfigSettingsSource):
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        _refuse_literal_secrets(data, ())
+        return data
+
+
+def _refuse_literal_secrets(value: Any, path: tuple[str, ...]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_literal_secrets(item, (*path, str(key)))
+        return
+    secret = any(part in SECRET_KEYS for part in path)
+    if secret and isinstance(value, str) and value and not value.startswith(_ENV_REF):
+        key = ".".join(path)
+        raise ValueError(
+            f"{key} holds a literal secret in {CONFIG_NAME}; write \"env:NAME\" and put NAME "
+            f"in the environment or in {SECRETS_NAME} (chmod 600)"
+        )
 
 
 def _config_home(init_settings: PydanticBaseSettingsSource) -> Path:

@@ -102,6 +102,8 @@ class InboxItem(SQLModel, table=True):
     text: str
     mentions: list[str] = _json(_new_list)
     reply_to: str | None = Field(default=None, max_length=200)
+    edit_of: str | None = Field(default=None, max_length=200)
+    addressed: bool = True
     attachments: list[dict[str, Any]] = _json(_new_list)
     raw: dict[str, Any] = _json(_new_dict)
     status: str = Field(default="received", max_length=16)
@@ -165,3 +167,23 @@ class AuditEntry(SQLModel, table=True):
     action: str = Field(max_length=100)
     target: str = Field(default="", max_length=300)
     detail: dict[str, Any] = _json(_new_dict)
+
+
+class AnimaState(SQLModel, table=True):
+    """Run state an admin changes at runtime (`/anima pause`); absent row = running."""
+
+    __tablename__ = "anima_state"
+    name: str = Field(primary_key=True, max_length=64)
+    paused: bool = False
+    changed_by: str = Field(default="", max_length=200)
+    changed_at: datetime = _ts(nullable=False)
+
+
+class SessionMark(SQLModel, table=True):
+    """How far each conversation's sessions have been summarized into the episode log."""
+
+    __tablename__ = "session_mark"
+    conversation: str = Field(primary_key=True, max_length=500)
+    anima: str = Field(primary_key=True, max_length=64)
+    last_turn_id: int = 0
+    at: datetime = _ts(nullable=False)
