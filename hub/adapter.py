@@ -60,10 +60,15 @@ class PermanentDeliveryError(DeliveryError):
 
 @dataclass(frozen=True, slots=True)
 class Receipt:
-    """What ingress answers an adapter: the inbox id, and whether the event was seen before."""
+    """What ingress answers an adapter: the inbox id, and whether the event was seen before.
+
+    `reply` is the answer to a slash command, for the adapter to show as the command's
+    immediate (usually private) response; ordinary messages are answered via the outbox.
+    """
 
     inbox_id: str
     duplicate: bool
+    reply: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

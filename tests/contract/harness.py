@@ -1,0 +1,174 @@
+"""What every platform's contract harness provides (DESIGN §9).
+
+A harness runs a real `Hub` with the platform's real adapter, whose real SDK talks to a local
+fake of the platform (tests/fakes/). The contract suite (test_contract.py) drives it only
+through this protocol: it speaks as people on the platform, and reads what the bot posted as
+the fake server recorded it. Nothing of our own code is mocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from hub.adapter import AdapterFactory
+from hub.app import Hub
+from hub.llm import TurnContext
+from hub.runtime import Responders
+from hub.settings import Settings
+from tests.conftest import add_demo_animas, make_settings
+
+# A code fence in the middle of a 10,000-character reply: chunking must never break it.
+FENCE = "```python\n" + "\n".join(f"print('line {i:03d}')" for i in range(120)) + "\n```"
+LONG_REPLY = (
+    "\n\n".join(f"Paragraph {i}. " + "All work and no play. " * 12 for i in range(12))
+    + "\n\n"
+    + FENCE
+    + "\n\n"
+    + "\n\n".join(f"Closing {i}. " + "Makes Jack a dull boy. " * 12 for i in range(14))
+)
+STREAM_PIECES = ("Thinking", " about", " it:", " the answer", " is 42.")
+
+
+class ScriptedResponder:
+    """Answers by keyword so each contract case gets the reply shape it needs.
+
+    "LONG" -> LONG_REPLY; "STREAM" -> STREAM_PIECES, slowly; otherwise "echo: <text>".
+    """
+
+    def __init__(self, piece_delay_s: float = 0.25) -> None:
+        self.piece_delay_s = piece_delay_s
+        self.seen: list[TurnContext] = []
+
+    async def stream(self, ctx: TurnContext) -> AsyncIterator[str]:
+        self.seen.append(ctx)
+        if "LONG" in ctx.text:
+            yield LONG_REPLY
+        elif "STREAM" in ctx.text:
+            for piece in STREAM_PIECES:
+                await asyncio.sleep(self.piece_delay_s)
+                yield piece
+        else:
+            yield f"echo: {ctx.text}"
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """A message a person sent on the platform, as the harness injected it."""
+
+    event_id: str  # what the adapter must use as Inbound.event_id (the dedup key)
+    message_id: str  # the platform's id of the message
+    channel: str  # the platform's channel id (a DM channel for DMs)
+    thread: str | None  # the thread it was posted in, if any
+
+
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """A message the bot posted, as the fake server recorded it (text after all edits)."""
+
+    id: str
+    channel: str
+    text: str
+    thread: str | None  # the thread it was posted in (Slack thread_ts, Discord thread id)
+    reply_to: str | None  # the message it replies to (Discord message_reference)
+    edits: int  # how many times it was edited after being posted
+
+
+class Harness(Protocol):
+    platform: str
+    hub: Hub
+    responder: ScriptedResponder
+    max_text: int  # the platform's message limit (DESIGN §8) the adapter must respect
+    replies_by_reference: bool  # a reply references the triggering message (Discord)
+
+    def reply_thread(self, sent: Sent) -> str | None:
+        """The thread the reply to `sent` must land in (Slack answers a channel message in
+        a thread under it; Discord replies in place, by reference)."""
+        ...
+
+    def user_key(self, user: str) -> str:
+        """The hub identity of a person the harness speaks as: `slack:U0ALICE`."""
+        ...
+
+    async def dm(self, user: str, text: str) -> Sent: ...
+
+    async def say(
+        self, user: str, channel: str, text: str, *, mention: bool = False, thread: str | None = None
+    ) -> Sent:
+        """Post in a channel (by the harness's logical name, e.g. "general"); `mention`
+        prefixes the platform's mention of the bot."""
+        ...
+
+    async def edit(self, user: str, sent: Sent, text: str) -> Sent:
+        """Edit an earlier message; returns the edit event (its event_id is new)."""
+        ...
+
+    async def attach(self, user: str, channel: str, text: str, filename: str, url: str) -> Sent:
+        """A message with one file attached, mentioning the bot."""
+        ...
+
+    async def redeliver(self, sent: Sent) -> None:
+        """Deliver the same event again, as the platform does when it retries."""
+        ...
+
+    async def forged(self) -> int:
+        """Deliver an event with a forged signature; return the HTTP status the hub gave."""
+        ...
+
+    async def stale(self) -> int:
+        """Deliver a correctly signed event that is too old (a replay); return the status."""
+        ...
+
+    def posted(self) -> list[Posted]:
+        """Everything the bot posted, in order."""
+        ...
+
+    def rate_limit_posts(self, times: int, retry_after: float) -> None:
+        """Answer the next `times` post requests with 429 and this retry-after."""
+        ...
+
+    def post_requests(self) -> int:
+        """Post requests the fake received, the rate-limited ones included."""
+        ...
+
+
+def harness_settings(home: Path, **sections: Any) -> Settings:
+    """Settings for a contract hub: no memory, no web, no scheduler, fast outbox."""
+    return make_settings(
+        home,
+        hub={"default_anima": "mika", "admins": []},
+        memory={"enabled": False},
+        web={"enabled": False},
+        scheduler={"enabled": False},
+        outbox={"poll_interval_s": 0.05, "backoff_base_s": 0.05},
+        **sections,
+    )
+
+
+async def start_hub(
+    settings: Settings, platform: str, factory: AdapterFactory, responder: ScriptedResponder
+) -> Hub:
+    hub = Hub(
+        settings,
+        adapter_factories={platform: factory},
+        responders=Responders(responder, responder),
+    )
+    await hub.start()
+    add_demo_animas(hub)
+    return hub
+
+
+async def eventually(check: Callable[[], Any], timeout_s: float = 10.0) -> Any:
+    """Poll until `check()` returns something truthy; fail with its last value."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        value = check()
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {timeout_s}s (last: {value!r})")
+        await asyncio.sleep(0.02)
