@@ -21,10 +21,15 @@ class AnimaError(Exception):
     """A bad Anima name, role or definition file, described for the person who caused it."""
 
 
+_HOUR = r"([01]?\d|2[0-3]):[0-5]\d"
+_HOURS = rf"^({_HOUR}-{_HOUR})?$"
+
+
 class HeartbeatConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     interval_minutes: int = Field(default=30, ge=1)
-    active_hours: str = ""  # "09:00-18:00" in the Anima's timezone; empty = always
+    # "09:00-18:00" in the Anima's timezone (may wrap past midnight); empty = always.
+    active_hours: str = Field(default="", pattern=_HOURS)
     channels: list[str] = Field(default_factory=lambda: ["web:local/general"])
 
 

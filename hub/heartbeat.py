@@ -1,0 +1,188 @@
+"""What a heartbeat looks at, and what it says when there is no model to think with.
+
+A heartbeat observes the Anima's recent activity (conversations since the last heartbeat,
+messages still waiting, failed replies), then either a model plans and reflects on it, or
+the offline mode writes a factual digest. Nothing worth saying is `HEARTBEAT_OK`: nothing
+is posted.
+
+Privacy (DESIGN §7.4): a heartbeat posts to channels, so it never quotes a direct
+conversation, or a channel other than its targets; those appear only as counts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from sqlalchemy import func
+from sqlmodel import col, select
+
+from hub.messages import Address, AddressKind
+from hub.store.db import Database
+from hub.store.models import DeliveryRow, InboxItem, Turn
+
+HEARTBEAT_OK = "HEARTBEAT_OK"
+_EXCERPT = 140
+_OPEN = ("received", "processing", "held")
+
+
+@dataclass
+class Conversation:
+    channel_key: str
+    where: str
+    is_dm: bool
+    messages: int = 0
+    authors: list[str] = field(default_factory=list)
+    last_text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    anima: str
+    since: datetime
+    until: datetime
+    conversations: list[Conversation]
+    waiting: int  # messages to this Anima not answered yet (incl. held while paused)
+    failed_turns: int  # messages it gave up on since the last heartbeat
+    failed_deliveries: int  # replies that could not be delivered since the last heartbeat
+
+    @property
+    def quiet(self) -> bool:
+        return not (
+            self.conversations or self.waiting or self.failed_turns or self.failed_deliveries
+        )
+
+
+def observe(db: Database, anima: str, since: datetime, until: datetime) -> Observation:
+    with db.session() as session:
+        turns = session.exec(
+            select(Turn, InboxItem.address_kind, InboxItem.address)
+            .join(InboxItem, col(InboxItem.id) == col(Turn.inbox_id))
+            .where(Turn.anima == anima, Turn.role == "user")
+            .where(col(Turn.created_at) > since, col(Turn.created_at) <= until)
+            .order_by(col(Turn.id))
+        ).all()
+        waiting = session.exec(
+            select(func.count())
+            .select_from(InboxItem)
+            .where(InboxItem.anima == anima, col(InboxItem.status).in_(_OPEN))
+        ).one()
+        failed_turns = session.exec(
+            select(func.count())
+            .select_from(InboxItem)
+            .where(InboxItem.anima == anima, InboxItem.status == "failed")
+            .where(col(InboxItem.finished_at) > since, col(InboxItem.finished_at) <= until)
+        ).one()
+        failed_deliveries = session.exec(
+            select(func.count())
+            .select_from(DeliveryRow)
+            .where(DeliveryRow.anima == anima, DeliveryRow.status == "failed")
+            .where(col(DeliveryRow.created_at) > since, col(DeliveryRow.created_at) <= until)
+        ).one()
+    by_channel: dict[str, Conversation] = {}
+    for turn, kind, address in turns:
+        parsed = Address.parse(address, kind)
+        key = turn.conversation if parsed.kind is AddressKind.DM else turn.channel_key
+        conv = by_channel.setdefault(
+            key, Conversation(turn.channel_key, _where(parsed), parsed.kind is AddressKind.DM)
+        )
+        conv.messages += 1
+        if turn.author and turn.author not in conv.authors:
+            conv.authors.append(turn.author)
+        conv.last_text = turn.text
+    return Observation(
+        anima,
+        since,
+        until,
+        list(by_channel.values()),
+        int(waiting),
+        int(failed_turns),
+        int(failed_deliveries),
+    )
+
+
+def _where(address: Address) -> str:
+    if address.kind is AddressKind.DM:
+        return f"a direct conversation on {address.platform}"
+    return f"#{address.channel} on {address.platform}"
+
+
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _EXCERPT else flat[: _EXCERPT - 1] + "…"
+
+
+def facts(obs: Observation, targets: set[str], timezone: str) -> list[str]:
+    """The observation as plain lines, detailed only for the target channels."""
+    tz = ZoneInfo(timezone)
+    since = obs.since.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+    lines = []
+    shown = [c for c in obs.conversations if not c.is_dm and c.channel_key in targets]
+    for conv in shown:
+        who = ", ".join(conv.authors) or "someone"
+        lines.append(
+            f"- {conv.where}: {conv.messages} message(s) from {who}; "
+            f"latest: “{_excerpt(conv.last_text)}”"
+        )
+    others = [c for c in obs.conversations if c not in shown]
+    if others:
+        dms = sum(1 for c in others if c.is_dm)
+        count = sum(c.messages for c in others)
+        lines.append(
+            f"- {count} message(s) in {len(others)} other conversation(s)"
+            + (f", {dms} of them direct" if dms else "")
+        )
+    if obs.waiting:
+        lines.append(f"- {obs.waiting} message(s) still waiting for an answer")
+    if obs.failed_turns:
+        lines.append(f"- {obs.failed_turns} message(s) I could not answer")
+    if obs.failed_deliveries:
+        lines.append(f"- {obs.failed_deliveries} reply/replies that could not be delivered")
+    return [f"Since {since} ({timezone}):", *lines] if lines else []
+
+
+def digest(obs: Observation, targets: set[str], timezone: str) -> str:
+    """The offline heartbeat: a factual digest, or HEARTBEAT_OK when nothing happened."""
+    if obs.quiet:
+        return HEARTBEAT_OK
+    return "\n".join([f"**Heartbeat of {obs.anima}**", *facts(obs, targets, timezone)])
+
+
+def prompt(obs: Observation, targets: set[str], timezone: str) -> str:
+    """The task a model gets for a heartbeat: observe, plan, reflect."""
+    seen = facts(obs, targets, timezone) or ["Nothing happened since the last heartbeat."]
+    return "\n".join(
+        [
+            "This is your heartbeat: a moment to look at what has been going on, plan, and "
+            "reflect. What you write is posted to your team's channel.",
+            "",
+            *seen,
+            "",
+            "If something needs attention (an unanswered question, a failure, a follow-up you "
+            "promised), write a short note to the team about it and what you will do. "
+            f"If nothing is worth saying, answer exactly {HEARTBEAT_OK} and nothing else.",
+        ]
+    )
+
+
+def is_ok(text: str) -> bool:
+    return text.strip().strip("`*_ ").upper().startswith(HEARTBEAT_OK)
+
+
+def in_active_hours(spec: str, moment: datetime, timezone: str) -> bool:
+    """`"09:00-18:00"` in the Anima's timezone; empty means always. Wraps past midnight."""
+    if not spec:
+        return True
+    start_s, _, end_s = spec.partition("-")
+    local = moment.astimezone(ZoneInfo(timezone))
+    minutes = local.hour * 60 + local.minute
+    start, end = _minutes(start_s), _minutes(end_s)
+    if start <= end:
+        return start <= minutes < end
+    return minutes >= start or minutes < end
+
+
+def _minutes(text: str) -> int:
+    hours, _, mins = text.strip().partition(":")
+    return int(hours) * 60 + int(mins or 0)
