@@ -160,9 +160,7 @@ class SlackSection(_Section):
         if self.enabled and self.bot_token is None:
             raise ValueError("enabled needs bot_token (set ANIMAHUB_SLACK__BOT_TOKEN)")
         if self.enabled and self.app_token is None and self.signing_secret is None:
-            raise ValueError(
-                "enabled needs app_token (Socket Mode) or signing_secret (Events API)"
-            )
+            raise ValueError("enabled needs app_token (Socket Mode) or signing_secret (Events API)")
         return self
 
 
@@ -255,7 +253,7 @@ def _refuse_literal_secrets(value: Any, path: tuple[str, ...]) -> None:
     if secret and isinstance(value, str) and value and not value.startswith(_ENV_REF):
         key = ".".join(path)
         raise ValueError(
-            f"{key} holds a literal secret in {CONFIG_NAME}; write \"env:NAME\" and put NAME "
+            f'{key} holds a literal secret in {CONFIG_NAME}; write "env:NAME" and put NAME '
             f"in the environment or in {SECRETS_NAME} (chmod 600)"
         )
 

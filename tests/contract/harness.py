@@ -28,7 +28,7 @@ LONG_REPLY = (
     + "\n\n"
     + FENCE
     + "\n\n"
-    + "\n\n".join(f"Closing {i}. " + "Makes Jack a dull boy. " * 12 for i in range(14))
+    + "\n\n".join(f"Closing {i}. " + "Makes Jack a dull boy. " * 12 for i in range(16))
 )
 STREAM_PIECES = ("Thinking", " about", " it:", " the answer", " is 42.")
 
@@ -96,7 +96,13 @@ class Harness(Protocol):
     async def dm(self, user: str, text: str) -> Sent: ...
 
     async def say(
-        self, user: str, channel: str, text: str, *, mention: bool = False, thread: str | None = None
+        self,
+        user: str,
+        channel: str,
+        text: str,
+        *,
+        mention: bool = False,
+        thread: str | None = None,
     ) -> Sent:
         """Post in a channel (by the harness's logical name, e.g. "general"); `mention`
         prefixes the platform's mention of the bot."""

@@ -158,7 +158,7 @@ async def test_a_10000_character_reply_is_chunked_in_order_without_breaking_the_
     row = await settled_row(harness, sent)
     assert row.status == "done"
     last_line = "print('line 119')"
-    await eventually(lambda: any("Closing 13." in p.text for p in harness.posted()))
+    await eventually(lambda: any("Closing 15." in p.text for p in harness.posted()))
     chunks = [p for p in harness.posted() if p.channel == sent.channel]
     chunks = [p for p in chunks if p.thread == harness.reply_thread(sent)]
     assert len(chunks) >= math.ceil(len(LONG_REPLY) / harness.max_text)
@@ -168,7 +168,7 @@ async def test_a_10000_character_reply_is_chunked_in_order_without_breaking_the_
     joined = "\n".join(c.text for c in chunks)
     positions = [joined.find(f"print('line {i:03d}')") for i in range(120)]
     assert all(p >= 0 for p in positions) and positions == sorted(positions)
-    assert joined.find("Paragraph 0.") < joined.find(last_line) < joined.find("Closing 13.")
+    assert joined.find("Paragraph 0.") < joined.find(last_line) < joined.find("Closing 15.")
     assert FENCE.splitlines()[1] in joined
 
 
