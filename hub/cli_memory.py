@@ -1,4 +1,5 @@
-"""`animahub repair-rag` and `animahub memory ...`: memory from the command line.
+"""`animahub repair-rag`, `animahub consolidate` and `animahub memory ...`: memory from the
+command line.
 
 With a hub running on the data root these go through its API (the embedded index can only
 be open in one process); otherwise they take the data root's lock and work in-process.
@@ -9,7 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Annotated
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
@@ -27,14 +29,18 @@ from rich.table import Table
 from hub.animas import AnimaRegistry
 from hub.client import auth_headers
 from hub.roles import load_roles
-from hub.runfile import hold_data_root, running_hub
-from hub.settings import Settings
+from hub.runfile import HubBusy, hold_data_root, running_hub
+from hub.settings import ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
+    from hub.memory.consolidation import Consolidator
     from hub.memory.service import MemoryService
 
-memory_app = typer.Typer(help="Search an Anima's memory.", no_args_is_help=True)
+memory_app = typer.Typer(
+    help="Search an Anima's memory, restore what was forgotten.", no_args_is_help=True
+)
 console = Console()
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _animas(settings: Settings) -> list[str]:
@@ -152,3 +158,130 @@ async def _search_locally(
         }
         for r in found
     ]
+
+
+# consolidation and forgetting -------------------------------------------------------------
+
+
+def _fail(message: str, code: int = 1) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+def _answer(response: httpx.Response) -> dict[str, Any]:
+    """The JSON of a hub's answer, or the hub's error message as a CLI error."""
+    if response.is_success:
+        body: dict[str, Any] = response.json()
+        return body
+    try:
+        detail = response.json().get("detail", response.text)
+    except ValueError:
+        detail = response.text
+    raise _fail(f"{detail} (HTTP {response.status_code})")
+
+
+@asynccontextmanager
+async def local_consolidator(settings: Settings) -> AsyncIterator[Consolidator]:
+    """A Consolidator on an in-process MemoryService (holding the data root's lock)."""
+    from hub.memory.consolidation import Consolidator
+    from hub.memory.distill import anima_distillers
+
+    registry = AnimaRegistry(settings.home / "animas", load_roles())
+    registry.load()
+    async with local_memory(settings) as memory:
+        yield Consolidator(memory, anima_distillers(settings.llm, registry))
+
+
+def consolidate(
+    name: Annotated[str, typer.Argument(help="The Anima whose memory to consolidate.")],
+    daily: Annotated[bool, typer.Option("--daily", help="Distill yesterday's episodes.")] = False,
+    weekly: Annotated[
+        bool, typer.Option("--weekly", help="Merge duplicates, flag, compress old episodes.")
+    ] = False,
+    monthly: Annotated[bool, typer.Option("--monthly", help="Forget unused notes.")] = False,
+) -> None:
+    """Run memory consolidation stages now: daily, weekly, monthly, in that order.
+
+    The scheduler runs them by itself: daily at midnight, weekly on Sundays, monthly."""
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        raise _fail(f"config: {exc}", code=2) from None
+    stages = [s for s, on in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if on]
+    if not stages:
+        raise _fail("choose at least one of --daily, --weekly, --monthly", code=2)
+    if name not in _animas(settings):
+        raise _fail(f"no Anima named {name!r} in {settings.home}")
+    running = running_hub(settings.home)
+    if running is not None:
+        for stage in stages:
+            with console.status(f"{name}: {stage} consolidation through the running hub…"):
+                response = httpx.post(
+                    f"{running.url}/api/memory/{name}/consolidate",
+                    params={"stage": stage},
+                    headers=auth_headers(settings),
+                    timeout=None,
+                )
+            console.print(_answer(response)["summary"], highlight=False)
+        return
+    try:
+        summaries = asyncio.run(_consolidate_locally(settings, name, stages))
+    except HubBusy as exc:
+        raise _fail(str(exc)) from None
+    for line in summaries:
+        console.print(line, highlight=False)
+
+
+async def _consolidate_locally(settings: Settings, name: str, stages: list[str]) -> list[str]:
+    from hub.memory.consolidation import STAGES
+
+    registry = AnimaRegistry(settings.home / "animas", load_roles())
+    registry.load()
+    anima = registry.get(name)
+    timezone = (anima.spec.timezone if anima else "") or settings.hub.timezone
+    summaries = []
+    async with local_consolidator(settings) as consolidator:
+        for stage in STAGES:
+            if stage in stages:
+                report = await consolidator.run(name, stage, datetime.now(UTC), timezone)
+                summaries.append(report.summary())
+    return summaries
+
+
+@memory_app.command("restore")
+def memory_restore(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The Anima whose note to bring back.")],
+    path: Annotated[
+        str, typer.Argument(help="The forgotten note, e.g. archive/forgotten/knowledge/x.md")
+    ],
+) -> None:
+    """Bring back a note that monthly forgetting moved to archive/forgotten/."""
+    settings: Settings = ctx.obj
+    if name not in _animas(settings):
+        raise _fail(f"no Anima named {name!r} in {settings.home}")
+    running = running_hub(settings.home)
+    if running is not None:
+        response = httpx.post(
+            f"{running.url}/api/memory/{name}/restore",
+            json={"path": path},
+            headers=auth_headers(settings),
+            timeout=60,
+        )
+        restored = str(_answer(response)["path"])
+    else:
+        try:
+            restored = asyncio.run(_restore_locally(settings, name, path))
+        except HubBusy as exc:
+            raise _fail(str(exc)) from None
+    console.print(f"{name}: restored {restored}", highlight=False)
+
+
+async def _restore_locally(settings: Settings, name: str, path: str) -> str:
+    from hub.memory.files import MemoryPathError
+
+    async with local_consolidator(settings) as consolidator:
+        try:
+            return await consolidator.restore(name, path)
+        except (MemoryPathError, FileNotFoundError, FileExistsError) as exc:
+            raise _fail(str(exc)) from None

@@ -1,14 +1,17 @@
-"""Memory over HTTP: search, read and write an Anima's markdown memory (admin surface)."""
+"""Memory over HTTP: search, read and write an Anima's markdown memory, run a consolidation
+stage and restore what was forgotten (admin surface)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from hub.api.routes import HubDep
 from hub.app import Hub
+from hub.memory.consolidation import Consolidator
 from hub.memory.files import MemoryPathError
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
@@ -19,6 +22,10 @@ router = APIRouter(prefix="/api/memory")
 class WriteRequest(BaseModel):
     path: str = Field(min_length=1, max_length=300)
     content: str = Field(max_length=1_000_000)
+
+
+class RestoreRequest(BaseModel):
+    path: str = Field(min_length=1, max_length=300)
 
 
 def _memory(hub: Hub, name: str) -> MemoryService:
@@ -91,3 +98,40 @@ async def rebuild(name: str, hub: HubDep) -> dict[str, Any]:
     """Re-index the Anima's markdown (what `animahub repair-rag` does)."""
     memory = _memory(hub, name)
     return {"anima": name, "items": await memory.rebuild(name)}
+
+
+def _consolidator(hub: Hub, name: str) -> Consolidator:
+    _memory(hub, name)
+    if hub.consolidator is None:
+        raise HTTPException(409, "memory is disabled ([memory] enabled = false)")
+    return hub.consolidator
+
+
+def _timezone(hub: Hub, name: str) -> str:
+    anima = hub.animas.get(name)
+    return (anima.spec.timezone if anima else "") or hub.settings.hub.timezone
+
+
+@router.post("/{name}/consolidate")
+async def consolidate(
+    name: str, hub: HubDep, stage: Literal["daily", "weekly", "monthly"]
+) -> dict[str, Any]:
+    """Run one consolidation stage now (daily consolidates yesterday, in the Anima's time)."""
+    consolidator = _consolidator(hub, name)
+    report = await consolidator.run(name, stage, datetime.now(UTC), _timezone(hub, name))
+    return report.as_json()
+
+
+@router.post("/{name}/restore")
+async def restore(name: str, body: RestoreRequest, hub: HubDep) -> dict[str, str]:
+    """Bring back a forgotten note, e.g. "archive/forgotten/knowledge/x.md"."""
+    consolidator = _consolidator(hub, name)
+    try:
+        restored = await consolidator.restore(name, body.path)
+    except MemoryPathError as exc:
+        raise HTTPException(400, str(exc)) from None
+    except FileNotFoundError as exc:
+        raise HTTPException(404, str(exc)) from None
+    except FileExistsError as exc:
+        raise HTTPException(409, str(exc)) from None
+    return {"path": restored}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from enum import StrEnum
@@ -20,6 +21,9 @@ from typing import Any
 from hub.files import read_document, write_document
 
 IMPORTANT_MARK = "[IMPORTANT]"
+# Note statuses that keep a file out of recall (consolidation: superseded by a newer fact,
+# or merged into a near-duplicate). The file stays, with a pointer to what replaced it.
+RETIRED = frozenset({"superseded", "merged"})
 _SECTION_RE = re.compile(r"^## (\d{2}:\d{2})\s*$", re.MULTILINE)
 _META_RE = re.compile(r"^<!-- memory: (\{.*\}) -->\s*$", re.MULTILINE)
 _ID_NAMESPACE = uuid.UUID("6f1d3c52-8a51-4b0e-9a59-3f2f0a7e2c11")
@@ -118,9 +122,35 @@ def item_from_meta(meta: dict[str, Any], text: str, path: str, section: str | No
 
 def read_item(folder: Path, path: Path) -> MemoryItem:
     meta, body = read_document(path)
+    return _note_item(folder, path, meta, body)
+
+
+def _note_item(folder: Path, path: Path, meta: dict[str, Any], body: str) -> MemoryItem:
     meta.setdefault("layer", _layer_of(folder, path).value)
     meta.setdefault("title", path.stem.replace("-", " "))
     return item_from_meta(meta, body.strip(), path.relative_to(folder).as_posix(), None)
+
+
+def is_retired(meta: Mapping[str, Any]) -> bool:
+    """A note consolidation superseded or merged: kept on disk, never recalled."""
+    return meta.get("status") in RETIRED
+
+
+def read_note(folder: Path, path: Path) -> MemoryItem | None:
+    """One note file as an item, or None if it is retired."""
+    meta, body = read_document(path)
+    return None if is_retired(meta) else _note_item(folder, path, meta, body)
+
+
+def iter_notes(folder: Path) -> list[MemoryItem]:
+    """Every recallable note (knowledge, procedures, skills) of an Anima."""
+    items: list[MemoryItem] = []
+    for name in LAYER_DIRS.values():
+        for path in sorted((folder / name).glob("**/*.md")):
+            item = read_note(folder, path)
+            if item is not None:
+                items.append(item)
+    return items
 
 
 def write_item(folder: Path, item: MemoryItem) -> None:
@@ -193,19 +223,20 @@ def rewrite_episodes(folder: Path, path: str, items: list[MemoryItem]) -> None:
 
 
 def items_in(folder: Path, path: Path) -> list[MemoryItem]:
-    """The items one file holds: an episode file's sections, or one item."""
+    """The items one file holds: an episode file's sections, one note, or nothing for a
+    retired note."""
     relative = path.relative_to(folder)
     if relative.parts[0] == "episodes":
         return read_episodes(folder, path)
-    return [read_item(folder, path)]
+    item = read_note(folder, path)
+    return [] if item is None else [item]
 
 
 def iter_items(folder: Path) -> list[MemoryItem]:
-    """Every memory item of an Anima, from its markdown (what a rebuild indexes)."""
+    """Every recallable memory item of an Anima, from its markdown (what a rebuild
+    indexes): retired notes stay on disk but out of the index."""
     items: list[MemoryItem] = []
     for path in sorted((folder / "episodes").glob("*.md")):
         items.extend(read_episodes(folder, path))
-    for name in LAYER_DIRS.values():
-        for path in sorted((folder / name).glob("**/*.md")):
-            items.append(read_item(folder, path))
+    items.extend(iter_notes(folder))
     return items

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -24,6 +24,7 @@ from hub.memory.documents import (
     importance_of,
     items_in,
     iter_items,
+    iter_notes,
     stable_id,
 )
 from hub.memory.embedder import Embedder, make_embedder
@@ -176,6 +177,29 @@ class MemoryService:
                 self.profiles.add(turn.person_id, fact, turn.anima, turn.at.date())
         return item
 
+    def record_note(
+        self, anima: str, key: str, text: str, scope: str, channel: str | None, at: datetime
+    ) -> MemoryItem:
+        """Append what an Anima did on its own (a heartbeat, a cron) to its episodes.
+        Idempotent by `key`, like record_turn by inbox id."""
+        clean, _ = redact(text)
+        item = MemoryItem(
+            id=stable_id("note", key),
+            layer=Layer.EPISODIC,
+            text=clean,
+            path=episode_path(at.date()),
+            scope=scope,
+            created=at,
+            updated=at,
+            person=None,
+            channel=channel,
+            importance=importance_of(clean, 0.0),
+            section=at.strftime("%H:%M"),
+        )
+        if append_episode(self.anima_dir(anima), item):
+            self._index_later(anima, [item])
+        return item
+
     def _index_later(self, anima: str, items: list[MemoryItem]) -> None:
         task = asyncio.get_running_loop().create_task(self.index_items(anima, items))
         self._indexing.add(task)
@@ -208,8 +232,24 @@ class MemoryService:
     def graph(self, anima: str) -> KnowledgeGraph:
         """The Anima's wikilink graph, read from markdown once and kept until a write."""
         if anima not in self._graphs:
-            self._graphs[anima] = KnowledgeGraph.load(self.anima_dir(anima))
+            self._graphs[anima] = KnowledgeGraph(iter_notes(self.anima_dir(anima)))
         return self._graphs[anima]
+
+    async def refresh(self, anima: str, paths: Iterable[str], gone: Iterable[str] = ()) -> None:
+        """After files were changed on disk (consolidation): index what `paths` hold now
+        (nothing for a retired or missing file), drop the points of the item ids in `gone`,
+        and forget the cached graph."""
+        folder = self.anima_dir(anima)
+        self._graphs.pop(anima, None)
+        items = [
+            item
+            for relative in dict.fromkeys(paths)
+            if (folder / relative).is_file()
+            for item in items_in(folder, folder / relative)
+        ]
+        kept = {item.id for item in items}
+        self.index.delete([i for i in dict.fromkeys(gone) if i not in kept])
+        await self.index_items(anima, items)
 
     async def rebuild(self, anima: str, progress: Progress | None = None) -> int:
         """Index every memory item of an Anima from its markdown; the markdown is untouched."""

@@ -1,0 +1,422 @@
+"""Consolidation and active forgetting: the Memory's `consolidate(...)` and `forget(...)`.
+
+Four stages, each run for one Anima by the scheduler (or `animahub consolidate`):
+
+- **session**: a conversation idle for a while is summarized into the episode log;
+- **daily**: a day's episodes become knowledge and procedure notes, each with `sources:`
+  back to its episode sections; a fact that contradicts a stored one supersedes it (or is
+  superseded by it), and the loser stays on disk, out of recall;
+- **weekly** (`hub/memory/weekly.py`): near-duplicate knowledge merged, stale procedures
+  flagged, episodes older than 30 days compressed into summaries (originals archived);
+- **monthly** (`hub/memory/forgetting.py`): notes unused for 90 days move to
+  `archive/forgotten/`, restorable.
+
+The markdown stays the truth and every write is atomic and redacted; the index follows each
+stage. Every stage takes `now` from its caller and writes only times found in its inputs (or
+that `now`), so a second run with the same inputs leaves every file byte for byte as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from hub.memory.distill import Distiller, Fact, Session, SessionTurn, restates
+from hub.memory.documents import (
+    IMPORTANT_MARK,
+    LAYER_DIRS,
+    Layer,
+    MemoryItem,
+    append_episode,
+    episode_path,
+    read_episodes,
+    stable_id,
+)
+from hub.memory.forgetting import forget, restore
+from hub.memory.notes import Changes, Ledger, Note, free_path, iso, load_notes, save
+from hub.memory.redact import redact
+from hub.memory.service import MemoryService
+from hub.memory.weekly import weekly
+
+__all__ = [
+    "STAGES",
+    "Consolidator",
+    "Session",
+    "SessionTurn",
+    "StageReport",
+    "stage_days",
+]
+
+log = logging.getLogger(__name__)
+Stage = Literal["daily", "weekly", "monthly"]
+STAGES: tuple[Stage, ...] = ("daily", "weekly", "monthly")
+NOTE_IMPORTANCE = 0.5  # distilled notes rank a little above raw episodes
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class StageReport:
+    """What one stage run did; every entry is a path relative to the Anima's folder."""
+
+    stage: str  # "session" | "daily" | "weekly" | "monthly"
+    anima: str
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    superseded: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    flagged: list[str] = field(default_factory=list)
+    compressed: list[str] = field(default_factory=list)
+    forgotten: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, stage: str, anima: str, changes: Changes) -> StageReport:
+        def unique(paths: list[str]) -> list[str]:
+            return list(dict.fromkeys(paths))
+
+        return cls(
+            stage,
+            anima,
+            unique(changes.created),
+            unique(changes.updated),
+            unique(changes.superseded),
+            unique(changes.merged),
+            unique(changes.flagged),
+            unique(changes.compressed),
+            unique(changes.forgotten),
+        )
+
+    def summary(self) -> str:
+        """One line for logs and the CLI: "aria daily: 2 created, 1 superseded"."""
+        counts = [
+            f"{len(paths)} {name}"
+            for name in (
+                "created",
+                "updated",
+                "superseded",
+                "merged",
+                "flagged",
+                "compressed",
+                "forgotten",
+            )
+            if (paths := getattr(self, name))
+        ]
+        return f"{self.anima} {self.stage}: {', '.join(counts) or 'nothing to do'}"
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "summary": self.summary()}
+
+
+def stage_days(now: datetime, timezone: str) -> tuple[date, date]:
+    """(yesterday, today) in the Anima's timezone: the daily stage's day, the others'."""
+    try:
+        zone = ZoneInfo(timezone or "UTC")
+    except (ZoneInfoNotFoundError, ValueError):
+        log.warning("unknown timezone %r: consolidating by UTC days", timezone)
+        zone = ZoneInfo("UTC")
+    today = now.astimezone(zone).date()
+    return today - timedelta(days=1), today
+
+
+@dataclass
+class _Candidate:
+    """A fact with its source sections (all of one scope), ready to be filed."""
+
+    fact: Fact
+    sources: list[MemoryItem]
+    important: bool
+
+    @property
+    def scope(self) -> str:
+        return self.sources[0].scope
+
+    @property
+    def at(self) -> datetime:
+        return max(s.created for s in self.sources)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.fact.layer.value, self.scope, self.fact.subject)
+
+
+class Consolidator:
+    """Runs the stages for the Animas of one MemoryService, one stage at a time per Anima.
+
+    `distiller` is one Distiller for every Anima, or a function giving each Anima its own
+    (its model, see `hub.memory.distill.anima_distillers`)."""
+
+    def __init__(
+        self, memory: MemoryService, distiller: Distiller | Callable[[str], Distiller]
+    ) -> None:
+        self.memory = memory
+        if isinstance(distiller, Distiller):
+            fixed: Distiller = distiller
+            self._distiller_for: Callable[[str], Distiller] = lambda _anima: fixed
+        else:
+            self._distiller_for = distiller
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def distiller(self, anima: str) -> Distiller:
+        return self._distiller_for(anima)
+
+    def _lock(self, anima: str) -> asyncio.Lock:
+        return self._locks.setdefault(anima, asyncio.Lock())
+
+    async def run(self, anima: str, stage: Stage, now: datetime, timezone: str) -> StageReport:
+        """A stage as the scheduler runs it: daily for yesterday, in the Anima's timezone."""
+        yesterday, today = stage_days(now, timezone)
+        if stage == "daily":
+            return await self.daily(anima, yesterday, now)
+        if stage == "weekly":
+            return await self.weekly(anima, today, now)
+        return await self.monthly(anima, today, now)
+
+    # session ---------------------------------------------------------------------------
+
+    async def session(self, session: Session, now: datetime) -> StageReport:
+        """Summarize a finished session into the episode log, once per last turn."""
+        changes = Changes()
+        turns = sorted((t for t in session.turns if t.text.strip()), key=lambda t: t.at)
+        if not turns:
+            return StageReport.of("session", session.anima, changes)
+        folder = self.memory.anima_dir(session.anima)
+        first, last = turns[0].at.astimezone(UTC), turns[-1].at.astimezone(UTC)
+        # Filed when and where it ended, so a session across midnight is in the new day.
+        relative = episode_path(last.date())
+        key = str(session.last_turn_id)
+        item_id = stable_id("session", session.anima, session.conversation, key)
+        if _has_section(folder / relative, item_id):
+            return StageReport.of("session", session.anima, changes)
+        summary = await self.distiller(session.anima).summarize_session(session)
+        header = (
+            f"**Session summary** ({session.where}, {first:%H:%M}–{last:%H:%M} UTC, "
+            f"{len(turns)} turns)"
+        )
+        text = redact(f"{header}\n{summary.strip()}")[0]
+        important = any(IMPORTANT_MARK in t.text for t in turns)
+        item = MemoryItem(
+            id=item_id,
+            layer=Layer.EPISODIC,
+            text=text,
+            path=relative,
+            scope=session.scope,
+            created=last,
+            updated=last,
+            person=session.person_id,
+            channel=session.channel_key,
+            importance=1.0 if important or IMPORTANT_MARK in text else 0.0,
+            section=f"{last:%H:%M}",
+        )
+        async with self._lock(session.anima):
+            if append_episode(folder, item):
+                changes.created.append(relative)
+                await self.memory.index_items(session.anima, [item])
+        return StageReport.of("session", session.anima, changes)
+
+    # daily -----------------------------------------------------------------------------
+
+    async def daily(self, anima: str, day: date, now: datetime) -> StageReport:
+        """Distill the day's episode sections into notes, with what the day before got
+        after its own run (episode files are UTC days; the Anima's midnight may come
+        before the UTC one). A section is distilled once."""
+        changes = Changes()
+        folder = self.memory.anima_dir(anima)
+        async with self._lock(anima):
+            self.memory.flush_access()
+            ledger = Ledger(folder)
+            fresh: dict[str, list[MemoryItem]] = {}
+            for relative in (episode_path(day - timedelta(days=1)), episode_path(day)):
+                if (folder / relative).is_file():
+                    done = ledger.distilled(relative)
+                    items = read_episodes(folder, folder / relative)
+                    fresh[relative] = [s for s in items if s.id not in done]
+            sections = [s for items in fresh.values() for s in items]
+            if not sections:
+                return StageReport.of("daily", anima, changes)
+            candidates = await self._extract(anima, folder, sections)
+            # From here to the index update nothing awaits: the notes read are the notes
+            # written over (the access flusher runs on this loop too).
+            notes = load_notes(folder)
+            taken: set[str] = set()
+            for candidate in _winners(candidates):
+                _file(folder, notes, candidate, changes, taken)
+            for relative, items in fresh.items():
+                ledger.mark_distilled(relative, (s.id for s in items))
+            ledger.save()
+            await self.memory.refresh(anima, changes.reindex, changes.gone)
+        log.info("%s", StageReport.of("daily", anima, changes).summary())
+        return StageReport.of("daily", anima, changes)
+
+    async def _extract(
+        self, anima: str, folder: Path, sections: Sequence[MemoryItem]
+    ) -> list[_Candidate]:
+        """Ask the distiller, one privacy scope at a time: a fact never mixes scopes."""
+        distiller = self.distiller(anima)
+        scopes: dict[str, list[MemoryItem]] = {}
+        for item in sections:
+            scopes.setdefault(item.scope, []).append(item)
+        notes = load_notes(folder)
+        found: list[_Candidate] = []
+        for scope in sorted(scopes):
+            group = scopes[scope]
+            known = sorted({s for n in notes if n.active and n.scope == scope for s in n.subjects})
+            by_id = {item.id: item for item in group}
+            for fact in await distiller.extract(anima, group, known):
+                sources = [by_id[s] for s in dict.fromkeys(fact.sources) if s in by_id]
+                subject = redact(" ".join(fact.subject.casefold().split()))[0]
+                if sources and subject and fact.text.strip():
+                    sources.sort(key=lambda s: (s.created, s.id))
+                    fact = replace(fact, subject=subject)
+                    found.append(_Candidate(fact, sources, fact.important))
+        return found
+
+    # weekly, monthly, restore ----------------------------------------------------------
+
+    async def weekly(self, anima: str, today: date, now: datetime) -> StageReport:
+        """Merge near-duplicates, flag stale procedures, compress old episodes."""
+        changes = Changes()
+        async with self._lock(anima):
+            self.memory.flush_access()
+            await weekly(self.memory, self.distiller(anima), anima, today, now, changes)
+            await self.memory.refresh(anima, changes.reindex, changes.gone)
+        log.info("%s", StageReport.of("weekly", anima, changes).summary())
+        return StageReport.of("weekly", anima, changes)
+
+    async def monthly(self, anima: str, today: date, now: datetime) -> StageReport:
+        """Forget notes unused for long; skills, profiles and [IMPORTANT] items stay."""
+        changes = Changes()
+        async with self._lock(anima):
+            self.memory.flush_access()
+            folder = self.memory.anima_dir(anima)
+            forget(folder, self.memory.access(anima), now, changes)
+            await self.memory.refresh(anima, changes.reindex, changes.gone)
+        log.info("%s", StageReport.of("monthly", anima, changes).summary())
+        return StageReport.of("monthly", anima, changes)
+
+    async def restore(self, anima: str, path: str, now: datetime | None = None) -> str:
+        """Bring a forgotten note back (e.g. "archive/forgotten/knowledge/x.md", or just
+        "knowledge/x.md"); return where it now is, indexed again."""
+        async with self._lock(anima):
+            folder = self.memory.anima_dir(anima)
+            restored = restore(folder, path, now or datetime.now(UTC))
+            await self.memory.refresh(anima, [restored])
+        return restored
+
+
+def _has_section(path: Path, item_id: str) -> bool:
+    return path.is_file() and f'"id": "{item_id}"' in path.read_text(encoding="utf-8")
+
+
+def _winners(candidates: list[_Candidate]) -> list[_Candidate]:
+    """One candidate per (layer, scope, subject): statements that say the same thing pool
+    their sources; the best supported wins ([IMPORTANT], then most source sections, then
+    the latest)."""
+    groups: dict[tuple[str, str, str], list[_Candidate]] = {}
+    for candidate in sorted(candidates, key=lambda c: (c.at, c.fact.text)):
+        pooled = groups.setdefault(candidate.key, [])
+        subject = candidate.fact.subject
+        same = next(
+            (p for p in pooled if restates(p.fact.text, candidate.fact.text, subject)), None
+        )
+        if same is None:
+            pooled.append(candidate)
+            continue
+        sources = {s.id: s for s in [*same.sources, *candidate.sources]}
+        same.sources = sorted(sources.values(), key=lambda s: (s.created, s.id))
+        same.important = same.important or candidate.important
+        if candidate.at >= same.at:  # keep the latest wording
+            same.fact = candidate.fact
+    winners = [
+        max(pooled, key=lambda c: (c.important, len(c.sources), c.at, c.fact.text))
+        for pooled in groups.values()
+    ]
+    return sorted(winners, key=lambda c: (c.sources[0].created, c.key))
+
+
+def _file(
+    folder: Path, notes: list[Note], candidate: _Candidate, changes: Changes, taken: set[str]
+) -> None:
+    """File one fact: restate the note of its subject, supersede it, or start a new one."""
+    layer, scope, subject = candidate.key
+    keyed = [n for n in notes if n.layer == layer and n.scope == scope and subject in n.subjects]
+    ids = {s.id for s in candidate.sources}
+    if any(ids <= set(n.source_ids) for n in keyed):
+        return  # filed by an earlier run
+    current = next((n for n in keyed if n.active), None)
+    if current is not None and restates(current.body, candidate.fact.text, subject):
+        _add_sources(current, candidate)
+        if save(folder, current):
+            changes.updated.append(current.path)
+            changes.reindex.append(current.path)
+        return
+    note = _new_note(folder, candidate, taken)
+    notes.append(note)
+    changes.created.append(note.path)
+    if current is None:
+        save(folder, note)
+        changes.reindex.append(note.path)
+        return
+    older_wins = current.important and not candidate.important
+    newer = candidate.at >= (current.time("updated") or _EPOCH)
+    if newer and not older_wins:
+        note.meta["supersedes"] = current.path
+        _supersede(current, note.path)
+        changes.superseded.append(current.path)
+        changes.gone.append(current.id)
+        changes.reindex.append(note.path)
+    else:
+        _supersede(note, current.path)
+        changes.superseded.append(note.path)
+    save(folder, current)
+    save(folder, note)
+
+
+def _supersede(note: Note, by: str) -> None:
+    note.meta["status"] = "superseded"
+    note.meta["superseded_by"] = by
+
+
+def _source_refs(sources: Sequence[MemoryItem]) -> list[dict[str, Any]]:
+    return [{"id": s.id, "episode": f"{s.path}#{s.section}"} for s in sources]
+
+
+def _add_sources(note: Note, candidate: _Candidate) -> None:
+    known = set(note.source_ids)
+    fresh = [s for s in candidate.sources if s.id not in known]
+    if fresh:
+        note.meta["sources"] = [*note.sources, *_source_refs(fresh)]
+        updated = note.time("updated")
+        if updated is None or candidate.at > updated:
+            note.meta["updated"] = iso(candidate.at)
+    if candidate.important and note.importance < 1.0:
+        note.meta["importance"] = 1.0
+
+
+def _new_note(folder: Path, candidate: _Candidate, taken: set[str]) -> Note:
+    fact, first = candidate.fact, candidate.sources[0]
+    layer, scope, subject = candidate.key
+    directory = LAYER_DIRS[Layer(layer)]
+    path = free_path(folder, directory, subject, taken)
+    meta: dict[str, Any] = {
+        "id": stable_id("note", layer, scope, subject, first.id),
+        "layer": layer,
+        "title": redact(fact.title)[0],
+        "subject": subject,
+        "status": "active",
+        "created": iso(first.created),
+        "updated": iso(candidate.at),
+        "scope": scope,
+        "person": first.person,
+        "channel": first.channel,
+        "importance": 1.0 if candidate.important else NOTE_IMPORTANCE,
+        "access_count": 0,
+        "last_access": None,
+        "links": [],
+        "sources": _source_refs(candidate.sources),
+    }
+    return Note(path, meta, fact.text.strip())

@@ -1,0 +1,63 @@
+"""`animahub consolidate` and `animahub memory restore`, in-process (no hub running)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hub.animas import AnimaRegistry
+from hub.cli import app
+from hub.memory.consolidation import stage_days
+from hub.memory.documents import Layer, MemoryItem, append_episode, episode_path, stable_id
+from hub.roles import load_roles
+
+
+def test_consolidate_and_restore_from_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("ANIMAHUB_HOME", str(home))
+    registry = AnimaRegistry(home / "animas", load_roles())
+    registry.load()
+    folder = registry.create("aria", "researcher").path
+    yesterday, _today = stage_days(datetime.now(UTC), "UTC")
+    when = datetime.combine(yesterday, time(9, 30), UTC)
+    append_episode(
+        folder,
+        MemoryItem(
+            id=stable_id("turn", "in-1"),
+            layer=Layer.EPISODIC,
+            text="**Alice** (a DM on web): The budget code is TANGO-7731.\n**aria**: Noted.",
+            path=episode_path(yesterday),
+            scope="person:alice",
+            created=when,
+            updated=when,
+            person="alice",
+            channel="web:local/dm:aria:alice",
+            section="09:30",
+        ),
+    )
+    runner = CliRunner()
+    done = runner.invoke(app, ["consolidate", "aria", "--daily", "--monthly"])
+    assert done.exit_code == 0, done.output
+    assert "aria daily: 1 created" in done.output
+    assert "aria monthly: nothing to do" in done.output
+    assert "scope: person:alice" in (folder / "knowledge/budget-code.md").read_text()
+
+    nothing = runner.invoke(app, ["consolidate", "aria"])
+    assert nothing.exit_code == 2 and "--daily" in nothing.output
+    ghost = runner.invoke(app, ["consolidate", "ghost", "--weekly"])
+    assert ghost.exit_code == 1 and "no Anima named 'ghost'" in ghost.output
+
+    archived = folder / "archive/forgotten/knowledge/wifi.md"
+    archived.parent.mkdir(parents=True)
+    archived.write_text("The guest wifi is Guest-5G.\n")
+    restored = runner.invoke(app, ["memory", "restore", "aria", "knowledge/wifi.md"])
+    assert restored.exit_code == 0, restored.output
+    assert "restored knowledge/wifi.md" in restored.output
+    assert (folder / "knowledge/wifi.md").exists() and not archived.exists()
+    again = runner.invoke(app, ["memory", "restore", "aria", "knowledge/wifi.md"])
+    assert again.exit_code == 1 and "no forgotten note" in again.output
