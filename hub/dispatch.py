@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 
+from sqlalchemy import update
 from sqlmodel import col, select
 
 from hub.animas import AnimaRegistry
+from hub.commands.parse import is_command_text
 from hub.identity import IdentityService
 from hub.ingress import from_row
 from hub.mailbox import TurnJob
@@ -17,6 +19,7 @@ from hub.store.db import Database
 from hub.store.models import InboxItem
 
 log = logging.getLogger(__name__)
+_INTERRUPTED_COMMAND = "the hub restarted before this command finished; send it again"
 
 
 class Dispatcher:
@@ -67,8 +70,14 @@ class Dispatcher:
         error: str | None,
     ) -> None:
         row.status, row.anima, row.person_id, row.error = status, anima, person_id, error
-        with self._db.session() as session:
-            session.add(row)
+        # An UPDATE by id: a row fresh from ingress is not in any session, and adding it to
+        # one would INSERT it a second time (and hit the unique event id).
+        with self._db.write() as conn:
+            conn.execute(
+                update(InboxItem)
+                .where(col(InboxItem.id) == row.id)
+                .values(status=status, anima=anima, person_id=person_id, error=error)
+            )
 
     def recover(self) -> int:
         """Resubmit every inbound a previous run accepted but did not finish."""
@@ -79,7 +88,12 @@ class Dispatcher:
                 .order_by(col(InboxItem.received_at))
             ).all()
         for row in rows:
-            if row.anima:
+            if not row.anima and is_command_text(row.text):
+                # A command interrupted by the restart: its platform is no longer waiting
+                # for the answer, so it is not run unseen; the person sends it again.
+                self._mark(row, "failed", None, row.person_id, _INTERRUPTED_COMMAND)
+                log.warning("command %s was interrupted by a restart; not run", row.id)
+            elif row.anima:
                 self._runtime.submit(TurnJob(row.id, row.anima, row.conversation, row.person_id))
             else:
                 self.dispatch(row, from_row(row))

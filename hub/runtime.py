@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Update, insert, update
@@ -56,6 +58,8 @@ class Runtime:
         events: EventBus,
         outbox: Outbox,
         memory: MemoryService | None = None,
+        hold: Callable[[TurnJob], str | None] | None = None,
+        now: Callable[[], datetime] = utcnow,
     ) -> None:
         self._db = db
         self._settings = settings
@@ -66,6 +70,10 @@ class Runtime:
         self._outbox = outbox
         self._working = WorkingMemory(db)
         self._memory = memory
+        # Asked before every turn: holds the message of a paused Anima and returns the
+        # notice its sender was given (hub/commands/state.py), or None to run the turn.
+        self._hold = hold
+        self._now = now  # the hub's clock: turns and episodes are dated by it
         self.mailboxes = Mailboxes(self.handle)
 
     def submit(self, job: TurnJob) -> None:
@@ -75,6 +83,11 @@ class Runtime:
         self.mailboxes.put(job, min(limit, self._settings.runtime.max_concurrent_turns))
 
     async def handle(self, job: TurnJob) -> None:
+        if self._hold is not None:
+            notice = self._hold(job)
+            if notice is not None:
+                self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
+                return
         row = self._start(job)
         if row is None:
             return
@@ -178,7 +191,7 @@ class Runtime:
             "channel_key": row.channel_key,
             "anima": job.anima,
             "inbox_id": row.id,
-            "created_at": utcnow(),
+            "created_at": self._now(),
         }
         turns = [
             {
@@ -235,7 +248,7 @@ class Runtime:
                 scope=scope.scope_of_new_item(),
                 user_text=row.text,
                 reply=reply,
-                at=utcnow(),
+                at=self._now(),
                 learn_self_statements=reply == OFFLINE_NOTE,
             )
         )

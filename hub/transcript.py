@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sqlalchemy import or_
 from sqlmodel import col, select
 
 from hub.adapter import TranscriptEntry
@@ -10,13 +11,18 @@ from hub.outbox import as_utc
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem
 
-_SHOWN_INBOX = ("received", "processing", "done", "failed", "unrouted")
+_SHOWN_INBOX = ("received", "processing", "held", "done", "failed", "unrouted")
 
 
 def transcript(db: Database, address: Address, limit: int) -> list[TranscriptEntry]:
     """Newest `limit` entries, oldest first. A thread narrows to it; no thread = whole channel."""
     with db.session() as session:
         inbox_q = select(InboxItem).where(col(InboxItem.status).in_(_SHOWN_INBOX))
+        # A hub command (`/whoami`) is done without an Anima; its answer went to the sender
+        # alone, so the command is not shown to the channel either.
+        inbox_q = inbox_q.where(
+            or_(col(InboxItem.status) != "done", col(InboxItem.anima).is_not(None))
+        )
         sent_q = select(DeliveryRow).where(DeliveryRow.status == DeliveryStatus.SENT.value)
         if address.thread:
             inbox_q = inbox_q.where(InboxItem.conversation == str(address))

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from hub.adapter import Capabilities, HubPort, MarkdownDialect, TranscriptEntry
+from hub.commands.parse import parse_command
 from hub.messages import Address, AddressKind, Inbound, OutboundChunk, PlatformUser
 from hub.settings import Settings
 
@@ -120,14 +121,18 @@ class WebAdapter:
             address = self.channel_address(body.channel)
         else:
             address = self.dm_address(name, body.user, body.session_id)
+        command = parse_command(body.message)  # "/anima …", "/whoami" typed in the chat
         inbound = Inbound(
             event_id=body.message_id or str(uuid.uuid4()),
             address=address,
             sender=PlatformUser("web", body.user, body.user),
             text=body.message,
             mentions=(name,),
+            command=command,
         )
         receipt = await self.hub.receive(inbound)
+        if command is not None:
+            return EventSourceResponse(_command_reply(receipt.reply or ""), ping=15)
         return EventSourceResponse(self._relay(receipt.inbox_id), ping=15)
 
     async def _relay(self, inbox_id: str) -> AsyncIterator[dict[str, str]]:
@@ -167,9 +172,16 @@ class WebAdapter:
             address=self.channel_address(name),
             sender=PlatformUser("web", body.user, body.user),
             text=body.text,
+            command=parse_command(body.text),
         )
         receipt = await self.hub.receive(inbound)
-        return {"id": receipt.inbox_id, "duplicate": receipt.duplicate}
+        return {"id": receipt.inbox_id, "duplicate": receipt.duplicate, "reply": receipt.reply}
+
+
+async def _command_reply(text: str) -> AsyncIterator[dict[str, str]]:
+    """A command's answer in the chat's event shape: one text event, then done."""
+    for data in ({"type": "text", "text": text}, {"type": "done"}):
+        yield {"data": json.dumps(data, ensure_ascii=False)}
 
 
 def _static_mount() -> Any:

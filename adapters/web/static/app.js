@@ -1108,6 +1108,20 @@
       item.serverId = data && data.id !== undefined ? data.id : null;
       item.pending = false; // accepted; stays shown until the server lists it
       touch(item);
+      if (data && data.reply) {
+        // A hub command (/anima …, /whoami): its answer is for the sender only.
+        conv.items.push({
+          key: `l:reply:${localId}`,
+          kind: "anima",
+          author: "hub",
+          text: data.reply,
+          at: new Date().toISOString(),
+          local: true,
+          sticky: true,
+          rev: 0,
+        });
+        refreshIfCurrent(conv, { forceScroll: true });
+      }
     } catch (err) {
       item.pending = false;
       item.failed = true;

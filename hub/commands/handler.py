@@ -1,0 +1,358 @@
+"""One handler for every platform's commands: `/anima …` and `/whoami` (DESIGN §2).
+
+Slack slash commands, Discord application commands and commands typed in the web chat all
+arrive as an `Inbound` with `command` set. Ingress has already persisted and deduplicated
+it; `CommandService.answer` resolves the sender, runs the command once, closes the inbox
+row (no turn, no model) and returns the text the adapter shows as the command's immediate
+response. Admin commands check the person's roles (from `[hub] admins`), and every admin
+action and every refusal is written to the audit log with who, where and what.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy import func, select, update
+from sqlmodel import col
+
+from hub.animas import Anima, AnimaRegistry
+from hub.commands.parse import USAGE, parse_command
+from hub.commands.state import HELD, AnimaStates
+from hub.identity import IdentityService, PersonView
+from hub.mailbox import TurnJob
+from hub.messages import Command, Inbound, utcnow
+from hub.outbox import as_utc
+from hub.settings import Settings
+from hub.store.db import Database
+from hub.store.models import AuditEntry, ChannelBinding, DeliveryRow, Identity, InboxItem, Turn
+
+log = logging.getLogger(__name__)
+
+HeartbeatTrigger = Callable[[str], Awaitable[str]]
+"""Runs one heartbeat of the named Anima now; returns a one-line outcome."""
+Submit = Callable[[TurnJob], None]
+"""Hands a released message to the runtime (`Runtime.submit`)."""
+
+# subcommand -> what a refusal says only admins may do
+ADMIN_ONLY = {
+    "bind": "bind channels",
+    "unbind": "unbind channels",
+    "pause": "pause Animas",
+    "resume": "resume Animas",
+    "heartbeat": "trigger heartbeats",
+}
+NEEDS_NAME = frozenset({"status", "bind", "pause", "resume", "heartbeat"})
+NO_ARGS = frozenset({"list", "unbind"})
+ADMINS_HINT = "Admins are listed in hub.toml [hub] admins."
+
+
+class CommandService:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        animas: AnimaRegistry,
+        identity: IdentityService,
+        states: AnimaStates,
+        submit: Submit,
+        heartbeat: HeartbeatTrigger,
+    ) -> None:
+        self._db = db
+        self._settings = settings
+        self._animas = animas
+        self._identity = identity
+        self._states = states
+        self._submit = submit
+        self._heartbeat = heartbeat
+
+    # the inbox side ---------------------------------------------------------------------
+
+    async def answer(self, row: InboxItem, inbound: Inbound, duplicate: bool) -> str:
+        """Run a persisted command once and close its inbox row; a redelivery is not run
+        again but told what became of the first delivery."""
+        if duplicate:
+            return _again(row)
+        if inbound.sender.is_bot:
+            self._close(row.id, "ignored", None, "a command sent by a bot")
+            return "Commands sent by bots are not run."
+        person = self._identity.resolve(inbound.sender)
+        try:
+            reply = await self.handle(inbound, person)
+        except Exception as exc:
+            log.exception("command %r from %s failed", inbound.text, inbound.sender.key)
+            self._close(row.id, "failed", person.id, f"the command failed: {exc!r}")
+            return f"Sorry, that command failed ({exc}). The details are in the hub log."
+        self._close(row.id, "done", person.id, None)
+        return reply
+
+    def _close(self, inbox_id: str, status: str, person_id: str | None, error: str | None) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                update(InboxItem)
+                .where(col(InboxItem.id) == inbox_id)
+                .values(status=status, person_id=person_id, error=error, finished_at=utcnow())
+            )
+
+    # commands ---------------------------------------------------------------------------
+
+    async def handle(self, inbound: Inbound, person: PersonView) -> str:
+        """The reply to one command from `person`; changes state only for admins."""
+        command = inbound.command or parse_command(inbound.text)
+        if command is None:
+            return USAGE
+        if command.name == "whoami":
+            return self._whoami(person)
+        if command.name != "anima":
+            return f"Unknown command /{command.name}.\n{USAGE}"
+        return await self._anima(command, inbound, person)
+
+    async def _anima(self, command: Command, inbound: Inbound, person: PersonView) -> str:
+        sub = command.args[0].lower() if command.args else ""
+        rest = command.args[1:]
+        if sub not in NEEDS_NAME | NO_ARGS:
+            said = f" /anima {sub}" if sub else ""
+            return f"Unknown command{said}.\n{USAGE}"
+        if sub in ADMIN_ONLY and not person.is_admin:
+            self._audit(inbound, person, "denied", f"anima.{sub}", {"args": list(command.args[1:])})
+            return f"Sorry, only hub admins can {ADMIN_ONLY[sub]}. {ADMINS_HINT}"
+        if sub in NO_ARGS:
+            if rest:
+                return f"/anima {sub} takes no name.\n{USAGE}"
+            return self._list() if sub == "list" else self._unbind(inbound, person)
+        if len(rest) != 1:
+            return f"/anima {sub} needs one Anima name.\n{USAGE}"
+        name = rest[0].lstrip("@").lower()
+        anima = self._animas.get(name)
+        if anima is None:
+            known = ", ".join(self._animas.names()) or "none yet"
+            return f"No Anima named {name!r} (Animas: {known}).\n{USAGE}"
+        if sub == "status":
+            return self._status(anima, person)
+        if sub == "bind":
+            return self._bind(anima, inbound, person)
+        if sub == "pause":
+            return self._pause(anima, inbound, person)
+        if sub == "resume":
+            return self._resume(anima, inbound, person)
+        return await self._trigger_heartbeat(anima, inbound, person)
+
+    def _list(self) -> str:
+        animas = self._animas.all()
+        if not animas:
+            return "No Animas yet. Create one with `animahub anima create --name NAME --role ROLE`."
+        bindings = self._bindings()
+        paused = self._states.paused()
+        lines = [f"{len(animas)} Anima{'s' if len(animas) != 1 else ''}:"]
+        for anima in animas:
+            spec = anima.spec
+            boss = f"supervisor {spec.supervisor}" if spec.supervisor else "no supervisor"
+            run = "paused" if anima.name in paused else "running"
+            bound = ", ".join(bindings.get(anima.name, [])) or "no channel bindings"
+            lines.append(f"- {anima.name} ({spec.role}), {boss}, {run}; bound to: {bound}")
+        return "\n".join(lines)
+
+    def _status(self, anima: Anima, person: PersonView) -> str:
+        spec = anima.spec
+        name = anima.name
+        role = self._animas.roles.get(spec.role)
+        model = spec.model or self._settings.llm.model or "offline (no model configured)"
+        paused = self._states.is_paused(name)
+        bound = ", ".join(self._bindings().get(name, [])) or "none"
+        beat = spec.heartbeat
+        hours = beat.active_hours or "always"
+        channels = ", ".join(beat.channels) or "none"
+        with self._db.engine.connect() as conn:
+            last_turn = conn.execute(
+                select(col(Turn.created_at))
+                .where(col(Turn.anima) == name)
+                .order_by(col(Turn.id).desc())
+                .limit(1)
+            ).scalar()
+            inbox: dict[str, int] = dict(
+                conn.execute(
+                    select(col(InboxItem.status), func.count())
+                    .where(
+                        col(InboxItem.anima) == name,
+                        col(InboxItem.status).in_(("received", "processing", HELD)),
+                    )
+                    .group_by(col(InboxItem.status))
+                ).all()
+            )
+            failed = conn.execute(
+                select(func.count())
+                .select_from(DeliveryRow)
+                .where(col(DeliveryRow.anima) == name, col(DeliveryRow.status) == "failed")
+            ).scalar()
+        pending = int(inbox.get("received", 0)) + int(inbox.get("processing", 0))
+        title = f"{spec.role}: {role.title}" if role else spec.role
+        return "\n".join(
+            [
+                f"{name} ({title}): {'paused' if paused else 'running'}",
+                f"model: {model}",
+                f"supervisor: {spec.supervisor or 'none'}",
+                f"bound to: {bound}",
+                f"last turn: {_when(last_turn, person.timezone)}",
+                f"inbox: {pending} pending, {int(inbox.get(HELD, 0))} held",
+                f"failed deliveries: {int(failed or 0)}",
+                f"heartbeat: every {beat.interval_minutes} min, active hours {hours}, "
+                f"channels {channels}",
+            ]
+        )
+
+    def _bind(self, anima: Anima, inbound: Inbound, person: PersonView) -> str:
+        channel = inbound.address.channel_key
+        with self._db.session() as session:
+            binding = session.get(ChannelBinding, channel)
+            previous = binding.anima if binding is not None else None
+            if binding is None:
+                binding = ChannelBinding(channel_key=channel, anima=anima.name)
+            binding.anima = anima.name
+            binding.created_by = inbound.sender.key
+            binding.created_at = utcnow()
+            session.add(binding)
+        self._audit(
+            inbound, person, "anima.bind", anima.name, {"channel": channel, "previous": previous}
+        )
+        if previous == anima.name:
+            return f"This channel was already bound to {anima.name}."
+        was = f" (it was bound to {previous})" if previous else ""
+        return f"This channel is now bound to {anima.name}{was}: it answers messages here."
+
+    def _unbind(self, inbound: Inbound, person: PersonView) -> str:
+        channel = inbound.address.channel_key
+        with self._db.session() as session:
+            binding = session.get(ChannelBinding, channel)
+            previous = binding.anima if binding is not None else None
+            if binding is not None:
+                session.delete(binding)
+        self._audit(inbound, person, "anima.unbind", channel, {"previous": previous})
+        if previous is None:
+            return "This channel has no binding; there was nothing to unbind."
+        return f"This channel is no longer bound to {previous}."
+
+    def _pause(self, anima: Anima, inbound: Inbound, person: PersonView) -> str:
+        changed = self._states.pause(anima.name, inbound.sender.key)
+        self._audit(inbound, person, "anima.pause", anima.name, {"changed": changed})
+        if not changed:
+            return f"{anima.name} is already paused."
+        return (
+            f"{anima.name} is paused: messages to it are kept and answered when it is resumed; "
+            "its heartbeats and crons are skipped."
+        )
+
+    def _resume(self, anima: Anima, inbound: Inbound, person: PersonView) -> str:
+        changed, jobs = self._states.resume(anima.name, inbound.sender.key)
+        for job in jobs:
+            self._submit(job)
+        self._audit(
+            inbound, person, "anima.resume", anima.name, {"changed": changed, "released": len(jobs)}
+        )
+        n = len(jobs)
+        held = f"{n} held message{'' if n == 1 else 's'} {'is' if n == 1 else 'are'} being answered"
+        if not changed:
+            return f"{anima.name} was not paused" + (f"; {held}." if jobs else ".")
+        return f"{anima.name} is running again; {held}."
+
+    async def _trigger_heartbeat(self, anima: Anima, inbound: Inbound, person: PersonView) -> str:
+        if self._states.is_paused(anima.name):
+            self._audit(inbound, person, "anima.heartbeat", anima.name, {"skipped": "paused"})
+            return f"{anima.name} is paused; resume it before triggering a heartbeat."
+        try:
+            outcome = await self._heartbeat(anima.name)
+        except Exception as exc:
+            self._audit(inbound, person, "anima.heartbeat", anima.name, {"error": repr(exc)})
+            raise
+        self._audit(inbound, person, "anima.heartbeat", anima.name, {"outcome": outcome})
+        return f"Heartbeat of {anima.name}: {outcome}"
+
+    def _whoami(self, person: PersonView) -> str:
+        with self._db.engine.connect() as conn:
+            identities = conn.execute(
+                select(col(Identity.platform), col(Identity.user_id))
+                .where(col(Identity.person_id) == person.id)
+                .order_by(col(Identity.platform), col(Identity.user_id))
+            ).all()
+        linked = ", ".join(f"{p}:{u}" for p, u in identities) or "none"
+        roles = ", ".join(person.roles) if person.roles else "none"
+        admin = "you are a hub admin" if person.is_admin else "you are not a hub admin"
+        hub_default = self._settings.hub.default_anima
+        default = person.default_anima or (
+            f"none (the hub default is {hub_default})" if hub_default else "none"
+        )
+        return "\n".join(
+            [
+                f"You are {person.display_name} (person id {person.id}).",
+                f"identities: {linked}",
+                f"roles: {roles} ({admin})",
+                f"timezone: {person.timezone or 'UTC'}",
+                f"language: {person.language or 'unset'}",
+                f"default Anima: {default}",
+            ]
+        )
+
+    # helpers ----------------------------------------------------------------------------
+
+    def _bindings(self) -> dict[str, list[str]]:
+        with self._db.engine.connect() as conn:
+            rows = conn.execute(
+                select(col(ChannelBinding.anima), col(ChannelBinding.channel_key)).order_by(
+                    col(ChannelBinding.channel_key)
+                )
+            ).all()
+        bound: dict[str, list[str]] = {}
+        for anima, channel in rows:
+            bound.setdefault(anima, []).append(channel)
+        return bound
+
+    def _audit(
+        self,
+        inbound: Inbound,
+        person: PersonView,
+        action: str,
+        target: str,
+        detail: dict[str, Any],
+    ) -> None:
+        with self._db.session() as session:
+            session.add(
+                AuditEntry(
+                    actor=inbound.sender.key,
+                    where=str(inbound.address),
+                    action=action,
+                    target=target,
+                    detail={"person": person.id, "command": inbound.text, **detail},
+                )
+            )
+        log.info(
+            "%s by %s (%s) at %s: %s %s",
+            action,
+            inbound.sender.key,
+            person.id,
+            inbound.address,
+            target,
+            detail,
+        )
+
+
+def _again(row: InboxItem) -> str:
+    if row.status == "done":
+        return "Already done: this command was run when it first arrived."
+    if row.status in ("received", "processing"):
+        return "Already received: this command is still being run."
+    if row.status == "failed":
+        return f"This command failed when it first arrived ({row.error}); send it again."
+    return f"This command was not run ({row.error or row.status})."
+
+
+def _when(moment: datetime | None, timezone: str) -> str:
+    if moment is None:
+        return "never"
+    try:
+        zone = ZoneInfo(timezone) if timezone else None
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = None
+    local = as_utc(moment).astimezone(zone or UTC)
+    return local.strftime("%Y-%m-%d %H:%M ") + (timezone if zone else "UTC")

@@ -1,0 +1,40 @@
+"""Typed commands (`/anima bind aria`, `/whoami`) into a `Command`.
+
+Slack slash commands and Discord application commands arrive already parsed (their adapters
+build the `Command`); platforms where people type commands as text (the web chat, Telegram)
+use `parse_command`. Only the hub's own command names are commands: any other text that
+starts with a slash (`/etc/hosts is broken`) is an ordinary message.
+"""
+
+from __future__ import annotations
+
+from hub.messages import Command
+
+COMMAND_NAMES = frozenset({"anima", "whoami"})
+
+USAGE = (
+    "Usage: /anima list | /anima status NAME | /anima bind NAME | /anima unbind | "
+    "/anima heartbeat NAME | /anima pause NAME | /anima resume NAME | /whoami"
+)
+
+
+def parse_command(text: str) -> Command | None:
+    """The command `text` spells, or None when it is not one of the hub's commands.
+
+    `/anima@AnimaHubBot list` (Telegram's form in groups) is `/anima list`; arguments are
+    split on whitespace and kept as typed.
+    """
+    stripped = text.strip()
+    if not stripped.startswith("/"):
+        return None
+    if not stripped[1:2].strip():
+        return None  # "/" alone, or "/ something"
+    words = stripped[1:].split()
+    name = words[0].partition("@")[0].lower()
+    if name not in COMMAND_NAMES:
+        return None
+    return Command(name, tuple(words[1:]))
+
+
+def is_command_text(text: str) -> bool:
+    return parse_command(text) is not None

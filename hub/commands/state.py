@@ -1,0 +1,173 @@
+"""Paused Animas (`/anima pause`, `/anima resume`) and the messages held while they are.
+
+A message routed to a paused Anima is kept in the inbox with status "held" instead of being
+answered; its sender is told once (per pause, per channel) through a notice delivery. The
+state and the held rows are in the database, so both survive a restart: recovery only
+resubmits "received" and "processing" rows, and a held row is neither. Resuming flips the
+Anima's state and its held rows back to "received" in one transaction, so a crash right
+after it leaves rows that recovery answers, never rows held for a running Anima.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col
+
+from hub.mailbox import TurnJob
+from hub.messages import Address, DeliveryKind, utcnow
+from hub.outbox import Outbox, new_delivery
+from hub.store.db import Database, row_values
+from hub.store.models import AnimaState, DeliveryRow, InboxItem
+
+log = logging.getLogger(__name__)
+
+HELD = "held"
+_CLAIMABLE = ("received", "processing")
+
+
+def paused_notice(anima: str) -> str:
+    return f"{anima} is paused; your message will be answered when an admin resumes it."
+
+
+class AnimaStates:
+    """Run state of each Anima; no row means running. The scheduler asks `is_paused`."""
+
+    def __init__(self, db: Database, outbox: Outbox) -> None:
+        self._db = db
+        self._outbox = outbox
+
+    # state ------------------------------------------------------------------------------
+
+    def get(self, name: str) -> AnimaState | None:
+        with self._db.session() as session:
+            return session.get(AnimaState, name)
+
+    def is_paused(self, name: str) -> bool:
+        with self._db.engine.connect() as conn:
+            paused = conn.execute(
+                select(col(AnimaState.paused)).where(col(AnimaState.name) == name)
+            ).scalar()
+        return bool(paused)
+
+    def paused(self) -> set[str]:
+        with self._db.engine.connect() as conn:
+            rows = conn.execute(
+                select(col(AnimaState.name)).where(col(AnimaState.paused).is_(True))
+            ).scalars()
+            return set(rows)
+
+    def pause(self, name: str, by: str) -> bool:
+        """Pause `name`; False when it already was."""
+        now = utcnow()
+        try:
+            with self._db.write() as conn:
+                changed = conn.execute(
+                    update(AnimaState)
+                    .where(col(AnimaState.name) == name, col(AnimaState.paused).is_(False))
+                    .values(paused=True, changed_by=by, changed_at=now)
+                ).rowcount
+                if changed:
+                    return True
+                known = conn.execute(
+                    select(col(AnimaState.name)).where(col(AnimaState.name) == name)
+                ).first()
+                if known is not None:
+                    return False  # paused already
+                conn.execute(
+                    insert(AnimaState).values(name=name, paused=True, changed_by=by, changed_at=now)
+                )
+                return True
+        except IntegrityError:
+            return False  # another hub process inserted the paused row at the same moment
+
+    def resume(self, name: str, by: str) -> tuple[bool, list[TurnJob]]:
+        """Resume `name`: whether it was paused, and its held messages (oldest first) for the
+        caller to submit. Held rows are released even if it was not paused, so none can be
+        left behind."""
+        with self._db.write() as conn:
+            changed = conn.execute(
+                update(AnimaState)
+                .where(col(AnimaState.name) == name, col(AnimaState.paused).is_(True))
+                .values(paused=False, changed_by=by, changed_at=utcnow())
+            ).rowcount
+            released = conn.execute(
+                update(InboxItem)
+                .where(col(InboxItem.anima) == name, col(InboxItem.status) == HELD)
+                .values(status="received", error=None)
+                .returning(
+                    col(InboxItem.id),
+                    col(InboxItem.conversation),
+                    col(InboxItem.person_id),
+                    col(InboxItem.received_at),
+                )
+            ).all()
+        ordered = sorted(released, key=lambda r: (r.received_at, r.id))
+        jobs = [TurnJob(r.id, name, r.conversation, r.person_id) for r in ordered]
+        return bool(changed), jobs
+
+    def held_count(self, name: str) -> int:
+        with self._db.engine.connect() as conn:
+            count = conn.execute(
+                select(func.count())
+                .select_from(InboxItem)
+                .where(col(InboxItem.anima) == name, col(InboxItem.status) == HELD)
+            ).scalar()
+        return int(count or 0)
+
+    # holding ----------------------------------------------------------------------------
+
+    def hold(self, job: TurnJob) -> str | None:
+        """Hold the job's message if its Anima is paused and return the notice; None means
+        the turn may run. Given to the runtime, which asks before every turn."""
+        state = self.get(job.anima)
+        if state is None or not state.paused:
+            return None
+        notice = paused_notice(job.anima)
+        changes: dict[str, object] = {"status": HELD, "anima": job.anima, "error": notice}
+        if job.person_id:
+            changes["person_id"] = job.person_id
+        claim = (
+            update(InboxItem)
+            .where(col(InboxItem.id) == job.inbox_id, col(InboxItem.status).in_(_CLAIMABLE))
+            .values(**changes)
+            .returning(
+                col(InboxItem.sender_key),
+                col(InboxItem.channel_key),
+                col(InboxItem.address),
+                col(InboxItem.address_kind),
+                col(InboxItem.event_id),
+            )
+        )
+        # Told once per pause, sender and channel: the pause time is part of the key.
+        stamp = state.changed_at.isoformat()
+        with self._db.write() as conn:
+            row = conn.execute(claim).first()
+            if row is None:
+                return None  # answered or held already; the runtime's claim will say so
+            digest = hashlib.sha256(
+                f"{stamp}|{row.sender_key}|{row.channel_key}".encode()
+            ).hexdigest()[:24]
+            key = f"paused:{job.anima}:{digest}"
+            told = conn.execute(
+                select(col(DeliveryRow.id)).where(col(DeliveryRow.idempotency_key) == key)
+            ).first()
+            if told is None:
+                # No inbox_id: the row's own answer comes after the resume, and the web
+                # chat's stored outcome must find that reply, not this notice.
+                delivery = new_delivery(
+                    Address.parse(row.address, row.address_kind),
+                    notice,
+                    DeliveryKind.NOTICE,
+                    job.anima,
+                    key,
+                    reply_to=row.event_id,
+                )
+                conn.execute(insert(DeliveryRow), [row_values(self._outbox.prepare(delivery))])
+        log.info("held %s: %s is paused", job.inbox_id, job.anima, extra={"anima": job.anima})
+        if told is None:
+            self._outbox.wake()
+        return notice
