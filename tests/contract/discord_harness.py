@@ -66,7 +66,8 @@ class DiscordHarness:
     def mention(self) -> str:
         return f"<@{self.fake.bot['id']}>"
 
-    async def _post(self, data: JSON, parent: str, thread: str | None) -> Sent:
+    async def post_message(self, data: JSON, parent: str, thread: str | None) -> Sent:
+        """A person's message (built with fake.message_payload), kept for redelivery."""
         self._created[data["id"]] = json.loads(json.dumps(data))
         await self.fake.send_message(data)
         return Sent(data["id"], data["id"], parent, thread)
@@ -74,7 +75,9 @@ class DiscordHarness:
     async def dm(self, user: str, text: str) -> Sent:
         person = self.fake.user(user)
         channel = self.fake.dm_channel(person)
-        return await self._post(self.fake.message_payload(person, channel, text), channel, None)
+        return await self.post_message(
+            self.fake.message_payload(person, channel, text), channel, None
+        )
 
     async def say(
         self,
@@ -95,7 +98,7 @@ class DiscordHarness:
         content = f"{self.mention()} {text}" if mention else text
         mentions = (self.fake.bot,) if mention else ()
         data = self.fake.message_payload(person, target, content, mentions=mentions)
-        return await self._post(data, parent, thread)
+        return await self.post_message(data, parent, thread)
 
     async def edit(self, user: str, sent: Sent, text: str) -> Sent:
         original = self.fake.messages[sent.message_id].content
@@ -116,7 +119,7 @@ class DiscordHarness:
             mentions=(self.fake.bot,),
             attachments=(attachment,),
         )
-        return await self._post(data, parent, None)
+        return await self.post_message(data, parent, None)
 
     async def redeliver(self, sent: Sent) -> None:
         await self.fake.redispatch("MESSAGE_CREATE", self._created[sent.message_id])
@@ -211,11 +214,14 @@ async def serve(hub: Hub) -> AsyncIterator[str]:
 @asynccontextmanager
 async def open_harness(
     tmp_path: Path,
+    *,
+    fake: FakeDiscord | None = None,
     factory: Callable[[Settings], Adapter | None] = DiscordAdapter.from_settings,
     **discord: Any,
 ) -> AsyncIterator[DiscordHarness]:
-    """`discord` overrides settings of the [discord] section (e.g. anima_tokens)."""
-    fake = FakeDiscord()
+    """`fake`: one a test prepared (e.g. with per-Anima bots); `discord` overrides settings
+    of the [discord] section (e.g. anima_tokens)."""
+    fake = fake or FakeDiscord()
     await fake.start()
     try:
         key = SigningKey.generate()

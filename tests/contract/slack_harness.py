@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator, Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +90,13 @@ class SlackHarness:
     max_text = 3900
     replies_by_reference = False
 
-    def __init__(self, fake: FakeSlack, hub: Hub, responder: ScriptedResponder) -> None:
+    def __init__(
+        self, fake: FakeSlack, hub: Hub, responder: ScriptedResponder, hub_url: str
+    ) -> None:
         self.fake = fake
         self.hub = hub
         self.responder = responder
+        self.hub_url = hub_url  # the hub's HTTP server (its /slack/events and /api)
         self._events: dict[str, list[str]] = {}  # Sent.event_id -> Slack event ids
         self._originals: dict[str, dict[str, Any]] = {}  # Sent.event_id -> message event
 
@@ -216,10 +219,14 @@ async def open_harness(
     socket_mode: bool = False,
     anima_tokens: dict[str, str] | None = None,
     echo: bool = True,
+    setup: Callable[[FakeSlack], None] | None = None,
 ) -> AsyncIterator[SlackHarness]:
+    """`setup` changes the fake workspace before the hub starts (more bots, scopes)."""
     fake = FakeSlack(signing_secret=SIGNING_SECRET, app_token=APP_TOKEN)
     await fake.start()
     populate(fake)
+    if setup is not None:
+        setup(fake)
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     slack: dict[str, Any] = {
@@ -245,7 +252,7 @@ async def open_harness(
         else:
             fake.events_url = f"{server.url}/slack/events"
         fake.echo_bot_messages = echo
-        yield SlackHarness(fake, hub, responder)
+        yield SlackHarness(fake, hub, responder, server.url)
     finally:
         fake.echo_bot_messages = False
         if server is not None:

@@ -1,0 +1,196 @@
+"""What the Discord adapter sends: outbox chunks, streamed previews, and which bot sends them.
+
+A reply is previewed while it is written (adapters/streaming.py): posted once as a reply
+to the triggering message, then edited. When the outbox sends the reply's first chunk, the
+preview is claimed and edited into the final text instead of posting a second message.
+An Anima with its own bot token posts (and so previews and edits) as that bot, except in
+DMs: a DM channel belongs to the main bot, and no other bot can post in it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from typing import Generic, TypeVar
+
+from adapters.discord import rest
+from adapters.discord.render import render
+from adapters.discord.rest import RestBot
+from adapters.streaming import EditStreamer
+from hub.adapter import (
+    HubPort,
+    PermanentDeliveryError,
+    Receipt,
+    TranscriptEntry,
+    TransientDeliveryError,
+    TurnEvent,
+)
+from hub.messages import Address, AddressKind, DeliveryKind, Inbound, OutboundChunk
+
+log = logging.getLogger(__name__)
+
+_REMEMBER = 10_000  # recent message ids kept for edits and reply detection
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Recent(OrderedDict[K, V], Generic[K, V]):
+    """A dict that forgets its oldest entries beyond `limit`."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key: K, value: V) -> None:
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
+class _AnimaTap:
+    """The hub as the edit-streamer sees it: notes which Anima writes a previewed reply,
+    so the preview is posted with that Anima's own bot (its token can then edit it)."""
+
+    def __init__(self, hub: HubPort, key: str, writers: Recent[str, str]) -> None:
+        self._hub, self._key, self._writers = hub, key, writers
+
+    async def receive(self, inbound: Inbound) -> Receipt:
+        return await self._hub.receive(inbound)
+
+    async def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]:
+        async for event in self._hub.subscribe(inbox_id):
+            if event.anima:
+                self._writers[self._key] = event.anima
+            yield event
+
+    def anima_names(self) -> list[str]:
+        return self._hub.anima_names()
+
+    def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
+        return self._hub.transcript(address, limit)
+
+
+class Outbound:
+    def __init__(self, max_text: int) -> None:
+        self.main: RestBot | None = None
+        self.anima_bots: dict[str, RestBot] = {}
+        self._posted_by: Recent[int, RestBot] = Recent(_REMEMBER)  # our messages
+        self._written_by: Recent[int, str] = Recent(_REMEMBER)  # ... and their Animas
+        self._threads: Recent[int, bool] = Recent(_REMEMBER)  # threads we posted in
+        self._writers: Recent[str, str] = Recent(1024)  # preview key -> Anima
+        self._claimed: dict[str, int] = {}  # preview key -> preview not yet edited
+        self._streamer = EditStreamer(self._post_preview, self.edit, render, max_text)
+
+    def follow(self, hub: HubPort, inbox_id: str, address: Address, key: str) -> None:
+        """Preview the reply to an inbound whose event id (the reply's reply_to) is `key`."""
+        tap = _AnimaTap(hub, key, self._writers)
+        self._streamer.follow(tap, inbox_id, address, key=key)
+
+    def is_ours(self, message_id: int) -> bool:
+        return message_id in self._posted_by
+
+    def anima_of(self, message_id: int) -> str | None:
+        """The Anima that wrote one of our recent messages (forgotten after a restart)."""
+        return self._written_by.get(message_id)
+
+    def posted_in(self, thread_id: int) -> bool:
+        return thread_id in self._threads
+
+    async def close(self) -> None:
+        await self._streamer.close()
+        self._claimed.clear()
+
+    # sending ---------------------------------------------------------------------------
+
+    async def send(self, chunk: OutboundChunk) -> str:
+        channel_id = target(chunk.address)
+        if chunk.index == 0 and chunk.reply_to is not None:
+            preview = await self._claim(chunk.reply_to)
+            if preview is not None and await self._finish_preview(chunk, channel_id, preview):
+                self._written_by[preview] = chunk.anima
+                return str(preview)
+        first_reply = chunk.index == 0 and chunk.kind is DeliveryKind.REPLY
+        reply_to = snowflake(chunk.reply_to) if first_reply else None
+        bot = self.bot_for(chunk.address, chunk.anima)
+        message_id = await rest.post(
+            bot,
+            channel_id,
+            chunk.text,
+            reply_to=reply_to,
+            nonce=rest.nonce_for(chunk.idempotency_key),
+        )
+        self._posted(message_id, bot, chunk.address, chunk.anima)
+        return message_id
+
+    async def edit(self, address: Address, message_id: str, text: str) -> None:
+        """Edit one of our messages, with the bot that posted it (only it may)."""
+        known = snowflake(message_id)
+        if known is None:
+            raise PermanentDeliveryError(f"not a Discord message id: {message_id!r}")
+        bot = self._posted_by.get(known) or self.main_bot()
+        await rest.edit(bot, target(address), known, text)
+
+    async def _claim(self, key: str) -> int | None:
+        """The streamed preview to turn into the reply; kept until the edit succeeds, so a
+        rate-limited edit is retried on the same message instead of posting a second one."""
+        if key not in self._claimed:
+            preview = await self._streamer.claim(key)
+            self._writers.pop(key, None)
+            if preview is None:
+                return None
+            self._claimed[key] = int(preview)
+        return self._claimed[key]
+
+    async def _finish_preview(self, chunk: OutboundChunk, channel_id: int, preview: int) -> bool:
+        bot = self._posted_by.get(preview) or self.main_bot()
+        key = chunk.reply_to or ""
+        try:
+            await rest.edit(bot, channel_id, preview, chunk.text)
+        except PermanentDeliveryError as exc:  # deleted meanwhile: post the reply instead
+            log.warning("could not edit preview %s into the reply (%s); posting it", preview, exc)
+            self._claimed.pop(key, None)
+            return False
+        self._claimed.pop(key, None)
+        return True
+
+    async def _post_preview(self, address: Address, text: str, reply_to: str | None) -> str:
+        anima = self._writers.get(reply_to or "")
+        bot = self.bot_for(address, anima)
+        message_id = await rest.post(
+            bot,
+            target(address),
+            text,
+            reply_to=snowflake(reply_to),
+            nonce=rest.nonce_for(f"preview:{reply_to}"),
+        )
+        self._posted(message_id, bot, address, anima)
+        return message_id
+
+    def bot_for(self, address: Address, anima: str | None) -> RestBot:
+        if anima and address.kind is not AddressKind.DM and anima in self.anima_bots:
+            return self.anima_bots[anima]
+        return self.main_bot()
+
+    def main_bot(self) -> RestBot:
+        if self.main is None:
+            raise TransientDeliveryError("the Discord adapter is not running")
+        return self.main
+
+    def _posted(self, message_id: str, bot: RestBot, address: Address, anima: str | None) -> None:
+        self._posted_by[int(message_id)] = bot
+        if anima:
+            self._written_by[int(message_id)] = anima
+        if address.thread:
+            self._threads[int(address.thread)] = True
+
+
+def target(address: Address) -> int:
+    """The channel a message goes to: the thread if there is one."""
+    return int(address.thread or address.channel)
+
+
+def snowflake(value: str | None) -> int | None:
+    """A Discord message id, or None for keys that are not one (e.g. `interaction:…`)."""
+    return int(value) if value is not None and value.isdigit() else None

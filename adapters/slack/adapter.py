@@ -1,0 +1,271 @@
+"""The Slack platform: one Slack app (plus optional per-Anima apps) through slack-bolt.
+
+Events arrive over Socket Mode when `slack.app_token` is set, else at `POST /slack/events`
+(the Events API; see events.py). Each is normalized (normalize.py) and handed to the hub in
+the order it arrived in its channel; replies leave through the outbox, rendered to mrkdwn
+(render.py), split at 3,900 characters and posted in the thread of the message they answer.
+While an Anima writes, its reply is previewed by posting it once and editing it as it grows
+(adapters/streaming.py); the outbox's first chunk then edits the preview into the final text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from adapters.slack.directory import Directory
+from adapters.slack.events import SocketMode, build_app, events_router
+from adapters.slack.normalize import Normalizer
+from adapters.slack.outbound import Outbound, web_client
+from adapters.slack.render import to_mrkdwn
+from adapters.streaming import EditStreamer
+from hub.adapter import (
+    Capabilities,
+    HubPort,
+    MarkdownDialect,
+    PermanentDeliveryError,
+    Receipt,
+    TranscriptEntry,
+    TurnEvent,
+)
+from hub.ingress import MessageTooLarge
+from hub.messages import Address, DeliveryKind, Inbound, OutboundChunk
+from hub.settings import Settings, SlackSection
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+log = logging.getLogger(__name__)
+MAX_TEXT = 3900  # Slack's hard limit is 40,000; longer messages are cut off in the client
+RECEIVED = "Received."
+_PREVIEWED = (DeliveryKind.REPLY, DeliveryKind.NOTICE)
+_REMEMBERED = 5_000
+_DRAIN_S = 5.0
+
+
+class _Bounded(OrderedDict[str, str]):
+    """An insertion-ordered map that forgets its oldest entries."""
+
+    def put(self, key: str, value: str) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > _REMEMBERED:
+            self.popitem(last=False)
+
+
+class _Sequencer:
+    """Events of one channel reach the hub in the order Slack delivered them."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+
+    @asynccontextmanager
+    async def turn(self, key: str) -> AsyncIterator[None]:
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+
+class _AnimaTap:
+    """The hub as the preview sees it, noting which Anima answers, so that the preview is
+    posted as that Anima (its own bot, or the shared one signed with its name)."""
+
+    def __init__(self, hub: HubPort, seen: _Bounded, key: str) -> None:
+        self._hub = hub
+        self._seen = seen
+        self._key = key
+
+    async def receive(self, inbound: Inbound) -> Receipt:
+        return await self._hub.receive(inbound)
+
+    async def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]:
+        async for event in self._hub.subscribe(inbox_id):
+            if event.anima:
+                self._seen.put(self._key, event.anima)
+            yield event
+
+    def anima_names(self) -> list[str]:
+        return self._hub.anima_names()
+
+    def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
+        return self._hub.transcript(address, limit)
+
+
+class SlackAdapter:
+    name = "slack"
+    capabilities = Capabilities(
+        max_text=MAX_TEXT,
+        dialect=MarkdownDialect.SLACK_MRKDWN,
+        edits=True,
+        threads=True,
+        reactions=False,
+        slash_commands=True,
+    )
+
+    def __init__(self, settings: SlackSection) -> None:
+        if settings.bot_token is None:
+            raise ValueError("slack.bot_token is not set")
+        api_url = settings.api_url
+        shared = web_client(settings.bot_token.get_secret_value(), api_url)
+        own = {
+            anima: web_client(token.get_secret_value(), api_url)
+            for anima, token in settings.anima_tokens.items()
+        }
+        self._outbound = Outbound(shared, own)
+        self._normalizer = Normalizer(Directory(shared), self._outbound.bots)
+        secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
+        self._app = build_app(shared, secret, self._on_event, self._on_command)
+        self._socket = (
+            SocketMode(self._app, settings.app_token.get_secret_value(), web_client(None, api_url))
+            if settings.app_token is not None
+            else None
+        )
+        # Without a signing secret nothing could be verified: no HTTP route at all then.
+        self._http = self._socket is None and bool(secret)
+        self._streamer = EditStreamer(self._preview_post, self.edit, self.render, MAX_TEXT)
+        self._hub: HubPort | None = None
+        self._sequencer = _Sequencer()
+        self._threads = _Bounded()  # threads we posted in: replies there are addressed to us
+        self._preview_animas = _Bounded()  # reply key -> the Anima writing it
+        self._claimed = _Bounded()  # reply key -> preview ts, until the final edit lands
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SlackAdapter | None:
+        return cls(settings.slack) if settings.slack.enabled else None
+
+    # Adapter protocol -----------------------------------------------------------------
+
+    async def start(self, hub: HubPort) -> None:
+        await self._outbound.identify()
+        self._hub = hub
+        if self._socket is not None:
+            await self._socket.start()
+        log.info(
+            "Slack connected to team %s via %s",
+            self._outbound.team_id,
+            "Socket Mode" if self._socket else "the Events API",
+        )
+
+    async def stop(self) -> None:
+        if self._socket is not None:
+            await self._socket.stop()
+        await self._streamer.close()
+        self._hub = None
+
+    def render(self, markdown: str) -> str:
+        return to_mrkdwn(markdown)
+
+    async def send(self, chunk: OutboundChunk) -> str:
+        if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.reply_to:
+            preview = await self._take_preview(chunk.reply_to)
+            if preview is not None:
+                try:
+                    await self._outbound.update(chunk.address, preview, chunk.text)
+                except PermanentDeliveryError as exc:  # deleted meanwhile: post it anew
+                    log.warning("preview %s cannot be edited (%s); posting the reply", preview, exc)
+                    self._claimed.pop(chunk.reply_to, None)
+                else:
+                    self._claimed.pop(chunk.reply_to, None)
+                    return preview
+        ts = await self._outbound.post(chunk.address, chunk.text, chunk.anima)
+        self._note_thread(chunk.address)
+        return ts
+
+    async def edit(self, address: Address, message_id: str, text: str) -> None:
+        """Replace a posted message's text (already rendered for Slack)."""
+        await self._outbound.update(address, message_id, text)
+
+    def routers(self) -> Sequence[APIRouter]:
+        if not self._http:
+            return []
+        return [events_router(self._app, lambda: self._hub is not None)]
+
+    # inbound ----------------------------------------------------------------------------
+
+    async def _on_event(self, body: dict[str, Any]) -> None:
+        """Normalize and hand the event to the hub; Bolt acknowledges it afterwards."""
+        event = body.get("event")
+        if not isinstance(event, dict):
+            return
+        await self._ingest(event, str(body.get("team_id") or event.get("team") or ""))
+
+    async def _ingest(self, event: dict[str, Any], team_id: str) -> None:
+        async with self._sequencer.turn(str(event.get("channel") or "")):
+            inbound = await self._normalizer.message(
+                event, team_id or self._outbound.team_id, self._in_our_thread
+            )
+            if inbound is not None:
+                await self._accept(inbound)
+
+    async def _accept(self, inbound: Inbound) -> None:
+        hub = self._hub
+        if hub is None:
+            log.error("Slack event %s arrived while the hub is stopped", inbound.event_id)
+            return
+        try:
+            receipt = await hub.receive(inbound)
+        except MessageTooLarge as exc:
+            log.warning("Slack message %s refused: %s", inbound.event_id, exc)
+            note = f"Your message was not delivered to the Animas: {exc}."
+            await self._outbound.ephemeral(inbound.address, inbound.sender.user_id, note)
+            return
+        if receipt.duplicate:
+            log.debug("Slack event %s seen before", inbound.event_id)
+            return
+        if inbound.edit_of is None and not inbound.sender.is_bot:
+            tap = _AnimaTap(hub, self._preview_animas, inbound.event_id)
+            self._streamer.follow(tap, receipt.inbox_id, inbound.address, inbound.event_id)
+
+    async def _on_command(self, body: dict[str, Any]) -> str:
+        hub = self._hub
+        if hub is None:
+            raise RuntimeError("the hub is not running")
+        inbound = await self._normalizer.command(body)
+        try:
+            receipt = await hub.receive(inbound)
+        except MessageTooLarge as exc:
+            return f"That command is too long: {exc}."
+        return receipt.reply or RECEIVED
+
+    async def _in_our_thread(self, address: Address) -> bool:
+        if str(address) in self._threads:
+            return True
+        hub = self._hub
+        return hub is not None and any(
+            entry.author_kind == "anima" for entry in hub.transcript(address, 200)
+        )
+
+    # outbound helpers -------------------------------------------------------------------
+
+    async def _preview_post(self, address: Address, text: str, reply_to: str | None) -> str:
+        anima = self._preview_animas.get(reply_to) if reply_to else None
+        ts = await self._outbound.post(address, text, anima)
+        self._note_thread(address)
+        return ts
+
+    async def _take_preview(self, key: str) -> str | None:
+        """The preview to edit into the reply: claimed once, kept until the edit lands so
+        a retried first chunk (after a 429) edits it instead of posting a second message."""
+        preview = self._claimed.get(key)
+        if preview is None:
+            preview = await self._streamer.claim(key)
+            self._preview_animas.pop(key, None)
+            if preview is not None:
+                self._claimed.put(key, preview)
+        return preview
+
+    def _note_thread(self, address: Address) -> None:
+        if address.thread:
+            self._threads.put(str(address), "")

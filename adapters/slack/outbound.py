@@ -1,0 +1,121 @@
+"""Posting and editing through the Web API, as the right bot.
+
+One shared bot answers for every Anima; an Anima with a token of its own (a Slack app each,
+`slack.anima_tokens`) posts as itself. The shared bot signs a message with the Anima's name
+(`username`) when its token has `chat:write.customize`, which `auth.test` reports in the
+`X-OAuth-Scopes` header. A message can only be edited by the bot that posted it, so the
+author of every message posted in this process is remembered for `chat.update`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.errors import call
+from adapters.slack.normalize import Bot, Bots
+from hub.adapter import DeliveryError
+from hub.messages import Address
+
+log = logging.getLogger(__name__)
+CUSTOMIZE_SCOPE = "chat:write.customize"
+_REMEMBERED = 5_000
+
+
+def web_client(token: str | None, api_url: str) -> AsyncWebClient:
+    """A Web API client that never retries by itself: the outbox owns retries and must see
+    every 429 (the SDK's default handlers would also resend after a dropped connection,
+    which can post a message twice)."""
+    base = api_url if api_url.endswith("/") else api_url + "/"
+    return AsyncWebClient(token=token, base_url=base, retry_handlers=[])
+
+
+def _scopes(headers: Mapping[str, Any]) -> set[str]:
+    for name, value in headers.items():
+        if name.lower() == "x-oauth-scopes":
+            return {s.strip() for s in str(value).split(",") if s.strip()}
+    return set()
+
+
+@dataclass(frozen=True, slots=True)
+class Author:
+    anima: str | None  # whose token posted it; None: the shared bot
+    client: AsyncWebClient
+
+
+class Outbound:
+    def __init__(self, shared: AsyncWebClient, own: Mapping[str, AsyncWebClient]) -> None:
+        self.shared = shared
+        self._own = dict(own)
+        self._customize = False
+        self._authors: OrderedDict[str, Author] = OrderedDict()
+        self.bots = Bots()
+        self.team_id = ""
+
+    async def identify(self) -> None:
+        """Learn who our bots are (`auth.test` for every token). A bad shared token stops
+        the start with Slack's error; a bad Anima token is logged and that Anima is then
+        answered by the shared bot."""
+        response = await call("auth.test", self.shared.auth_test())
+        self.team_id = str(response.get("team_id") or "")
+        self.bots.add(Bot(str(response["user_id"]), str(response.get("bot_id") or "")))
+        self._customize = CUSTOMIZE_SCOPE in _scopes(response.headers)
+        if self._own and not self._customize:
+            log.info(
+                "the shared Slack bot lacks %s: its replies carry no Anima name", CUSTOMIZE_SCOPE
+            )
+        for anima, client in list(self._own.items()):
+            try:
+                own = await call("auth.test", client.auth_test())
+            except DeliveryError as exc:
+                log.error(
+                    "the Slack token of Anima %s does not work (%s); the shared bot answers for it",
+                    anima,
+                    exc,
+                )
+                del self._own[anima]
+                continue
+            self.bots.add(Bot(str(own["user_id"]), str(own.get("bot_id") or ""), anima))
+
+    def _author(self, anima: str | None) -> tuple[Author, str | None]:
+        """Who posts for `anima`, and the username the shared bot signs with."""
+        if anima and anima in self._own:
+            return Author(anima, self._own[anima]), None
+        return Author(None, self.shared), (anima if anima and self._customize else None)
+
+    async def post(self, address: Address, text: str, anima: str | None) -> str:
+        author, username = self._author(anima)
+        request: dict[str, Any] = {"channel": address.channel, "text": text}
+        if address.thread:
+            request["thread_ts"] = address.thread
+        if username:
+            request["username"] = username
+        response = await call("chat.postMessage", author.client.chat_postMessage(**request))
+        ts = str(response["ts"])
+        self._authors[ts] = author
+        while len(self._authors) > _REMEMBERED:
+            self._authors.popitem(last=False)
+        return ts
+
+    async def update(self, address: Address, ts: str, text: str) -> None:
+        author = self._authors.get(ts, Author(None, self.shared))
+        await call(
+            "chat.update", author.client.chat_update(channel=address.channel, ts=ts, text=text)
+        )
+
+    async def ephemeral(self, address: Address, user: str, text: str) -> None:
+        """A note only `user` sees (a rejected message); best effort, errors are logged."""
+        try:
+            await call(
+                "chat.postEphemeral",
+                self.shared.chat_postEphemeral(
+                    channel=address.channel, user=user, text=text, thread_ts=address.thread
+                ),
+            )
+        except DeliveryError as exc:
+            log.warning("could not tell %s in %s: %s", user, address, exc)
