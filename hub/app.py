@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
+from datetime import datetime, timedelta
 
 from sqlmodel import select
 
@@ -16,20 +17,27 @@ from hub.adapter import (
     TurnEvent,
     discover,
 )
+from hub.agenda import Agenda
 from hub.animas import Anima, AnimaRegistry
+from hub.clock import Clock, SystemClock
+from hub.commands import AnimaStates, CommandService
 from hub.dispatch import Dispatcher
 from hub.events import EventBus
-from hub.identity import IdentityService
+from hub.identity import IdentityService, PersonView
 from hub.ingress import Ingress
 from hub.llm import LiteLLMResponder
+from hub.memory.consolidation import Consolidator
+from hub.memory.distill import anima_distillers
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
-from hub.messages import Address, Inbound
+from hub.messages import Address, Command, Inbound, PlatformUser
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
 from hub.roles import load_roles
 from hub.routing import Router
 from hub.runtime import Responders, Runtime
+from hub.scheduler import Scheduler
+from hub.sessions import close_idle_sessions
 from hub.settings import Settings
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem
@@ -37,6 +45,7 @@ from hub.tools import ToolRegistry, builtin_tools
 from hub.transcript import transcript
 
 log = logging.getLogger(__name__)
+_SESSION_SCAN = timedelta(minutes=1)
 
 
 class Hub:
@@ -48,8 +57,10 @@ class Hub:
         adapter_factories: Mapping[str, AdapterFactory] | None = None,
         tools: ToolRegistry | None = None,
         responders: Responders | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.settings = settings
+        self.clock: Clock = clock or SystemClock()
         home = settings.home
         self.db = Database(settings.database_url)
         self.animas = AnimaRegistry(home / "animas", load_roles())
@@ -71,19 +82,29 @@ class Hub:
         self.outbox = Outbox(self.db, self.adapters, settings.outbox)
         self.tools = tools or builtin_tools()
         self.memory = open_memory(home, settings.memory)
+        self.consolidator = (
+            Consolidator(self.memory, anima_distillers(settings.llm, self.animas))
+            if self.memory is not None
+            else None
+        )
         if self.memory is not None:
             self.tools.register(search_memory_tool(self.memory))
             self.tools.register(remember_about_person_tool(self.memory))
+        self.anima_states = AnimaStates(self.db, self.outbox)
+        responders = responders or Responders(
+            LiteLLMResponder(settings.llm, self.tools), OfflineResponder()
+        )
         self.runtime = Runtime(
             self.db,
             settings,
             self.animas,
             self.identity,
-            responders
-            or Responders(LiteLLMResponder(settings.llm, self.tools), OfflineResponder()),
+            responders,
             self.events,
             self.outbox,
             self.memory,
+            hold=self.anima_states.hold,
+            now=self.clock.now,
         )
         self.dispatcher = Dispatcher(
             self.db,
@@ -92,6 +113,30 @@ class Hub:
             self.animas,
             self.runtime,
         )
+        self.commands = CommandService(
+            self.db,
+            settings,
+            self.animas,
+            self.identity,
+            self.anima_states,
+            self.runtime.submit,
+            self._heartbeat_now,
+        )
+        self.agenda = Agenda(
+            self.db,
+            settings,
+            self.animas,
+            responders,
+            self.outbox,
+            self.clock,
+            self.anima_states.is_paused,
+            self.memory,
+            self.consolidator,
+        )
+        self.agenda.run_command = self._run_command
+        self.scheduler = Scheduler(self.db, self.clock, self.agenda.run)
+        self._planned: tuple[str, ...] | None = None
+        self._sessions_checked: datetime | None = None
         self._outbox_task: asyncio.Task[None] | None = None
 
     # lifecycle -------------------------------------------------------------------------
@@ -107,8 +152,26 @@ class Hub:
             await adapter.start(self)
         self.dispatcher.recover()
         self._outbox_task = asyncio.create_task(self.outbox.run(), name="outbox")
+        if self.settings.scheduler.enabled:
+            self.scheduler.open()
+            await self.on_tick()
+            self.scheduler.run_forever(self.settings.scheduler.tick_s, self.on_tick)
+
+    async def on_tick(self) -> None:
+        """Each scheduler tick: re-plan when Animas or crons changed, close idle sessions."""
+        names = tuple(self.animas.names())
+        if self.agenda.reload_crons() or names != self._planned:
+            self.scheduler.plan(self.agenda.specs())
+            self._planned = names
+        now = self.clock.now()
+        checked = self._sessions_checked
+        if self.consolidator is not None and (checked is None or now - checked >= _SESSION_SCAN):
+            self._sessions_checked = now
+            idle = timedelta(minutes=self.settings.scheduler.session_idle_minutes)
+            await close_idle_sessions(self.db, self.consolidator, now, idle)
 
     async def stop(self) -> None:
+        await self.scheduler.close()
         await self.runtime.mailboxes.close()
         if self._outbox_task is not None:
             self._outbox_task.cancel()
@@ -124,6 +187,10 @@ class Hub:
 
     async def receive(self, inbound: Inbound) -> Receipt:
         row, duplicate = self.ingress.accept(inbound)
+        if inbound.command is not None:
+            # Answered at once as the platform's command response: no turn, no outbox.
+            reply = await self.commands.answer(row, inbound, duplicate)
+            return Receipt(row.id, duplicate, reply=reply)
         if not duplicate:
             self.dispatcher.dispatch(row, inbound)
         return Receipt(row.id, duplicate)
@@ -159,6 +226,25 @@ class Hub:
         return transcript(self.db, address, limit)
 
     # admin -----------------------------------------------------------------------------
+
+    async def _heartbeat_now(self, name: str) -> str:
+        return (await self.agenda.heartbeat_now(name)).line()
+
+    async def _run_command(self, anima: str, command: Command, where: Address | None) -> str:
+        """A command cron: the Anima runs a hub command on its own schedule, with admin
+        rights (its crons/*.md are written by whoever administers the hub's disk)."""
+        address = where or Address("hub", "local", f"cron-{anima}")
+        at = self.clock.now()
+        inbound = Inbound(
+            event_id=f"cron:{anima}:{at.isoformat()}",
+            address=address,
+            sender=PlatformUser("hub", anima, f"{anima} (cron)"),
+            text=f"/{command.name} {' '.join(command.args)}".strip(),
+            command=command,
+            sent_at=at,
+        )
+        person = PersonView(f"hub:{anima}", f"{anima} (cron)", ("admin",), "", "", None)
+        return await self.commands.handle(inbound, person)
 
     def create_anima(self, name: str, role: str, supervisor: str | None) -> Anima:
         return self.animas.create(name, role, supervisor)

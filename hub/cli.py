@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hub.animas import AnimaError, AnimaRegistry
-from hub.cli_memory import memory_app
+from hub.cli_memory import consolidate, memory_app
 from hub.logs import anima_log_path
 from hub.roles import bundled_config_dir, load_roles
 from hub.runfile import HubBusy, hold_data_root, running_hub
@@ -28,6 +28,7 @@ app = typer.Typer(
 anima_app = typer.Typer(help="Create and list Animas.", no_args_is_help=True)
 app.add_typer(anima_app, name="anima")
 app.add_typer(memory_app, name="memory")
+app.command("consolidate")(consolidate)
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
@@ -185,6 +186,32 @@ def chat(
         raise fail(str(exc)) from None
     except HubBusy as exc:
         raise fail(str(exc)) from None
+
+
+@app.command()
+def heartbeat(
+    name: Annotated[str, typer.Argument(help="The Anima whose heartbeat to run.")],
+) -> None:
+    """Run one heartbeat now and print what it posted (or HEARTBEAT_OK)."""
+    from hub.client import hub_client
+
+    settings = settings_or_exit()
+
+    async def run() -> dict[str, Any]:
+        async with hub_client(settings) as client:
+            response = await client.post(f"/api/animas/{name}/heartbeat")
+            if response.status_code != 200:
+                raise fail(response.json().get("detail", response.text))
+            result: dict[str, Any] = response.json()
+            return result
+
+    try:
+        result = asyncio.run(run())
+    except HubBusy as exc:
+        raise fail(str(exc)) from None
+    console.print(f"[bold]{result['outcome']}[/]", highlight=False)
+    if result["posted"]:
+        console.print(result["text"], highlight=False)
 
 
 def _local_user() -> str:

@@ -105,7 +105,12 @@ class Scheduler:
 
     async def _every(self, tick_s: float, on_tick: Callable[[], Awaitable[None]]) -> None:
         while True:
-            await on_tick()
+            try:
+                await on_tick()
+            except Exception:
+                # Planning or closing sessions failed (a bad file, a full disk): logged with
+                # its traceback; the jobs already planned keep running.
+                log.exception("scheduler tick failed")
             self.tick()
             await self._clock.sleep(tick_s)
 
@@ -149,7 +154,7 @@ class Scheduler:
         job = self._aps.get_job(key, jobstore=_STORE)
         return job.next_run_time if job is not None else None
 
-    def keys(self) -> list[str]:
+    def job_ids(self) -> list[str]:
         return sorted(job.id for job in self._aps.get_jobs(jobstore=_STORE))
 
     # running ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ class AnimaOut(BaseModel):
     summary: str
     supervisor: str | None
     model: str
+    paused: bool = False
 
 
 class AnimaCreate(BaseModel):
@@ -37,7 +38,7 @@ class AnimaCreate(BaseModel):
     supervisor: str | None = None
 
 
-def anima_out(hub: Hub, anima: Anima) -> AnimaOut:
+def anima_out(hub: Hub, anima: Anima, paused: bool | None = None) -> AnimaOut:
     role = hub.animas.roles.get(anima.spec.role)
     return AnimaOut(
         name=anima.name,
@@ -46,17 +47,34 @@ def anima_out(hub: Hub, anima: Anima) -> AnimaOut:
         summary=role.summary if role else "",
         supervisor=anima.spec.supervisor,
         model=anima.spec.model or hub.settings.llm.model,
+        paused=hub.anima_states.is_paused(anima.name) if paused is None else paused,
     )
 
 
 @router.get("/animas", response_model=list[AnimaOut])
 def list_animas(hub: HubDep) -> list[AnimaOut]:
-    return [anima_out(hub, a) for a in hub.animas.all()]
+    paused = hub.anima_states.paused()
+    return [anima_out(hub, a, a.name in paused) for a in hub.animas.all()]
 
 
 @router.post("/animas", response_model=AnimaOut, status_code=201)
 def create_anima(body: AnimaCreate, hub: HubDep) -> AnimaOut:
     return anima_out(hub, hub.create_anima(body.name, body.role, body.supervisor))
+
+
+class HeartbeatOut(BaseModel):
+    outcome: str
+    text: str
+    posted: list[str]
+
+
+@router.post("/animas/{name}/heartbeat", response_model=HeartbeatOut)
+async def heartbeat(name: str, hub: HubDep) -> HeartbeatOut:
+    """Run one heartbeat now, whatever its schedule or active hours say."""
+    if hub.animas.get(name) is None:
+        raise HTTPException(404, f"no Anima named {name!r}")
+    outcome = await hub.agenda.heartbeat_now(name)
+    return HeartbeatOut(outcome=outcome.line(), text=outcome.text, posted=list(outcome.posted))
 
 
 @router.get("/animas/{name}", response_model=AnimaOut)

@@ -7,6 +7,7 @@ a "restart" is a new Scheduler on the same database.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from datetime import UTC, datetime, timedelta
 
@@ -48,9 +49,7 @@ def daily(tz: str = "UTC") -> JobSpec:
 
 def cron(expr_hour: int, grace_h: float = 1) -> JobSpec:
     trigger = CronTrigger(hour=expr_hour, minute=0, timezone="UTC")
-    return JobSpec(
-        "cron:aria:x.md:digest", JobKind.CRON, "aria", trigger, timedelta(hours=grace_h)
-    )
+    return JobSpec("cron:aria:x.md:digest", JobKind.CRON, "aria", trigger, timedelta(hours=grace_h))
 
 
 async def run_for(
@@ -78,7 +77,7 @@ async def test_an_interval_job_fires_every_interval_on_the_clock(
     times = rec.at("heartbeat:aria")
     assert len(times) == 48
     assert times[0] == T0 + timedelta(minutes=30)
-    assert all(b - a == timedelta(minutes=30) for a, b in zip(times, times[1:], strict=False))
+    assert all(b - a == timedelta(minutes=30) for a, b in itertools.pairwise(times))
     await scheduler.close()
 
 
@@ -205,9 +204,9 @@ async def test_plan_adds_changes_and_removes_jobs(db: Database, clock: ManualClo
     scheduler = Scheduler(db, clock, rec)
     scheduler.open()
     scheduler.plan([heartbeat(clock), daily()])
-    assert scheduler.keys() == ["daily:aria", "heartbeat:aria"]
+    assert scheduler.job_ids() == ["daily:aria", "heartbeat:aria"]
     clock.advance(timedelta(minutes=10))
     scheduler.plan([heartbeat(clock, minutes=60)])  # interval changed, daily gone
-    assert scheduler.keys() == ["heartbeat:aria"]
+    assert scheduler.job_ids() == ["heartbeat:aria"]
     assert scheduler.next_run("heartbeat:aria") == T0 + timedelta(minutes=70)
     await scheduler.close()

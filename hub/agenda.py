@@ -1,0 +1,314 @@
+"""Each Anima's life on the schedule: which jobs it has, and what each run does.
+
+Jobs per Anima: its heartbeat (anima.toml [heartbeat]), each section of its crons/*.md, and,
+with memory on, daily/weekly/monthly consolidation at midnight, Sunday and the first of the
+month in its timezone. `hub/scheduler.py` decides when a job runs; this module runs it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy import insert
+from sqlalchemy.exc import IntegrityError
+
+from hub import heartbeat as hb
+from hub.animas import Anima, AnimaRegistry
+from hub.clock import Clock
+from hub.crons import CronBook, CronJob
+from hub.identity import PersonView
+from hub.llm import LLMError, TurnContext
+from hub.memory.recall import RecallScope
+from hub.messages import Address, Command, DeliveryKind
+from hub.outbox import Outbox, new_delivery
+from hub.runtime import Responders
+from hub.scheduler import Fire, JobKind, JobSpec
+from hub.settings import Settings
+from hub.store.db import Database, row_values
+from hub.tools import ToolContext
+
+if TYPE_CHECKING:
+    from hub.memory.consolidation import Consolidator
+    from hub.memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+CRON_GRACE = timedelta(hours=1)
+_MAX_KEY = 300
+CommandRunner = Callable[[str, Command, Address | None], Awaitable[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one run did, in one line for logs, the CLI and `/anima heartbeat`."""
+
+    anima: str
+    what: str
+    posted: tuple[str, ...] = ()
+    text: str = ""
+
+    def line(self) -> str:
+        where = f" to {', '.join(self.posted)}" if self.posted else ""
+        return f"{self.anima}: {self.what}{where}"
+
+
+class Agenda:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        animas: AnimaRegistry,
+        responders: Responders,
+        outbox: Outbox,
+        clock: Clock,
+        paused: Callable[[str], bool],
+        memory: MemoryService | None = None,
+        consolidator: Consolidator | None = None,
+    ) -> None:
+        self._db = db
+        self._settings = settings
+        self._animas = animas
+        self._responders = responders
+        self._outbox = outbox
+        self._clock = clock
+        self._paused = paused
+        self._memory = memory
+        self._consolidator = consolidator
+        self.run_command: CommandRunner | None = None  # set by the hub once commands exist
+        self._books: dict[str, CronBook] = {}
+
+    def timezone(self, anima: Anima) -> str:
+        return anima.spec.timezone or self._settings.hub.timezone
+
+    # planning --------------------------------------------------------------------------
+
+    def reload_crons(self) -> bool:
+        """Re-read changed crons/*.md files (problems go to the Anima's log); True if the
+        set of jobs may have changed."""
+        changed = False
+        names = set(self._animas.names())
+        for gone in set(self._books) - names:
+            del self._books[gone]
+            changed = True
+        for anima in self._animas.all():
+            book = self._books.get(anima.name)
+            if book is None or book.timezone != self.timezone(anima):
+                book = CronBook(anima.name, anima.path / "crons", self.timezone(anima))
+                self._books[anima.name] = book
+                changed = True
+            changed = book.reload() or changed
+        return changed
+
+    def specs(self) -> list[JobSpec]:
+        specs: list[JobSpec] = []
+        now = self._clock.now()
+        for anima in self._animas.all():
+            tz = self.timezone(anima)
+            interval = timedelta(minutes=anima.spec.heartbeat.interval_minutes)
+            # The first beat one interval from now, not at once: a restart is not news.
+            every = IntervalTrigger(
+                minutes=anima.spec.heartbeat.interval_minutes,
+                start_date=now + interval,
+                timezone=tz,
+            )
+            specs.append(JobSpec(f"heartbeat:{anima.name}", JobKind.HEARTBEAT, anima.name, every))
+            book = self._books.get(anima.name)
+            for job in book.jobs if book else []:
+                specs.append(
+                    JobSpec(job.key, JobKind.CRON, anima.name, job.trigger(tz), CRON_GRACE)
+                )
+            if self._consolidator is not None:
+                specs.extend(self._consolidation_specs(anima.name, tz))
+        return specs
+
+    @staticmethod
+    def _consolidation_specs(name: str, tz: str) -> list[JobSpec]:
+        return [
+            JobSpec(
+                f"daily:{name}", JobKind.DAILY, name, CronTrigger(hour=0, minute=0, timezone=tz)
+            ),
+            JobSpec(
+                f"weekly:{name}",
+                JobKind.WEEKLY,
+                name,
+                CronTrigger(day_of_week="sun", hour=0, minute=30, timezone=tz),
+            ),
+            JobSpec(
+                f"monthly:{name}",
+                JobKind.MONTHLY,
+                name,
+                CronTrigger(day=1, hour=1, minute=0, timezone=tz),
+            ),
+        ]
+
+    # running ---------------------------------------------------------------------------
+
+    async def run(self, fire: Fire) -> None:
+        anima = self._animas.get(fire.anima)
+        if anima is None:
+            return
+        if self._paused(anima.name):
+            log.info("%s skipped: %s is paused", fire.key, anima.name, extra={"anima": anima.name})
+            return
+        outcome = await self._run(anima, fire)
+        if outcome is not None:
+            log.info("%s: %s", fire.key, outcome.line(), extra={"anima": anima.name})
+
+    async def _run(self, anima: Anima, fire: Fire) -> Outcome | None:
+        tz = self.timezone(anima)
+        if fire.kind is JobKind.HEARTBEAT:
+            if not hb.in_active_hours(anima.spec.heartbeat.active_hours, fire.at, tz):
+                return None
+            return await self.heartbeat(anima, fire.at, f"{fire.key}@{fire.at.isoformat()}")
+        if fire.kind is JobKind.CRON:
+            job = self._cron(anima.name, fire.key)
+            if job is None:
+                log.warning("cron %s no longer exists", fire.key, extra={"anima": anima.name})
+                return None
+            return await self.cron(anima, job, fire.at)
+        return await self.consolidate(anima, fire.kind, fire.at)
+
+    def _cron(self, anima: str, key: str) -> CronJob | None:
+        book = self._books.get(anima)
+        return next((j for j in book.jobs if j.key == key), None) if book else None
+
+    async def heartbeat_now(self, name: str) -> Outcome:
+        """One heartbeat at once (CLI, API, `/anima heartbeat`), outside the schedule."""
+        anima = self._animas.get(name)
+        if anima is None:
+            raise LookupError(f"no Anima named {name!r}")
+        at = self._clock.now()
+        return await self.heartbeat(anima, at, f"heartbeat-now:{name}@{at.isoformat()}")
+
+    async def heartbeat(self, anima: Anima, at: datetime, key: str) -> Outcome:
+        since = at - timedelta(minutes=anima.spec.heartbeat.interval_minutes)
+        targets = [Address.parse(c) for c in anima.spec.heartbeat.channels]
+        keys = {t.channel_key for t in targets}
+        tz = self.timezone(anima)
+        obs = hb.observe(self._db, anima.name, since, at)
+        text = hb.digest(obs, keys, tz)
+        if self._model(anima) and not obs.quiet:
+            thought = await self._think(anima, hb.prompt(obs, keys, tz), targets)
+            text = thought if thought is not None else text
+        if hb.is_ok(text):
+            return Outcome(anima.name, "heartbeat: nothing to say", text=hb.HEARTBEAT_OK)
+        posted = self._post(anima.name, text, targets, DeliveryKind.HEARTBEAT, key)
+        self._remember(anima.name, key, f"**{anima.name}** (heartbeat): {text}", targets, at)
+        return Outcome(anima.name, "heartbeat posted", posted, text)
+
+    async def cron(self, anima: Anima, job: CronJob, at: datetime) -> Outcome:
+        targets = list(job.post_to) or [Address.parse(c) for c in anima.spec.heartbeat.channels]
+        key = f"{job.key}@{at.isoformat()}"
+        if job.kind == "command":
+            assert job.command is not None  # the parser guarantees it for command crons
+            if self.run_command is None:
+                raise RuntimeError("no command handler is wired into the agenda")
+            text = await self.run_command(anima.name, job.command, targets[0] if targets else None)
+            if not job.post_to:
+                return Outcome(anima.name, f"cron {job.title!r}: {text}")
+        elif self._model(anima):
+            thought = await self._think(anima, job.body, targets)
+            text = thought if thought is not None else _offline_cron(job)
+        else:
+            text = _offline_cron(job)
+        posted = self._post(anima.name, text, targets, DeliveryKind.REPORT, key)
+        self._remember(anima.name, key, f"**{anima.name}** ({job.title}): {text}", targets, at)
+        return Outcome(anima.name, f"cron {job.title!r} posted", posted, text)
+
+    async def consolidate(self, anima: Anima, kind: JobKind, at: datetime) -> Outcome:
+        if self._consolidator is None:
+            return Outcome(anima.name, f"{kind.value} consolidation: memory is off")
+        local = at.astimezone(ZoneInfo(self.timezone(anima))).date()
+        if kind is JobKind.DAILY:
+            report = await self._consolidator.daily(anima.name, local - timedelta(days=1), at)
+        elif kind is JobKind.WEEKLY:
+            report = await self._consolidator.weekly(anima.name, local, at)
+        else:
+            report = await self._consolidator.monthly(anima.name, local, at)
+        return Outcome(anima.name, report.summary())
+
+    # helpers ---------------------------------------------------------------------------
+
+    def _model(self, anima: Anima) -> str:
+        return anima.spec.model or self._settings.llm.model
+
+    async def _think(self, anima: Anima, task: str, targets: list[Address]) -> str | None:
+        """A turn with no person: the task as input, the Anima's identity and tools.
+        None when the model fails (logged), so the caller falls back to offline text."""
+        channel = targets[0].channel_key if len(targets) == 1 else ""
+        ctx = TurnContext(
+            anima=anima.name,
+            anima_title=anima.spec.role,
+            anima_summary="",
+            identity=anima.identity,
+            model=self._model(anima),
+            person=PersonView("hub", "the hub's scheduler", (), self.timezone(anima), "", None),
+            where="a scheduled moment of your own (a heartbeat or a cron task)",
+            history=[],
+            text=task,
+            tools=ToolContext(
+                anima=anima.name,
+                person_id=None,
+                person_is_admin=False,
+                conversation=f"schedule:{anima.name}",
+                timezone=self.timezone(anima),
+                channel_key=channel,
+            ),
+        )
+        if self._memory is not None:
+            priming = await self._memory.prime(RecallScope.of(ctx.tools), task)
+            if not priming.empty:
+                ctx = replace(ctx, recalled=priming.render())
+        try:
+            return "".join([piece async for piece in self._responders.model.stream(ctx)]).strip()
+        except LLMError as exc:
+            log.error("model failed on a scheduled task: %s", exc, extra={"anima": anima.name})
+            return None
+
+    def _post(
+        self, anima: str, text: str, targets: list[Address], kind: DeliveryKind, key: str
+    ) -> tuple[str, ...]:
+        posted = []
+        for address in targets:
+            row = self._outbox.prepare(
+                new_delivery(address, text, kind, anima, _bounded(f"{key}>{address}"))
+            )
+            try:
+                with self._db.write() as conn:
+                    conn.execute(insert(type(row)), [row_values(row)])
+            except IntegrityError:
+                log.info("already posted %s to %s", key, address, extra={"anima": anima})
+                continue
+            posted.append(str(address))
+        self._outbox.wake()
+        return tuple(posted)
+
+    def _remember(
+        self, anima: str, key: str, text: str, targets: list[Address], at: datetime
+    ) -> None:
+        if self._memory is None:
+            return
+        channel = targets[0].channel_key if len(targets) == 1 else None
+        scope = f"channel:{channel}" if channel else "shared"
+        self._memory.record_note(anima, key, text, scope, channel, at)
+
+
+def _offline_cron(job: CronJob) -> str:
+    return (
+        f"**{job.title}** (scheduled task; no language model is configured, so here is the "
+        f"task as written)\n\n{job.body}"
+    )
+
+
+def _bounded(key: str) -> str:
+    if len(key) <= _MAX_KEY:
+        return key
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return f"{key[: _MAX_KEY - 17]}~{digest}"
