@@ -81,7 +81,7 @@ class Hub:
         self.ingress = Ingress(self.db, settings.runtime.max_message_bytes)
         self.outbox = Outbox(self.db, self.adapters, settings.outbox)
         self.tools = tools or builtin_tools()
-        self.memory = open_memory(home, settings.memory)
+        self.memory = open_memory(home, settings.memory, self.clock.now)
         self.consolidator = (
             Consolidator(self.memory, anima_distillers(settings.llm, self.animas))
             if self.memory is not None

@@ -207,8 +207,11 @@ class Runtime:
                 "role": "assistant",
                 "person_id": None,
                 "author": job.anima,
-                "text": reply,
-                "tokens": estimate_tokens(reply),
+                # What the conversation keeps of the reply: an offline answer is a template
+                # (it restates the conversation), so working memory and session summaries
+                # keep only the note that it was answered offline.
+                "text": remembered,
+                "tokens": estimate_tokens(remembered),
             },
         ]
         delivery = self._outbox.prepare(

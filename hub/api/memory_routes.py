@@ -3,7 +3,6 @@ stage and restore what was forgotten (admin surface)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
@@ -118,7 +117,7 @@ async def consolidate(
 ) -> dict[str, Any]:
     """Run one consolidation stage now (daily consolidates yesterday, in the Anima's time)."""
     consolidator = _consolidator(hub, name)
-    report = await consolidator.run(name, stage, datetime.now(UTC), _timezone(hub, name))
+    report = await consolidator.run(name, stage, hub.clock.now(), _timezone(hub, name))
     return report.as_json()
 
 

@@ -135,6 +135,8 @@ _NOT_SUBJECTS = frozenset(
     | {"but", "also", "just", "there's", "it's", "that's", "yes", "no", "ok", "okay", "thanks"}
     | {"their", "your", "his", "her", "i've", "i'll", "i'd", "me", "let's"}
 )
+# "_(answered in offline mode)_": a note in place of a reply, not something said.
+_PLACEHOLDER = re.compile(r"^_\([^)]*\)_$")
 _HEADER = re.compile(r"^\*\*(?:Session summary|Summary)\*\* ")  # of what stages write
 _WORD_CHARS = re.compile(r"[^\w'’-]+")
 # Negations as search terms ("isn't" is "isn" there, "nobody" is stemmed, "no longer"...).
@@ -246,8 +248,11 @@ def _owned(sentence: str, who: str) -> str:
     return sentence
 
 
-def facts_in(who: str, text: str, source: str) -> list[Fact]:
-    """The offline rules on one person's line (see the module doc)."""
+def facts_in(who: str, text: str, source: str, addressee: str = "") -> list[Fact]:
+    """The offline rules on one person's line (see the module doc). A leading "aria," or
+    "@aria" naming the Anima spoken to is how people address it, not part of the fact."""
+    if addressee:
+        text = re.sub(rf"^\s*@?{re.escape(addressee)}\b\s*[,:]?\s*", "", text, flags=re.I)
     important = IMPORTANT_MARK in text
     plain = _MARKER.sub("", text.replace(IMPORTANT_MARK, "").strip()).strip()
     procedure = _PROCEDURE.match(plain)
@@ -310,7 +315,7 @@ class OfflineDistiller:
         return "\n".join(
             f"**{turn.author}**: {lead(turn.text, 300 if turn.role == 'user' else 160, 2)}"
             for turn in session.turns
-            if turn.text.strip()
+            if turn.text.strip() and not _PLACEHOLDER.match(turn.text.strip())
         )
 
     async def extract(
@@ -323,7 +328,7 @@ class OfflineDistiller:
                     continue
                 if not line.who and item.person is None:
                     continue  # what the Anima posted on its own (a heartbeat, a cron)
-                found.extend(facts_in(line.who, line.text, item.id))
+                found.extend(facts_in(line.who, line.text, item.id, anima))
         return found
 
     async def same(self, first: str, second: str) -> bool:

@@ -46,6 +46,12 @@ from hub.memory.redact import redact
 from hub.settings import MemorySection
 
 log = logging.getLogger(__name__)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
 _PAYLOAD_TEXT = 4000  # characters of an item kept in the index payload
 # multilingual-e5-small reads 512 tokens; more text only costs time. Long items are
 # represented by their beginning until items are split into passages.
@@ -74,9 +80,15 @@ class TurnRecord:
 
 class MemoryService:
     def __init__(
-        self, home: Path, settings: MemorySection, index: VectorIndex, embedder: Embedder
+        self,
+        home: Path,
+        settings: MemorySection,
+        index: VectorIndex,
+        embedder: Embedder,
+        now: Callable[[], datetime] = _utcnow,
     ) -> None:
         self.home = home
+        self.now = now  # the hub's clock: recency, last access
         self.settings = settings
         self.index = index
         self.embedder = embedder
@@ -87,15 +99,17 @@ class MemoryService:
         self._flusher: asyncio.Task[None] | None = None
 
     @classmethod
-    def from_settings(cls, home: Path, settings: MemorySection) -> MemoryService:
+    def from_settings(
+        cls, home: Path, settings: MemorySection, now: Callable[[], datetime] = _utcnow
+    ) -> MemoryService:
         embedder = make_embedder(
             settings.embedder,
             settings.embedding_model,
             Path(settings.embedding_path) if settings.embedding_path else None,
         )
         if settings.qdrant_url:
-            return cls(home, settings, open_index(None, settings.qdrant_url), embedder)
-        return cls(home, settings, _open_edge(home / "index"), embedder)
+            return cls(home, settings, open_index(None, settings.qdrant_url), embedder, now)
+        return cls(home, settings, _open_edge(home / "index"), embedder, now)
 
     def anima_dir(self, anima: str) -> Path:
         return self.home / "animas" / anima
@@ -312,9 +326,10 @@ class MemoryService:
                 for hit in self.index.query(dense, sparse, flt, limit * 2, single):
                     sources.setdefault(hit.id, set()).add(name)
         uses = self.access(scope.anima)
-        found = rescore(hits, datetime.now(UTC), sources, uses.count)[:limit]
+        now = self.now()
+        found = rescore(hits, now, sources, uses.count)[:limit]
         if scope.admin_scopes is None:  # an Anima recalled these; an admin looking is no use
-            uses.touch(((r.id, r.path, r.section) for r in found), datetime.now(UTC))
+            uses.touch(((r.id, r.path, r.section) for r in found), now)
         return found
 
     async def embed_query(self, text: str) -> list[float]:
@@ -323,7 +338,7 @@ class MemoryService:
     async def prime(self, scope: RecallScope, text: str) -> Priming:
         """The sections recalled before a turn, each within its own token budget."""
         s = self.settings
-        now = datetime.now(UTC)
+        now = self.now()
         dense = await self.embed_query(text)  # once, for every section
         recent = await self.search(
             scope,
@@ -406,5 +421,7 @@ def _payload(anima: str, item: MemoryItem) -> dict[str, object]:
     }
 
 
-def open_memory(home: Path, settings: MemorySection) -> MemoryService | None:
-    return MemoryService.from_settings(home, settings) if settings.enabled else None
+def open_memory(
+    home: Path, settings: MemorySection, now: Callable[[], datetime] = _utcnow
+) -> MemoryService | None:
+    return MemoryService.from_settings(home, settings, now) if settings.enabled else None

@@ -84,7 +84,7 @@ def remember_about_person_tool(memory: MemoryService) -> Tool:
             return "error: fact is required"
         if not ctx.person_id:
             return "error: there is no person in this conversation"
-        day = datetime.now(UTC).date()
+        day = memory.now().date()
         if memory.profiles.add(ctx.person_id, fact, ctx.anima, day):
             return "noted in their profile"
         return "already known"
