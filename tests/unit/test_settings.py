@@ -352,3 +352,63 @@ def test_example_copied_as_hub_toml_loads(home: Path) -> None:
 
     assert settings.model_dump() == Settings(home=home, **load_example()).model_dump()
     assert settings.database_url == f"sqlite:///{home / 'hub.db'}"
+
+
+# --- platforms ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("toml", "key"),
+    [
+        ('[slack]\nbot_token = "xoxb-123-456"\n', "slack.bot_token"),
+        ('[discord]\nbot_token = "MTIz.abc"\n', "discord.bot_token"),
+        ('[llm]\napi_key = "sk-live-1"\n', "llm.api_key"),
+        ('[slack]\nanima_tokens = { aria = "xoxb-9" }\n', "slack.anima_tokens.aria"),
+    ],
+)
+def test_a_literal_secret_in_hub_toml_is_refused(home: Path, toml: str, key: str) -> None:
+    write_toml(home, toml)
+    message = config_error(home)
+    assert key in message and "env:NAME" in message
+    assert "xoxb" not in message and "sk-live" not in message and "MTIz" not in message
+
+
+def test_platform_tokens_come_from_env_references(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-from-env")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", "s3cret")
+    write_toml(
+        home,
+        '[slack]\nenabled = true\nbot_token = "env:SLACK_BOT_TOKEN"\n'
+        'signing_secret = "env:SLACK_SIGNING_SECRET"\n',
+    )
+    settings = load_settings(home)
+    assert settings.slack.bot_token is not None
+    assert settings.slack.bot_token.get_secret_value() == "xoxb-from-env"
+
+
+def test_platforms_switch_on_from_the_environment(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANIMAHUB_SLACK__ENABLED", "true")
+    monkeypatch.setenv("ANIMAHUB_SLACK__BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("ANIMAHUB_SLACK__APP_TOKEN", "xapp-1")
+    monkeypatch.setenv("ANIMAHUB_SLACK__API_URL", "http://127.0.0.1:9/api/")
+    settings = load_settings(home)
+    assert settings.slack.enabled and settings.slack.api_url == "http://127.0.0.1:9/api/"
+
+
+@pytest.mark.parametrize(
+    ("section", "values", "needs"),
+    [
+        ("slack", {"enabled": True}, "bot_token"),
+        ("slack", {"enabled": True, "bot_token": "x"}, "app_token (Socket Mode) or signing_secret"),
+        ("discord", {"enabled": True}, "bot_token"),
+    ],
+)
+def test_an_enabled_platform_without_its_tokens_says_what_is_missing(
+    home: Path, section: str, values: dict[str, object], needs: str
+) -> None:
+    message = config_error(home, **{section: values})
+    assert message.startswith(f"{section}: ") and needs in message
