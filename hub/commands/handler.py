@@ -151,8 +151,8 @@ class CommandService:
             spec = anima.spec
             boss = f"supervisor {spec.supervisor}" if spec.supervisor else "no supervisor"
             run = "paused" if anima.name in paused else "running"
-            bound = ", ".join(bindings.get(anima.name, [])) or "no channel bindings"
-            lines.append(f"- {anima.name} ({spec.role}), {boss}, {run}; bound to: {bound}")
+            bound = ", ".join(bindings.get(anima.name, [])) or "none"
+            lines.append(f"- {anima.name} ({spec.role}), {boss}, {run}; channels bound: {bound}")
         return "\n".join(lines)
 
     def _status(self, anima: Anima, person: PersonView) -> str:

@@ -182,10 +182,10 @@ async def test_list_shows_role_supervisor_run_state_and_bindings(parts: Parts) -
     lines = reply.splitlines()
     assert lines[0] == "3 Animas:"
     assert lines[1] == (
-        "- aria (researcher), supervisor mika, running; bound to: slack:T1/C1, slack:T1/C9"
+        "- aria (researcher), supervisor mika, running; channels bound: slack:T1/C1, slack:T1/C9"
     )
-    assert lines[2] == "- kai (engineer), supervisor mika, paused; bound to: no channel bindings"
-    assert lines[3] == "- mika (manager), no supervisor, running; bound to: no channel bindings"
+    assert lines[2] == "- kai (engineer), supervisor mika, paused; channels bound: none"
+    assert lines[3] == "- mika (manager), no supervisor, running; channels bound: none"
 
 
 async def test_list_without_animas_says_how_to_create_one(parts: Parts) -> None:
