@@ -60,25 +60,30 @@ def wrap_user_text(ctx: TurnContext) -> str:
     return f'<message from="{ctx.person.display_name}">\n{ctx.text}\n</message>'
 
 
+def litellm_kwargs(s: LLMSection, model: str) -> dict[str, Any]:
+    """The arguments of every litellm call the hub makes, from the [llm] settings."""
+    # Retries are the hub's (runtime.max_turn_attempts), so litellm must not add its own.
+    kwargs: dict[str, Any] = {"model": model, "timeout": s.timeout_s, "num_retries": 0}
+    if s.api_base:
+        kwargs["api_base"] = s.api_base
+    if s.api_key is not None:
+        kwargs["api_key"] = s.api_key.get_secret_value()
+    if s.temperature is not None:
+        kwargs["temperature"] = s.temperature
+    if s.mock_response:
+        kwargs["mock_response"] = s.mock_response
+    return kwargs
+
+
 class LiteLLMResponder:
     def __init__(self, settings: LLMSection, tools: ToolRegistry) -> None:
         self._settings = settings
         self._tools = tools
 
     def _kwargs(self, model: str) -> dict[str, Any]:
-        s = self._settings
-        # Retries are the hub's (runtime.max_turn_attempts), so litellm must not add its own.
-        kwargs: dict[str, Any] = {"model": model, "timeout": s.timeout_s, "num_retries": 0}
-        if s.api_base:
-            kwargs["api_base"] = s.api_base
-        if s.api_key is not None:
-            kwargs["api_key"] = s.api_key.get_secret_value()
-        if s.temperature is not None:
-            kwargs["temperature"] = s.temperature
-        if s.mock_response:
-            kwargs["mock_response"] = s.mock_response
+        kwargs = litellm_kwargs(self._settings, model)
         tools = self._tools.schemas()
-        if tools and not s.mock_response:
+        if tools and not self._settings.mock_response:
             kwargs["tools"] = tools
         return kwargs
 

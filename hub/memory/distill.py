@@ -32,6 +32,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from hub.animas import AnimaRegistry
+from hub.llm import litellm_kwargs
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
 from hub.memory.lexical import tokenize
 from hub.settings import LLMSection
@@ -420,19 +421,6 @@ class LLMDistiller:
         self._offline = OfflineDistiller()
         self.name = f"llm:{model}"
 
-    def _kwargs(self) -> dict[str, Any]:
-        s = self._settings
-        kwargs: dict[str, Any] = {"model": self._model, "timeout": s.timeout_s, "num_retries": 0}
-        if s.api_base:
-            kwargs["api_base"] = s.api_base
-        if s.api_key is not None:
-            kwargs["api_key"] = s.api_key.get_secret_value()
-        if s.temperature is not None:
-            kwargs["temperature"] = s.temperature
-        if s.mock_response:
-            kwargs["mock_response"] = s.mock_response
-        return kwargs
-
     async def _ask(self, task: str, system: str, user: str) -> dict[str, Any] | None:
         """The JSON object the model answered, or None (logged) if there is none."""
         import litellm
@@ -440,7 +428,9 @@ class LLMDistiller:
         litellm.suppress_debug_info = True
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
-            response: Any = await litellm.acompletion(messages=messages, **self._kwargs())
+            response: Any = await litellm.acompletion(
+                messages=messages, **litellm_kwargs(self._settings, self._model)
+            )
             content = response.choices[0].message.content or ""
         except Exception as exc:  # noqa: BLE001 - any failure: the offline rules answer
             log.warning("%s: %s failed (%s); using the offline rules", self.name, task, exc)
