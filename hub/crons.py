@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from apscheduler.triggers.cron import (  # type: ignore[import-untyped, unused-ignore]
+from apscheduler.triggers.cron import (
     CronTrigger,
 )
 

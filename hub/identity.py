@@ -51,29 +51,48 @@ class IdentityService:
         # The hub is the only writer of these tables (one process per data root), so a
         # cache keyed by platform identity stays correct; it saves two queries a message.
         self._cache: dict[str, PersonView] = {}
+        self._names: dict[str, str] = {}  # the display name each identity last came with
 
     def profile_path(self, person_id: str) -> Path:
         return self._users_dir / f"{person_id}.md"
 
     def resolve(self, user: PlatformUser) -> PersonView:
         cached = self._cache.get(user.key)
-        if cached is not None:
+        if cached is not None and self._names.get(user.key) == user.display_name:
             return cached
         with self._db.session() as session:
-            row = session.exec(
-                select(Person)
+            found = session.exec(
+                select(Person, Identity)
                 .join(Identity)
                 .where(Identity.platform == user.platform, Identity.user_id == user.user_id)
             ).first()
-            if row is None:
+            if found is None:
                 row = self._create(session, user)
-            elif user.key in self._admins and "admin" not in row.roles:
-                row.roles = [*row.roles, "admin"]
-                session.add(row)
-                self._write_profile(row, [user.key])
+            else:
+                row, identity = found
+                self._update(session, row, identity, user)
             view = _view(row)
         self._cache[user.key] = view
+        self._names[user.key] = user.display_name
         return view
+
+    def _update(
+        self, session: Session, row: Person, identity: Identity, user: PlatformUser
+    ) -> None:
+        """Keep what the platform says now: a new admin entry, a changed display name."""
+        changed = False
+        if user.key in self._admins and "admin" not in row.roles:
+            row.roles = [*row.roles, "admin"]
+            changed = True
+        if user.display_name and user.display_name != identity.display_name:
+            # Renamed on this platform (compared per identity, so a person known by two
+            # names on two platforms is not renamed back and forth).
+            identity.display_name = row.display_name = user.display_name
+            session.add(identity)
+            changed = True
+        if changed:
+            session.add(row)
+            self._write_profile(row, [user.key])
 
     def by_id(self, person_id: str) -> PersonView:
         """The person a stored inbox row names (after a restart the cache is empty)."""

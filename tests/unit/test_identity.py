@@ -262,3 +262,19 @@ def test_by_id_of_unknown_person_is_a_placeholder(db: Database, users_dir: Path)
     assert found == PersonView("ghost", "someone", (), "Europe/Berlin", "de", None)
     assert people(db) == []
     assert not (users_dir / "ghost.md").exists()
+
+
+def test_a_display_name_changed_on_the_platform_is_kept_on_the_person(
+    db: Database, users_dir: Path
+) -> None:
+    ids = service(db, users_dir)
+    first = ids.resolve(PlatformUser("slack", "U1", "Al"))
+    renamed = ids.resolve(PlatformUser("slack", "U1", "Alice Liddell"))
+    assert renamed.id == first.id and renamed.display_name == "Alice Liddell"
+    meta, _ = read_profile(users_dir / f"{first.id}.md")
+    assert meta["display_names"] == ["Al", "Alice Liddell"]
+    again = service(db, users_dir).resolve(PlatformUser("slack", "U1", "Alice Liddell"))
+    assert again.display_name == "Alice Liddell"  # stored, not only cached
+    with db.session() as session:
+        identity = session.get(Identity, ("slack", "U1"))
+    assert identity is not None and identity.display_name == "Alice Liddell"
