@@ -115,5 +115,3 @@ async def test_weeks_and_months_of_consolidation_and_forgetting(home: Path) -> N
 
 def dm_to(anima: str, user: str) -> Address:
     return Address("web", "local", f"dm:{anima}:{user}", "s1", AddressKind.DM)
-
-
