@@ -16,6 +16,7 @@ from pathlib import Path
 
 from hub.files import atomic_write
 from hub.memory.access import AccessLog
+from hub.memory.context import PASSAGE_FORMAT, FileItems, passage_texts
 from hub.memory.documents import (
     Layer,
     MemoryItem,
@@ -120,7 +121,7 @@ class MemoryService:
         """Open the index. A new embedding model means every vector is rebuilt, never mixed;
         an Anima whose index is empty while its markdown is not (a deleted or replaced
         index) is rebuilt from the markdown."""
-        model = self.embedder.model_id
+        model = f"{self.embedder.model_id}+{PASSAGE_FORMAT}"
         if not self.index.ensure(self.embedder.dim, model):
             log.warning("embedding model changed to %s: rebuilding the index", model)
             self.index.clear()
@@ -228,11 +229,10 @@ class MemoryService:
     async def index_items(
         self, anima: str, items: Sequence[MemoryItem], progress: Progress | None = None
     ) -> None:
+        in_file = self._file_items(anima, items)
         for start in range(0, len(items), _EMBED_BATCH):
             batch = items[start : start + _EMBED_BATCH]
-            dense = await asyncio.to_thread(
-                self.embedder.embed_passages, [i.text[:_EMBED_CHARS] for i in batch]
-            )
+            dense = await asyncio.to_thread(self._embed_passages, batch, in_file)
             points = [
                 IndexPoint(
                     item.id, vector, SparseVec(*sparse_vector(item.text)), _payload(anima, item)
@@ -242,6 +242,26 @@ class MemoryService:
             self.index.upsert(points)
             if progress is not None:
                 progress(start + len(batch), len(items))
+
+    def _embed_passages(self, items: Sequence[MemoryItem], in_file: FileItems) -> list[list[float]]:
+        return self.embedder.embed_passages(passage_texts(items, in_file, _EMBED_CHARS))
+
+    def _file_items(self, anima: str, items: Sequence[MemoryItem]) -> FileItems:
+        """An episode file's sections, in order, for embedding context: from the markdown
+        when the file exists, else from the items being indexed (a benchmark, an import)."""
+        folder = self.anima_dir(anima)
+        given: dict[str, list[MemoryItem]] = {}
+        for item in items:
+            given.setdefault(item.path, []).append(item)
+        read: dict[str, Sequence[MemoryItem]] = {}
+
+        def lookup(path: str) -> Sequence[MemoryItem]:
+            if path not in read:
+                on_disk = folder / path
+                read[path] = items_in(folder, on_disk) if on_disk.is_file() else given.get(path, [])
+            return read[path]
+
+        return lookup
 
     def graph(self, anima: str) -> KnowledgeGraph:
         """The Anima's wikilink graph, read from markdown once and kept until a write."""

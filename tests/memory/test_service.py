@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hub.memory.context import PASSAGE_FORMAT
 from hub.memory.index import EdgeIndex, MemoryFilter
 from hub.memory.service import MemoryService, TurnRecord
 from hub.settings import MemorySection
@@ -72,7 +73,9 @@ async def test_a_new_embedding_model_rebuilds_instead_of_mixing(tmp_path: Path) 
     second = await open_service(tmp_path, "model-b", 24)
     try:
         assert second.index.count(MemoryFilter(anima="aria")) == 5
-        assert second.index.ensure(24, "model-b")  # the stored spec is the new model's
-        assert not second.index.ensure(16, "model-a")
+        # The stored spec is the new model's (with how passages are made: hub/memory/context)
+        assert second.index.ensure(24, f"model-b+{PASSAGE_FORMAT}")
+        assert not second.index.ensure(16, f"model-a+{PASSAGE_FORMAT}")
+        assert not second.index.ensure(24, "model-b")  # vectors of another passage format
     finally:
         await second.stop()

@@ -1,0 +1,50 @@
+"""What an episode is embedded with: the section itself, then the sections just before it.
+
+A turn alone is often not enough to find it again: "Yes, last Saturday!" only answers a
+question about the support group because of the turn before it. So the dense vector of an
+episodic item is made from its own text followed by up to `CONTEXT_SECTIONS` earlier sections
+of the same episode file, of the same conversation and privacy scope (never another
+conversation's, never a more private scope's). The item's text, its lexical vector and
+everything recall shows stay the section alone.
+
+Measured on LoCoMo (bench/README.md): dense recall@10 0.592 → 0.710, hybrid 0.723 → 0.810.
+The section comes first so a long context is what the embedder's input limit cuts, not it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from hub.memory.documents import Layer, MemoryItem
+
+CONTEXT_SECTIONS = 2
+# Part of the index's model id: vectors made another way are rebuilt, never mixed.
+PASSAGE_FORMAT = f"ctx{CONTEXT_SECTIONS}"
+
+FileItems = Callable[[str], Sequence[MemoryItem]]
+
+
+def passage_texts(items: Sequence[MemoryItem], file_items: FileItems, limit: int) -> list[str]:
+    """The text to embed for each item, each at most `limit` characters."""
+    return [passage_text(item, file_items, limit) for item in items]
+
+
+def passage_text(item: MemoryItem, file_items: FileItems, limit: int) -> str:
+    if item.layer is not Layer.EPISODIC:
+        return item.text[:limit]
+    earlier = _earlier(item, file_items(item.path))
+    return "\n".join([item.text, *earlier])[:limit]
+
+
+def _earlier(item: MemoryItem, in_file: Sequence[MemoryItem]) -> list[str]:
+    """Up to CONTEXT_SECTIONS sections before `item` in its file, nearest first."""
+    position = next((n for n, other in enumerate(in_file) if other.id == item.id), None)
+    if position is None:
+        return []
+    found: list[str] = []
+    for other in reversed(in_file[:position]):
+        if len(found) == CONTEXT_SECTIONS:
+            break
+        if other.scope == item.scope and other.channel == item.channel:
+            found.append(other.text)
+    return found

@@ -1,0 +1,111 @@
+"""What an episodic item is embedded with: itself, then up to two earlier sections of the
+same file, conversation and scope (hub/memory/context.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from hub.memory.context import CONTEXT_SECTIONS, passage_text
+from hub.memory.documents import Layer, MemoryItem
+from hub.memory.index import EdgeIndex
+from hub.memory.service import MemoryService, TurnRecord
+from hub.settings import MemorySection
+
+AT = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+PATH = "episodes/2026-03-02.md"
+
+
+def item(n: int, text: str, scope: str = "channel:c1", channel: str = "c1") -> MemoryItem:
+    return MemoryItem(
+        id=f"i{n}",
+        layer=Layer.EPISODIC,
+        text=text,
+        path=PATH,
+        scope=scope,
+        created=AT,
+        updated=AT,
+        channel=channel,
+    )
+
+
+def test_a_turn_is_embedded_with_the_two_sections_before_it_nearest_first() -> None:
+    file = [item(1, "one"), item(2, "two"), item(3, "three"), item(4, "four")]
+    assert CONTEXT_SECTIONS == 2
+    assert passage_text(file[3], lambda _path: file, 1000) == "four\nthree\ntwo"
+    assert passage_text(file[0], lambda _path: file, 1000) == "one"
+
+
+def test_context_never_crosses_a_conversation_or_a_privacy_scope() -> None:
+    file = [
+        item(1, "channel before"),
+        item(2, "alice's DM secret", scope="person:alice", channel="dm-alice"),
+        item(3, "another channel", scope="channel:c2", channel="c2"),
+        item(4, "channel now"),
+    ]
+    text = passage_text(file[3], lambda _path: file, 1000)
+    assert text == "channel now\nchannel before"
+
+
+def test_the_section_itself_survives_the_length_limit() -> None:
+    file = [item(1, "x" * 5000), item(2, "the answer")]
+    assert passage_text(file[1], lambda _path: file, 100).startswith("the answer\n")
+    assert len(passage_text(file[1], lambda _path: file, 100)) == 100
+
+
+def test_notes_are_embedded_alone() -> None:
+    note = MemoryItem(
+        id="k1",
+        layer=Layer.SEMANTIC,
+        text="a fact",
+        path="knowledge/a.md",
+        scope="shared",
+        created=AT,
+        updated=AT,
+    )
+    assert passage_text(note, lambda _path: [item(1, "other")], 1000) == "a fact"
+
+
+class Recorder:
+    model_id, dim = "rec", 4
+
+    def __init__(self) -> None:
+        self.passages: list[str] = []
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        self.passages.extend(texts)
+        return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+
+
+async def test_a_recorded_turn_is_indexed_with_the_earlier_turns_of_its_conversation(
+    tmp_path: Path,
+) -> None:
+    embedder = Recorder()
+    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), embedder)
+    await service.start(["aria"])
+    try:
+        for n, text in enumerate(["Did you go to the support group?", "Yes, last Saturday!"]):
+            service.record_turn(
+                TurnRecord(
+                    anima="aria",
+                    inbox_id=f"in-{n}",
+                    person_id="alice",
+                    person_name="Alice",
+                    where="#general on web",
+                    channel_key="web:local/general",
+                    scope="channel:web:local/general",
+                    user_text=text,
+                    reply="ok",
+                    at=AT.replace(minute=n),
+                )
+            )
+            await service.drain()
+        last = embedder.passages[-1]
+        assert last.startswith("**Alice** (#general on web): Yes, last Saturday!")
+        assert "support group" in last
+    finally:
+        await service.stop()
