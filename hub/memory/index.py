@@ -12,9 +12,10 @@ Two backends exist because the hub runs in two shapes:
   where several hub processes share one index (and, with ":memory:", for tests).
 
 Both apply the `MemoryFilter` inside the engine (so a filtered query still returns
-`limit` hits, and another person's private memory is never even a candidate), and
-fuse hybrid results with the engine's reciprocal rank fusion using the same `RRF_K`,
-so a query ranks the same on either. One test suite runs against both.
+`limit` hits, and another person's private memory is never even a candidate), fuse
+hybrid results with the engine's reciprocal rank fusion using the same `RRF_K`, and, given
+a `Boost`, lift the fused candidates by recency and importance with the engine's own
+formula query, so a query ranks the same on either. One test suite runs against both.
 """
 
 from __future__ import annotations
@@ -46,6 +47,19 @@ RRF_K = 5
 DEFAULT_COLLECTION = "animahub_memory"
 SERVER_BATCH = 256  # points per upsert request to a Qdrant server
 NOT_CREATED = "the index does not exist yet: call ensure() first"
+_FORMULA_DEFAULTS = {"importance": 0.0, "ts": 0.0}
+
+
+@dataclass(frozen=True)
+class Boost:
+    """Lifts the engine applies to the candidates' fused score `s` (a Qdrant formula):
+    s × (1 + recency_weight · 0.5^(age / half_life) + importance_weight · importance),
+    age from the payload's `ts` to `now` (epoch seconds)."""
+
+    now: float
+    half_life_s: float
+    recency_weight: float
+    importance_weight: float
 
 
 @dataclass(frozen=True)
@@ -98,6 +112,7 @@ class VectorIndex(Protocol):
         limit: int,
         mode: SearchMode = SearchMode.HYBRID,
         candidates: int = 50,
+        boost: Boost | None = None,
     ) -> list[Hit]: ...
     def count(self, flt: MemoryFilter | None = None) -> int: ...
     def clear(self) -> None: ...
@@ -171,9 +186,15 @@ class _Backend(ABC):
 
     @abstractmethod
     def _search(
-        self, vectors: list[Retriever], flt: MemoryFilter, limit: int, candidates: int
+        self,
+        vectors: list[Retriever],
+        flt: MemoryFilter,
+        limit: int,
+        candidates: int,
+        boost: Boost | None,
     ) -> list[Hit]:
-        """One retriever alone, or each one prefetched and fused with RRF."""
+        """One retriever alone, or each one prefetched and fused with RRF; with a boost,
+        that ranking is a prefetch stage whose candidates a formula query rescores."""
 
     @property
     @abstractmethod
@@ -205,12 +226,13 @@ class _Backend(ABC):
         limit: int,
         mode: SearchMode = SearchMode.HYBRID,
         candidates: int = 50,
+        boost: Boost | None = None,
     ) -> list[Hit]:
         """Hybrid uses the query vectors it is given; an empty sparse vector counts as none."""
         vectors = _retrievers(dense, sparse, mode)
         if not vectors or not self._open:
             return []
-        return self._search(vectors, flt, limit, candidates)
+        return self._search(vectors, flt, limit, candidates, boost)
 
 
 # ---------------------------------------------------------------- Qdrant Edge
@@ -230,6 +252,25 @@ def _edge_nearest(vector: Retriever) -> qe.Query:
     if isinstance(vector, SparseVec):
         return qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=LEXICAL)
     return qe.Query.Nearest(vector, using=DENSE)
+
+
+def _edge_formula(boost: Boost) -> qe.Formula:
+    e = qe.Expression
+    recency = e.Decay(
+        qe.DecayKind.Exp,
+        e.Variable("ts"),
+        target=e.Constant(boost.now),
+        midpoint=0.5,
+        scale=boost.half_life_s,
+    )
+    lift = e.Sum(
+        [
+            e.Constant(1.0),
+            e.Mult([e.Constant(boost.recency_weight), recency]),
+            e.Mult([e.Constant(boost.importance_weight), e.Variable("importance")]),
+        ]
+    )
+    return qe.Formula(e.Mult([e.Variable("$score"), lift]), defaults=_FORMULA_DEFAULTS)
 
 
 def _edge_point(point: IndexPoint) -> qe.Point:
@@ -291,10 +332,25 @@ class EdgeIndex(_Backend):
             shutil.rmtree(self._shard_path)
 
     def _search(
-        self, vectors: list[Retriever], flt: MemoryFilter, limit: int, candidates: int
+        self,
+        vectors: list[Retriever],
+        flt: MemoryFilter,
+        limit: int,
+        candidates: int,
+        boost: Boost | None,
     ) -> list[Hit]:
         where = _edge_filter(flt)
-        if len(vectors) == 1:
+        if boost is not None:
+            if len(vectors) == 1:
+                stage = qe.Prefetch(candidates, _edge_nearest(vectors[0]), filter=where)
+            else:
+                inner = [qe.Prefetch(candidates, _edge_nearest(v), filter=where) for v in vectors]
+                fused = qe.Fusion.Rrf(k=RRF_K)
+                stage = qe.Prefetch(candidates, fused, prefetches=inner)  # type: ignore[arg-type]
+            request = qe.QueryRequest(
+                limit=limit, prefetches=[stage], query=_edge_formula(boost), with_payload=True
+            )
+        elif len(vectors) == 1:
             query = _edge_nearest(vectors[0])
             request = qe.QueryRequest(limit=limit, query=query, filter=where, with_payload=True)
         else:
@@ -363,6 +419,24 @@ def _server_vector(vector: Retriever) -> tuple[list[float] | models.SparseVector
     return vector, DENSE
 
 
+def _server_formula(boost: Boost) -> models.FormulaQuery:
+    recency = models.ExpDecayExpression(
+        exp_decay=models.DecayParamsExpression(
+            x="ts", target=boost.now, scale=boost.half_life_s, midpoint=0.5
+        )
+    )
+    lift = models.SumExpression(
+        sum=[
+            1.0,
+            models.MultExpression(mult=[boost.recency_weight, recency]),
+            models.MultExpression(mult=[boost.importance_weight, "importance"]),
+        ]
+    )
+    return models.FormulaQuery(
+        formula=models.MultExpression(mult=["$score", lift]), defaults=_FORMULA_DEFAULTS
+    )
+
+
 def _server_point(point: IndexPoint) -> models.PointStruct:
     vectors: dict[str, models.Vector] = {DENSE: point.dense}
     if point.sparse.indices:
@@ -415,11 +489,30 @@ class ServerIndex(_Backend):
             self._exists = False
 
     def _search(
-        self, vectors: list[Retriever], flt: MemoryFilter, limit: int, candidates: int
+        self,
+        vectors: list[Retriever],
+        flt: MemoryFilter,
+        limit: int,
+        candidates: int,
+        boost: Boost | None,
     ) -> list[Hit]:
         where = _server_filter(flt)
         pairs = [_server_vector(v) for v in vectors]
-        if len(pairs) == 1:
+        if boost is not None:
+            if len(pairs) == 1:
+                vector, using = pairs[0]
+                stage = models.Prefetch(query=vector, using=using, filter=where, limit=candidates)
+            else:
+                inner = [
+                    models.Prefetch(query=v, using=u, filter=where, limit=candidates)
+                    for v, u in pairs
+                ]
+                fused = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
+                stage = models.Prefetch(prefetch=inner, query=fused, limit=candidates)
+            response = self._client.query_points(
+                self._name, prefetch=[stage], query=_server_formula(boost), limit=limit
+            )
+        elif len(pairs) == 1:
             vector, using = pairs[0]
             response = self._client.query_points(
                 self._name, query=vector, using=using, query_filter=where, limit=limit

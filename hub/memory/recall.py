@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from hub.memory.index import Hit
+from hub.memory.index import Boost, Hit
 from hub.tools import ToolContext
 from hub.working_memory import estimate_tokens
 
@@ -76,26 +76,31 @@ class Recalled:
     ts: float = 0.0
 
 
+def boost_at(now: datetime) -> Boost:
+    """The recency and importance lifts, for the index engine to apply (a formula query)."""
+    return Boost(now.timestamp(), RECENCY_HALF_LIFE_DAYS * 86400, RECENCY_WEIGHT, IMPORTANCE_WEIGHT)
+
+
 def rescore(
     hits: list[Hit],
     now: datetime,
     sources: dict[str, set[str]],
     uses: Callable[[str], int] = lambda _id: 0,
+    boosted: bool = False,
 ) -> list[Recalled]:
-    """Fused rank, lifted by recency, importance and use (each bounded, so relevance leads)."""
+    """Fused rank, lifted by recency, importance and use (each bounded, so relevance leads):
+    s × (1 + recency + importance + use). With `boosted`, the engine already gave
+    s × (1 + recency + importance) (`boost_at`), and only the use lift is added here: use
+    counts live in a sidecar file, not in the index payload a formula could read."""
     results = []
     for hit in hits:
         payload = hit.payload
         age_days = max(0.0, (now.timestamp() - float(payload.get("ts", 0))) / 86400)
         recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
         importance = float(payload.get("importance", 0.0))
-        use = math.log1p(uses(hit.id)) / math.log1p(100)
-        score = hit.score * (
-            1
-            + RECENCY_WEIGHT * recency
-            + IMPORTANCE_WEIGHT * importance
-            + USE_WEIGHT * min(use, 1.0)
-        )
+        use = USE_WEIGHT * min(math.log1p(uses(hit.id)) / math.log1p(100), 1.0)
+        lift = 1 + RECENCY_WEIGHT * recency + IMPORTANCE_WEIGHT * importance
+        score = hit.score * (1 + use / lift) if boosted else hit.score * (lift + use)
         why = sorted(sources.get(hit.id, set()))
         if recency > 0.8:
             why.append("recent")

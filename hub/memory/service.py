@@ -42,7 +42,16 @@ from hub.memory.index import (
 )
 from hub.memory.lexical import query_vector, sparse_vector
 from hub.memory.profiles import Profiles, self_statements
-from hub.memory.recall import PROFILE, Priming, Recalled, RecallScope, fit, rescore, when
+from hub.memory.recall import (
+    PROFILE,
+    Priming,
+    Recalled,
+    RecallScope,
+    boost_at,
+    fit,
+    rescore,
+    when,
+)
 from hub.memory.redact import redact
 from hub.settings import MemorySection
 
@@ -339,15 +348,15 @@ class MemoryService:
         if dense is None:
             dense = await self.embed_query(query)
         sparse = SparseVec(*query_vector(query))
-        hits = self.index.query(dense, sparse, flt, limit * 2, mode)
+        now = self.now()
+        hits = self.index.query(dense, sparse, flt, limit * 2, mode, boost=boost_at(now))
         sources: dict[str, set[str]] = {}
         if explain and mode is SearchMode.HYBRID:
             for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
                 for hit in self.index.query(dense, sparse, flt, limit * 2, single):
                     sources.setdefault(hit.id, set()).add(name)
         uses = self.access(scope.anima)
-        now = self.now()
-        found = rescore(hits, now, sources, uses.count)[:limit]
+        found = rescore(hits, now, sources, uses.count, boosted=True)[:limit]
         if scope.admin_scopes is None:  # an Anima recalled these; an admin looking is no use
             uses.touch(((r.id, r.path, r.section) for r in found), now)
         return found

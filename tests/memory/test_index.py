@@ -379,3 +379,30 @@ def test_optimize_keeps_every_point_searchable(index: VectorIndex) -> None:
     later = point(axis(1), sparse(99))
     index.upsert([later])  # appending after an optimize still works
     assert later.id in ids(index.query(None, sparse(99), ARIA, 5, SearchMode.LEXICAL))
+
+
+@pytest.mark.parametrize("mode", list(SearchMode))
+def test_the_engine_formula_lifts_recent_and_important_items_as_rescore_does(
+    index: VectorIndex, mode: SearchMode
+) -> None:
+    from datetime import UTC, datetime
+
+    from hub.memory.recall import boost_at, rescore
+
+    now = datetime(2026, 3, 2, tzinfo=UTC)
+    day = 86_400.0
+    # Relevance alone would rank old first; a month-old, unimportant one must fall behind a
+    # slightly less relevant item from today, and an important one behind that.
+    old = point(vec((0, 1.0)), sparse(1), ts=now.timestamp() - 200 * day, importance=0.0)
+    fresh = point(vec((0, 0.96), (1, 0.28)), sparse(1), ts=now.timestamp(), importance=0.0)
+    important = point(vec((0, 0.9), (1, 0.44)), sparse(1), ts=now.timestamp(), importance=1.0)
+    unrelated = point(axis(5), sparse(9), ts=now.timestamp(), importance=1.0)
+    index.upsert([old, fresh, important, unrelated])
+    plain = index.query(axis(0), sparse(1), ARIA, 10, mode)
+    boosted = index.query(axis(0), sparse(1), ARIA, 10, mode, boost=boost_at(now))
+    expected = rescore(plain, now, {})  # the same lifts, computed in Python
+    assert ids(boosted) == [r.id for r in expected]
+    for hit, want in zip(boosted, expected, strict=True):
+        assert hit.score == pytest.approx(want.score, rel=1e-4)
+    if mode is not SearchMode.LEXICAL:  # lexically the three tie; by vector they do not
+        assert ids(plain) != ids(boosted)  # the lift changed the order: the test has teeth
