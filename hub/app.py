@@ -27,7 +27,7 @@ from hub.identity import IdentityService, PersonView
 from hub.ingress import Ingress
 from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
-from hub.memory.distill import anima_distillers
+from hub.memory.distill_llm import anima_distillers
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, Inbound, PlatformUser

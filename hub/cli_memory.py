@@ -184,7 +184,7 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
 async def local_consolidator(settings: Settings) -> AsyncIterator[Consolidator]:
     """A Consolidator on an in-process MemoryService (holding the data root's lock)."""
     from hub.memory.consolidation import Consolidator
-    from hub.memory.distill import anima_distillers
+    from hub.memory.distill_llm import anima_distillers
 
     registry = AnimaRegistry(settings.home / "animas", load_roles())
     registry.load()

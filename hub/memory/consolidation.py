@@ -148,7 +148,7 @@ class Consolidator:
     """Runs the stages for the Animas of one MemoryService, one stage at a time per Anima.
 
     `distiller` is one Distiller for every Anima, or a function giving each Anima its own
-    (its model, see `hub.memory.distill.anima_distillers`)."""
+    (its model, see `hub.memory.distill_llm.anima_distillers`)."""
 
     def __init__(
         self, memory: MemoryService, distiller: Distiller | Callable[[str], Distiller]

@@ -7,7 +7,7 @@ of the same episode file, of the same conversation and privacy scope (never anot
 conversation's, never a more private scope's). The item's text, its lexical vector and
 everything recall shows stay the section alone.
 
-Measured on LoCoMo (bench/README.md): dense recall@10 0.592 → 0.710, hybrid 0.723 → 0.810.
+Measured on LoCoMo (bench/README.md): dense recall@10 0.592 → 0.710, hybrid 0.723 → 0.806.
 The section comes first so a long context is what the embedder's input limit cuts, not it.
 """
 

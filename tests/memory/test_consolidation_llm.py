@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from hub.memory.consolidation import Consolidator, Session, SessionTurn
-from hub.memory.distill import LLMDistiller, OfflineDistiller, make_distiller, parse_json
+from hub.memory.distill import OfflineDistiller
+from hub.memory.distill_llm import LLMDistiller, make_distiller, parse_json
 from hub.memory.documents import read_episodes
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
@@ -232,7 +233,7 @@ def test_parse_json_is_forgiving() -> None:
 
 def test_anima_model_picks_the_distiller(tmp_path: Path) -> None:
     from hub.animas import AnimaRegistry
-    from hub.memory.distill import anima_distillers
+    from hub.memory.distill_llm import anima_distillers
     from hub.roles import load_roles
 
     registry = AnimaRegistry(tmp_path / "animas", load_roles())
