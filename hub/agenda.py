@@ -33,6 +33,7 @@ from hub.runtime import Responders
 from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
 from hub.store.db import Database, row_values
+from hub.store.models import DeliveryRow
 from hub.tools import ToolContext
 
 if TYPE_CHECKING:
@@ -282,7 +283,7 @@ class Agenda:
             )
             try:
                 with self._db.write() as conn:
-                    conn.execute(insert(type(row)), [row_values(row)])
+                    conn.execute(insert(DeliveryRow), [row_values(row)])
             except IntegrityError:
                 log.info("already posted %s to %s", key, address, extra={"anima": anima})
                 continue
