@@ -123,7 +123,14 @@ class AnimaStates:
     def hold(self, job: TurnJob) -> str | None:
         """Hold the job's message if its Anima is paused and return the notice; None means
         the turn may run. Given to the runtime, which asks before every turn."""
-        state = self.get(job.anima)
+        # Asked before every turn: one Core query, not an ORM session (a measurable share
+        # of the hub's per-message overhead).
+        with self._db.engine.connect() as conn:
+            state = conn.execute(
+                select(col(AnimaState.paused), col(AnimaState.changed_at)).where(
+                    col(AnimaState.name) == job.anima
+                )
+            ).first()
         if state is None or not state.paused:
             return None
         notice = paused_notice(job.anima)
