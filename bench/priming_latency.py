@@ -587,6 +587,7 @@ Pool = dict[Key, np.ndarray]
 
 def embed_pool(embedder: Embedder, world: World, size: int) -> Pool:
     """`size` distinct texts, every template key equally, embedded for real."""
+    size = max(size, len(world.keys))  # every template needs a pool text to copy from
     keys = [world.keys[n % len(world.keys)] for n in range(size)]
     texts = [world.item(key).text for key in keys]
     vectors: list[list[float]] = []

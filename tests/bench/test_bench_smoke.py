@@ -1,0 +1,85 @@
+"""The benchmarks still run against the code they measure (tiny sizes; nothing is timed).
+
+They are not part of the test suite's assertions about speed: these tests only catch a
+benchmark that drifted from an interface it wraps (bench/README.md has the real figures).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_bench(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    return done.stdout
+
+
+def test_priming_latency_runs(tmp_path: Path) -> None:
+    out = tmp_path / "priming.json"
+    text = run_bench(
+        "bench/priming_latency.py",
+        "--sizes",
+        "400",
+        "--queries",
+        "4",
+        "--ingest",
+        "10",
+        "--pool",
+        "40",
+        "--json",
+        str(out),
+    )
+    assert "target p95" in text
+    result = json.loads(out.read_text())
+    assert result["sizes"][0]["stored_points"] == 400
+
+
+def test_recall_locomo_runs_on_a_small_conversation(tmp_path: Path) -> None:
+    conversation = {
+        "speaker_a": "Caroline",
+        "speaker_b": "Melanie",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to a support group."},
+            {"speaker": "Melanie", "dia_id": "D1:2", "text": "When was that?"},
+            {"speaker": "Caroline", "dia_id": "D1:3", "text": "Last Saturday, it was great."},
+        ],
+        "session_2_date_time": "10:00 am on 20 May, 2023",
+        "session_2": [
+            {"speaker": "Melanie", "dia_id": "D2:1", "text": "I painted a lake at sunrise."},
+        ],
+        "qa": [
+            {
+                "question": "When did Caroline go to the support group?",
+                "answer": "Saturday",
+                "evidence": ["D1:3"],
+                "category": 2,
+            },
+            {
+                "question": "What did Melanie paint?",
+                "answer": "a lake",
+                "evidence": ["D2:1"],
+                "category": 4,
+            },
+        ],
+    }
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "conv-test.json").write_text(json.dumps(conversation))
+    out = tmp_path / "locomo.json"
+    text = run_bench("bench/recall_locomo.py", "--data", str(data), "--json", str(out))
+    assert "| hybrid | **overall** | 2 |" in text
+    assert json.loads(out.read_text())
+
+
+def test_hub_overhead_runs() -> None:
+    text = run_bench("bench/hub_overhead.py", "--messages", "20", "--responder", "instant")
+    assert "msg/s" in text
