@@ -79,3 +79,31 @@ async def test_a_new_embedding_model_rebuilds_instead_of_mixing(tmp_path: Path) 
         assert not second.index.ensure(24, "model-b")  # vectors of another passage format
     finally:
         await second.stop()
+
+
+async def test_recall_counts_reach_the_episode_sections_markdown(tmp_path: Path) -> None:
+    from hub.memory.documents import read_episodes
+    from hub.memory.recall import RecallScope
+
+    service = await open_service(tmp_path, "m1")
+    try:
+        first = service.record_turn(turn("in-1", "the budget code is 7731"))
+        service.record_turn(turn("in-2", "lunch is at noon"))
+        await service.drain()
+        path = service.anima_dir("aria") / first.path
+        before = path.read_text(encoding="utf-8")
+        scope = RecallScope("aria", "alice", "web:local/dm:aria:alice", True)
+        found = await service.search(scope, "budget code 7731", limit=1)
+        assert [r.id for r in found] == [first.id]
+        service.flush_access()
+        sections = {i.id: i for i in read_episodes(service.anima_dir("aria"), path)}
+        assert sections[first.id].access_count == 1
+        assert sections[first.id].last_access is not None
+        assert [i.text for i in sections.values()] == [
+            i.text for i in read_episodes(service.anima_dir("aria"), path)
+        ]
+        assert "the budget code is 7731" in path.read_text(encoding="utf-8")
+        assert path.read_text(encoding="utf-8") != before
+        assert len(sections) == 2  # the other section is still there, untouched
+    finally:
+        await service.stop()
