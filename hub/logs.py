@@ -59,5 +59,6 @@ def configure(home: Path, level: str = "INFO", console: bool = True) -> None:
     root.addHandler(AnimaFileHandler(home))
     if console:
         root.addHandler(RichHandler(show_path=False, rich_tracebacks=True))
-    for noisy in ("LiteLLM", "httpx", "uvicorn.access", "alembic"):
+    # apscheduler: the hub logs what its jobs do (hub/agenda.py); the store's bookkeeping is noise
+    for noisy in ("LiteLLM", "httpx", "uvicorn.access", "alembic", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
