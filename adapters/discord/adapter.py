@@ -124,7 +124,11 @@ class DiscordAdapter:
             self._outbound.main = RestBot(client.http, client.user.id, client.user.name)
             self._ids.bot_id = client.user.id
             for anima, secret in self._settings.anima_tokens.items():
-                bot = await rest.login(secret.get_secret_value(), f"the Anima {anima!r}")
+                try:
+                    bot = await rest.login(secret.get_secret_value(), f"the Anima {anima!r}")
+                except RuntimeError as exc:  # a rejected token: as on Slack, not fatal
+                    log.error("%s; the main bot answers for %s", exc, anima)
+                    continue
                 self._outbound.anima_bots[anima] = bot
                 self._ids.anima_bots[bot.user_id] = anima
             await self._sync_commands(client)

@@ -416,3 +416,14 @@ async def test_a_reply_to_an_animas_message_continues_with_that_anima(h: Discord
     data = h.fake.message_payload(bob, channel, "kai, do you agree?", reference=posted.id)
     row = await settled_row(h, await h.post_message(data, channel, None))
     assert row.anima == "kai"  # naming another Anima wins
+
+
+async def test_a_rejected_anima_token_leaves_that_anima_to_the_main_bot(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeDiscord()  # knows no "revoked-token" bot: GET /users/@me answers 401
+    async with open_harness(tmp_path, fake=fake, anima_tokens={"kai": "revoked-token"}) as h:
+        assert "the main bot answers for kai" in caplog.text
+        await h.say("alice", "general", "kai, still there?", mention=True)
+        posted = await reply_to(h, "echo: kai, still there?")
+        assert fake.messages[posted.id].author_id == fake.bot["id"]
