@@ -5,11 +5,18 @@ real name); `conversations.info` tells a DM from a group DM from a channel when 
 not say (`app_mention` events carry no `channel_type`). A failed name lookup is logged and
 answered with "" (the user id stands in), and tried again next time; a failed channel lookup
 is logged once and the channel taken for what its id suggests (`D…` a DM, else a channel).
+
+Lookups happen before an event is acknowledged (it is stored first), so each has a time
+budget well inside Slack's three seconds; a slow Slack counts as a failed lookup. Names are
+kept for an hour, so a renamed person is renamed on the hub too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections.abc import Awaitable
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -20,6 +27,8 @@ from hub.messages import AddressKind
 
 log = logging.getLogger(__name__)
 _MAX_CACHED = 10_000
+LOOKUP_BUDGET_S = 1.0
+NAME_TTL_S = 3600.0
 
 CHANNEL_TYPES = {
     "im": AddressKind.DM,
@@ -45,22 +54,24 @@ def display_name(user: dict[str, Any]) -> str:
 class Directory:
     def __init__(self, client: AsyncWebClient) -> None:
         self._client = client
-        self._names: dict[str, str] = {}
+        self._names: dict[str, tuple[str, float]] = {}  # user id -> (name, when looked up)
         self._kinds: dict[str, AddressKind] = {}
 
     def remember(self, user_id: str, name: str) -> None:
         if name:
             if len(self._names) >= _MAX_CACHED:
                 self._names.pop(next(iter(self._names)))
-            self._names[user_id] = name
+            self._names[user_id] = (name, time.monotonic())
 
     async def user_name(self, user_id: str) -> str:
         """The user's display name, or "" when Slack cannot tell (then the id stands in)."""
         cached = self._names.get(user_id)
-        if cached is not None:
-            return cached
+        if cached is not None and time.monotonic() - cached[1] < NAME_TTL_S:
+            return cached[0]
         try:
-            response = await call("users.info", self._client.users_info(user=user_id))
+            response = await _within_budget(
+                call("users.info", self._client.users_info(user=user_id))
+            )
         except DeliveryError as exc:
             log.warning("could not look up Slack user %s: %s", user_id, exc)
             return ""
@@ -74,8 +85,8 @@ class Directory:
         if cached is not None:
             return cached
         try:
-            response = await call(
-                "conversations.info", self._client.conversations_info(channel=channel_id)
+            response = await _within_budget(
+                call("conversations.info", self._client.conversations_info(channel=channel_id))
             )
         except DeliveryError as exc:
             guess = AddressKind.DM if channel_id.startswith("D") else AddressKind.CHANNEL
@@ -98,3 +109,10 @@ class Directory:
             self._kinds.pop(next(iter(self._kinds)))
         self._kinds[channel_id] = kind
         return kind
+
+
+async def _within_budget(lookup: Awaitable[Any]) -> Any:
+    try:
+        return await asyncio.wait_for(lookup, LOOKUP_BUDGET_S)
+    except TimeoutError as exc:
+        raise DeliveryError(f"no answer within {LOOKUP_BUDGET_S:.0f} s") from exc

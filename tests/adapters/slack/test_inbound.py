@@ -138,3 +138,20 @@ async def test_a_reply_in_someone_elses_thread_is_not_addressed(tmp_path: Path) 
         follow_row = await settled_row(h, follow)
         assert follow_row.addressed  # a thread the bot answered in
         assert inbox_row(h, follow) is not None
+
+
+async def test_a_slow_slack_lookup_does_not_hold_the_event_past_its_budget(
+    tmp_path: Path,
+) -> None:
+    """The event is stored before Slack hears "received", so lookups have a time budget: a
+    slow users.info is a failed lookup, the user id stands in, and the event is answered."""
+    from adapters.slack.directory import LOOKUP_BUDGET_S
+
+    async with open_harness(tmp_path) as h:
+        h.fake.slow("users.info", LOOKUP_BUDGET_S + 2)
+        row = await settled_row(h, await h.dm("alice", "are you there?"))
+        assert row.status == "done" and row.sender_name == ""
+        await reply_to(h, "echo: are you there?")
+        h.fake.slow("users.info", 0)
+        later = await settled_row(h, await h.dm("alice", "and now?"))
+        assert later.sender_name == "Alice"  # looked up again next time
