@@ -70,6 +70,7 @@ class Agenda:
         outbox: Outbox,
         clock: Clock,
         paused: Callable[[str], bool],
+        run_command: CommandRunner,
         memory: MemoryService | None = None,
         consolidator: Consolidator | None = None,
     ) -> None:
@@ -82,7 +83,7 @@ class Agenda:
         self._paused = paused
         self._memory = memory
         self._consolidator = consolidator
-        self.run_command: CommandRunner | None = None  # set by the hub once commands exist
+        self._run_command = run_command
         self._books: dict[str, CronBook] = {}
 
     def timezone(self, anima: Anima) -> str:
@@ -209,9 +210,7 @@ class Agenda:
         key = f"{job.key}@{at.isoformat()}"
         if job.kind == "command":
             assert job.command is not None  # the parser guarantees it for command crons
-            if self.run_command is None:
-                raise RuntimeError("no command handler is wired into the agenda")
-            text = await self.run_command(anima.name, job.command, targets[0] if targets else None)
+            text = await self._run_command(anima.name, job.command, targets[0] if targets else None)
             if not job.post_to:
                 return Outcome(anima.name, f"cron {job.title!r}: {text}")
         elif self._model(anima):

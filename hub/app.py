@@ -130,10 +130,10 @@ class Hub:
             self.outbox,
             self.clock,
             self.anima_states.is_paused,
+            self._run_command,
             self.memory,
             self.consolidator,
         )
-        self.agenda.run_command = self._run_command
         self.scheduler = Scheduler(self.db, self.clock, self.agenda.run)
         self._planned: tuple[str, ...] | None = None
         self._sessions_checked: datetime | None = None
