@@ -242,7 +242,7 @@ class Agenda:
     async def _think(self, anima: Anima, task: str, targets: list[Address]) -> str | None:
         """A turn with no person: the task as input, the Anima's identity and tools.
         None when the model fails (logged), so the caller falls back to offline text."""
-        channel = targets[0].channel_key if len(targets) == 1 else ""
+        channel = _only_channel(targets) or ""
         ctx = TurnContext(
             anima=anima.name,
             anima_title=anima.spec.role,
@@ -295,9 +295,14 @@ class Agenda:
     ) -> None:
         if self._memory is None:
             return
-        channel = targets[0].channel_key if len(targets) == 1 else None
-        scope = f"channel:{channel}" if channel else "shared"
+        channel = _only_channel(targets)
+        scope = RecallScope(anima, None, channel, False).scope_of_new_item()
         self._memory.record_note(anima, key, text, scope, channel, at)
+
+
+def _only_channel(targets: list[Address]) -> str | None:
+    """The channel a scheduled post belongs to (its privacy scope), when it has just one."""
+    return targets[0].channel_key if len(targets) == 1 else None
 
 
 def _offline_cron(job: CronJob) -> str:

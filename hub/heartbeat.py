@@ -19,6 +19,7 @@ from sqlalchemy import func
 from sqlmodel import col, select
 
 from hub.messages import Address, AddressKind
+from hub.runtime import describe
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, Turn
 
@@ -85,7 +86,7 @@ def observe(db: Database, anima: str, since: datetime, until: datetime) -> Obser
         parsed = Address.parse(address, kind)
         key = turn.conversation if parsed.kind is AddressKind.DM else turn.channel_key
         conv = by_channel.setdefault(
-            key, Conversation(turn.channel_key, _where(parsed), parsed.kind is AddressKind.DM)
+            key, Conversation(turn.channel_key, describe(parsed), parsed.kind is AddressKind.DM)
         )
         conv.messages += 1
         if turn.author and turn.author not in conv.authors:
@@ -100,12 +101,6 @@ def observe(db: Database, anima: str, since: datetime, until: datetime) -> Obser
         int(failed_turns),
         int(failed_deliveries),
     )
-
-
-def _where(address: Address) -> str:
-    if address.kind is AddressKind.DM:
-        return f"a direct conversation on {address.platform}"
-    return f"#{address.channel} on {address.platform}"
 
 
 def _excerpt(text: str) -> str:

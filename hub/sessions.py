@@ -62,7 +62,7 @@ def _idle(db: Database, now: datetime, idle: timedelta) -> list[tuple[str, str, 
         for conversation, anima, last_id, last_at in latest
         if last_at is not None
         and last_id is not None
-        and _aware(last_at) <= cutoff
+        and as_utc(last_at) <= cutoff  # SQLite hands back naive UTC
         and last_id > marks.get((conversation, anima), 0)
     ]
 
@@ -91,10 +91,6 @@ def _session(db: Database, conversation: str, anima: str, last_id: int) -> Sessi
         where=describe(address),
         person_id=person,
         scope=scope.scope_of_new_item(),
-        turns=[SessionTurn(t.role, t.author, t.text, _aware(t.created_at)) for t in turns],
+        turns=[SessionTurn(t.role, t.author, t.text, as_utc(t.created_at)) for t in turns],
         last_turn_id=last_id,
     )
-
-
-def _aware(moment: datetime) -> datetime:
-    return as_utc(moment)  # SQLite hands back naive UTC

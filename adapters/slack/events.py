@@ -49,6 +49,7 @@ def build_app(
         name="animahub-slack",
         logger=logging.getLogger("adapters.slack.bolt"),
     )
+    late: set[asyncio.Future[None]] = set()  # answers still on their way (kept referenced)
 
     async def event_listener(ack: AsyncAck, body: dict[str, Any]) -> None:
         await on_event(body)  # stored by the hub before Slack hears "received"
@@ -67,16 +68,13 @@ def build_app(
         await ack(text=WORKING, response_type="ephemeral")
         # The listener returns now so the acknowledgement goes out; the answer follows.
         finishing = asyncio.ensure_future(_answer_later(work, respond))
-        _LATE.add(finishing)
-        finishing.add_done_callback(_LATE.discard)
+        late.add(finishing)
+        finishing.add_done_callback(late.discard)
 
     app.event("message")(event_listener)
     app.event("app_mention")(event_listener)
     app.command(re.compile(r"^/"))(command_listener)
     return app
-
-
-_LATE: set[asyncio.Future[None]] = set()  # answers still on their way (kept referenced)
 
 
 async def _answer_later(work: asyncio.Future[str], respond: AsyncRespond) -> None:

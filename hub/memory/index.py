@@ -340,13 +340,12 @@ class EdgeIndex(_Backend):
         boost: Boost | None,
     ) -> list[Hit]:
         where = _edge_filter(flt)
+        each = [qe.Prefetch(candidates, _edge_nearest(v), filter=where) for v in vectors]
+        fusion = qe.Fusion.Rrf(k=RRF_K)
         if boost is not None:
-            if len(vectors) == 1:
-                stage = qe.Prefetch(candidates, _edge_nearest(vectors[0]), filter=where)
-            else:
-                inner = [qe.Prefetch(candidates, _edge_nearest(v), filter=where) for v in vectors]
-                fused = qe.Fusion.Rrf(k=RRF_K)
-                stage = qe.Prefetch(candidates, fused, prefetches=inner)  # type: ignore[arg-type]
+            stage = each[0]
+            if len(each) > 1:
+                stage = qe.Prefetch(candidates, fusion, each)  # type: ignore[arg-type]  # stubs
             request = qe.QueryRequest(
                 limit=limit, prefetches=[stage], query=_edge_formula(boost), with_payload=True
             )
@@ -354,11 +353,10 @@ class EdgeIndex(_Backend):
             query = _edge_nearest(vectors[0])
             request = qe.QueryRequest(limit=limit, query=query, filter=where, with_payload=True)
         else:
-            prefetches = [qe.Prefetch(candidates, _edge_nearest(v), filter=where) for v in vectors]
             request = qe.QueryRequest(
                 limit=limit,
-                prefetches=prefetches,
-                query=qe.Fusion.Rrf(k=RRF_K),  # type: ignore[arg-type]  # stubs omit its base
+                prefetches=each,
+                query=fusion,  # type: ignore[arg-type]  # stubs omit its base
                 with_payload=True,
             )
         return [Hit(str(p.id), p.score, p.payload or {}) for p in self._live().query(request)]
@@ -498,17 +496,14 @@ class ServerIndex(_Backend):
     ) -> list[Hit]:
         where = _server_filter(flt)
         pairs = [_server_vector(v) for v in vectors]
+        each = [models.Prefetch(query=v, using=u, filter=where, limit=candidates) for v, u in pairs]
+        fusion = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
         if boost is not None:
-            if len(pairs) == 1:
-                vector, using = pairs[0]
-                stage = models.Prefetch(query=vector, using=using, filter=where, limit=candidates)
-            else:
-                inner = [
-                    models.Prefetch(query=v, using=u, filter=where, limit=candidates)
-                    for v, u in pairs
-                ]
-                fused = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
-                stage = models.Prefetch(prefetch=inner, query=fused, limit=candidates)
+            stage = (
+                each[0]
+                if len(each) == 1
+                else models.Prefetch(prefetch=each, query=fusion, limit=candidates)
+            )
             response = self._client.query_points(
                 self._name, prefetch=[stage], query=_server_formula(boost), limit=limit
             )
@@ -518,12 +513,8 @@ class ServerIndex(_Backend):
                 self._name, query=vector, using=using, query_filter=where, limit=limit
             )
         else:
-            prefetch = [
-                models.Prefetch(query=v, using=u, filter=where, limit=candidates) for v, u in pairs
-            ]
-            fusion = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
             response = self._client.query_points(
-                self._name, prefetch=prefetch, query=fusion, limit=limit
+                self._name, prefetch=each, query=fusion, limit=limit
             )
         return [Hit(str(p.id), p.score, p.payload or {}) for p in response.points]
 
