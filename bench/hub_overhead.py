@@ -28,6 +28,8 @@ from adapters.web import WebAdapter
 from hub.app import Hub
 from hub.llm import LiteLLMResponder, TurnContext
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
+from hub.model_client import LiteLLMCalls
+from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
 from hub.runtime import Responders
 from hub.settings import load_settings
@@ -65,8 +67,22 @@ class InstantResponder:
         yield "All good: on track for Friday."
 
 
+def _cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user + system) these processes have used so far, from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 async def run_level(
-    hub: Hub, timed: TimedResponder, conversations: int, per_conversation: int
+    hub: Hub,
+    timed: TimedResponder,
+    conversations: int,
+    per_conversation: int,
+    workers: ModelWorkers | None = None,
 ) -> dict[str, Any]:
     sent: dict[str, asyncio.Future[float]] = {}
 
@@ -98,9 +114,11 @@ async def run_level(
             latencies.append(total)
             overheads.append(total - timed.spent.pop(str(address)))
 
-    began = time.perf_counter()
+    pids = workers.pids() if workers is not None else []
+    began, hub_cpu, worker_cpu = time.perf_counter(), time.process_time(), _cpu_s(pids)
     await asyncio.gather(*(conversation(i) for i in range(conversations)))
     wall = time.perf_counter() - began
+    hub_cpu, worker_cpu = time.process_time() - hub_cpu, _cpu_s(pids) - worker_cpu
     return {
         "concurrency": conversations,
         "messages": len(latencies),
@@ -109,6 +127,9 @@ async def run_level(
         "total_p50_ms": _ms(latencies, 0.50),
         "total_p99_ms": _ms(latencies, 0.99),
         "msgs_per_s": round(len(latencies) / wall, 1),
+        # CPU per message: the hub's process, and the model workers' together.
+        "hub_cpu_ms": round(hub_cpu / len(latencies) * 1000, 2),
+        "worker_cpu_ms": round(worker_cpu / len(latencies) * 1000, 2),
     }
 
 
@@ -125,15 +146,20 @@ async def main(args: argparse.Namespace) -> list[dict[str, Any]]:
         storage = {"database_url": args.database_url} if args.database_url else {}
         settings = load_settings(
             home=home,
-            llm={"model": "openai/bench", "mock_response": "All good: on track for Friday."},
+            llm={
+                "model": args.model,
+                "mock_response": "All good: on track for Friday.",
+            },
             storage=storage,
             outbox={"poll_interval_s": 1.0},
             # The message path alone: recall's query embedding (bench/priming_latency.py)
             # would otherwise dominate every figure here.
             memory={"enabled": False},
         )
+        workers = ModelWorkers(args.workers) if args.workers else None
+        client = workers or LiteLLMCalls()
         model: Any = (
-            LiteLLMResponder(settings.llm, builtin_tools())
+            LiteLLMResponder(settings.llm, builtin_tools(), client)
             if args.responder == "litellm"
             else InstantResponder()
         )
@@ -149,8 +175,10 @@ async def main(args: argparse.Namespace) -> list[dict[str, Any]]:
         results = []
         for level in (1, 10, 100):
             per = max(1, args.messages // level)
-            results.append(await run_level(hub, timed, level, per))
+            results.append(await run_level(hub, timed, level, per, workers))
         await hub.stop()
+        if workers is not None:
+            await workers.stop()
         return results
 
 
@@ -165,9 +193,30 @@ if __name__ == "__main__":
         default="litellm",
         help="litellm with mock_response (default), or no model at all",
     )
+    parser.add_argument(
+        "--model",
+        default="openai/bench",
+        help="the model id litellm is given (its mock answers; the id decides cost lookups)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="model worker processes ([llm] workers); 0 runs litellm on the hub's loop",
+    )
     arguments = parser.parse_args()
     rows = asyncio.run(main(arguments))
-    header = ("concurrency", "messages", "hub p50", "hub p99", "total p50", "total p99", "msg/s")
+    header = (
+        "concurrency",
+        "messages",
+        "hub p50",
+        "hub p99",
+        "total p50",
+        "total p99",
+        "msg/s",
+        "hub cpu",
+        "worker cpu",
+    )
     keys = (
         "concurrency",
         "messages",
@@ -176,6 +225,8 @@ if __name__ == "__main__":
         "total_p50_ms",
         "total_p99_ms",
         "msgs_per_s",
+        "hub_cpu_ms",
+        "worker_cpu_ms",
     )
     print(" ".join(f"{h:>11}" for h in header))
     for r in rows:

@@ -25,9 +25,10 @@ from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock
 from hub.crons import CronBook, CronJob
 from hub.identity import PersonView
-from hub.llm import LLMError, TurnContext
+from hub.llm import TurnContext
 from hub.memory.recall import RecallScope
 from hub.messages import Address, Command, DeliveryKind
+from hub.model_client import LLMError
 from hub.outbox import Outbox, new_delivery
 from hub.runtime import Responders
 from hub.scheduler import Fire, JobKind, JobSpec

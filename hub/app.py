@@ -31,6 +31,8 @@ from hub.memory.distill_llm import anima_distillers
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, Inbound, PlatformUser
+from hub.model_client import LiteLLMCalls, ModelClient
+from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
 from hub.roles import load_roles
@@ -82,8 +84,11 @@ class Hub:
         self.outbox = Outbox(self.db, self.adapters, settings.outbox)
         self.tools = tools or builtin_tools()
         self.memory = open_memory(home, settings.memory, self.clock.now)
+        # Where litellm runs: worker processes, or this event loop when workers = 0.
+        self.model_workers = ModelWorkers(settings.llm.workers) if settings.llm.workers else None
+        self.model: ModelClient = self.model_workers or LiteLLMCalls()
         self.consolidator = (
-            Consolidator(self.memory, anima_distillers(settings.llm, self.animas))
+            Consolidator(self.memory, anima_distillers(settings.llm, self.animas, self.model))
             if self.memory is not None
             else None
         )
@@ -92,7 +97,7 @@ class Hub:
             self.tools.register(remember_about_person_tool(self.memory))
         self.anima_states = AnimaStates(self.db, self.outbox)
         responders = responders or Responders(
-            LiteLLMResponder(settings.llm, self.tools), OfflineResponder()
+            LiteLLMResponder(settings.llm, self.tools, self.model), OfflineResponder()
         )
         self.runtime = Runtime(
             self.db,
@@ -150,12 +155,17 @@ class Hub:
             await self.memory.start(self.animas.names())
         for adapter in self.adapters.values():
             await adapter.start(self)
+        if self.model_workers is not None and self._uses_a_model():
+            self.model_workers.start()  # litellm imports in the workers while the hub starts
         self.dispatcher.recover()
         self._outbox_task = asyncio.create_task(self.outbox.run(), name="outbox")
         if self.settings.scheduler.enabled:
             self.scheduler.open()
             await self.on_tick()
             self.scheduler.run_forever(self.settings.scheduler.tick_s, self.on_tick)
+
+    def _uses_a_model(self) -> bool:
+        return bool(self.settings.llm.model) or any(anima.spec.model for anima in self.animas.all())
 
     async def on_tick(self) -> None:
         """Each scheduler tick: re-plan when Animas or crons changed, close idle sessions."""
@@ -173,6 +183,8 @@ class Hub:
     async def stop(self) -> None:
         await self.scheduler.close()
         await self.runtime.mailboxes.close()
+        if self.model_workers is not None:
+            await self.model_workers.stop()
         if self._outbox_task is not None:
             self._outbox_task.cancel()
             await asyncio.gather(self._outbox_task, return_exceptions=True)

@@ -13,6 +13,8 @@ from hub.messages import Address, Attachment, Inbound, PlatformUser
 from hub.store.db import Database, row_values
 from hub.store.models import InboxItem
 
+_INSERT = insert(InboxItem)  # built once: every message passes here
+
 
 class MessageTooLarge(ValueError):
     def __init__(self, size: int, limit: int) -> None:
@@ -37,7 +39,7 @@ class Ingress:
         row = to_row(inbound)
         try:
             with self._db.write() as conn:
-                conn.execute(insert(InboxItem), [row_values(row)])
+                conn.execute(_INSERT, [row_values(row)])
             return row, False
         except IntegrityError:
             pass  # the unique (platform, event_id) constraint: a redelivery

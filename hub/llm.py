@@ -1,7 +1,5 @@
-"""Language model turns: litellm with a streamed tool-calling loop, or the offline mode.
-
-litellm is imported lazily: it takes seconds to import and the offline default never needs it.
-"""
+"""Language model turns: a streamed tool-calling loop through a `ModelClient`, and what
+every turn's prompt is made of."""
 
 from __future__ import annotations
 
@@ -10,16 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hub.identity import PersonView
+from hub.model_client import ModelClient
 from hub.settings import LLMSection
 from hub.tools import ToolContext, ToolRegistry
-
-
-class LLMError(Exception):
-    """The model could not answer. `retryable` says whether a later attempt may succeed."""
-
-    def __init__(self, message: str, retryable: bool) -> None:
-        super().__init__(message)
-        self.retryable = retryable
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +67,13 @@ def litellm_kwargs(s: LLMSection, model: str) -> dict[str, Any]:
 
 
 class LiteLLMResponder:
-    def __init__(self, settings: LLMSection, tools: ToolRegistry) -> None:
+    """The tool-calling loop. Each round is one model call through `client` (in this process
+    or in a model worker); tools always run here, in the hub."""
+
+    def __init__(self, settings: LLMSection, tools: ToolRegistry, client: ModelClient) -> None:
         self._settings = settings
         self._tools = tools
+        self._client = client
 
     def _kwargs(self, model: str) -> dict[str, Any]:
         kwargs = litellm_kwargs(self._settings, model)
@@ -88,11 +83,6 @@ class LiteLLMResponder:
         return kwargs
 
     async def stream(self, ctx: TurnContext) -> AsyncIterator[str]:
-        import litellm
-        import openai
-
-        litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout
-
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system_prompt(ctx)},
             *([{"role": "system", "content": ctx.recalled}] if ctx.recalled else []),
@@ -101,37 +91,19 @@ class LiteLLMResponder:
         ]
         kwargs = self._kwargs(ctx.model)
         for _ in range(self._settings.max_tool_rounds):
-            chunks: list[Any] = []
-            wants_tools = False
-            try:
-                response = await litellm.acompletion(messages=messages, stream=True, **kwargs)
-                async for chunk in response:
-                    chunks.append(chunk)
-                    delta = chunk.choices[0].delta if chunk.choices else None
-                    if delta is None:
-                        continue
-                    wants_tools = wants_tools or bool(delta.tool_calls)
-                    if delta.content:
-                        yield delta.content
-            except openai.APIStatusError as exc:  # litellm's mapped errors subclass these
-                raise _classify(exc.status_code, exc) from exc
-            except openai.APIConnectionError as exc:  # includes timeouts
-                raise LLMError(f"model unreachable: {exc}", retryable=True) from exc
-            if not wants_tools:
+            called: dict[str, Any] | None = None
+            async for piece in self._client.stream_round(messages, kwargs):
+                if isinstance(piece, str):
+                    yield piece
+                else:
+                    called = piece
+            if called is None:
                 return
-            # Rebuilding the message costs ~2 ms, so it is done only when tools were called.
-            built: Any = litellm.stream_chunk_builder(chunks, messages=messages)
-            message: Any = built.choices[0].message
-            calls: list[Any] = message.tool_calls or []
-            messages.append(message.model_dump(exclude_none=True))
-            for call in calls:
+            messages.append(called)
+            for call in called.get("tool_calls") or []:
+                function = call.get("function") or {}
                 result = await self._tools.call(
-                    call.function.name or "", call.function.arguments or "", ctx.tools
+                    function.get("name") or "", function.get("arguments") or "", ctx.tools
                 )
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
         yield f"\n\n_(stopped after {self._settings.max_tool_rounds} rounds of tool calls)_"
-
-
-def _classify(status: int, exc: Exception) -> LLMError:
-    retryable = status in (408, 409, 429) or status >= 500
-    return LLMError(f"model error ({status}): {exc}", retryable=retryable)

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import update
+from sqlalchemy import bindparam, update
 from sqlmodel import col, func, select
 
 from hub.adapter import Adapter, DeliveryError, PermanentDeliveryError, RateLimited
@@ -35,6 +35,22 @@ _BATCH = 200
 def as_utc(moment: datetime) -> datetime:
     """SQLite hands back naive datetimes; everything the hub stores is UTC."""
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+# Built once: the outbox saves every chunk it sends (see runtime._CLAIM for why).
+_SAVE = (
+    update(DeliveryRow)
+    .where(col(DeliveryRow.id) == bindparam("row_id"))
+    .values(
+        status=bindparam("new_status"),
+        attempts=bindparam("tries"),
+        next_attempt_at=bindparam("retry_at"),
+        chunks=bindparam("parts"),  # takes the column's JSON type
+        message_ids=bindparam("sent_ids"),
+        error=bindparam("reason"),
+        sent_at=bindparam("at"),
+    )
+)
 
 
 def new_delivery(
@@ -223,20 +239,18 @@ class Outbox:
 
     def _save(self, row: DeliveryRow) -> None:
         """Write back what sending changes: progress, status, retry time, error."""
+        values = {
+            "row_id": row.id,
+            "new_status": row.status,
+            "tries": row.attempts,
+            "retry_at": row.next_attempt_at,
+            "parts": row.chunks,
+            "sent_ids": row.message_ids,
+            "reason": row.error,
+            "at": row.sent_at,
+        }
         with self._db.write() as conn:
-            conn.execute(
-                update(DeliveryRow)
-                .where(col(DeliveryRow.id) == row.id)
-                .values(
-                    status=row.status,
-                    attempts=row.attempts,
-                    next_attempt_at=row.next_attempt_at,
-                    chunks=row.chunks,
-                    message_ids=row.message_ids,
-                    error=row.error,
-                    sent_at=row.sent_at,
-                )
-            )
+            conn.execute(_SAVE, values)
 
     def counts(self) -> dict[str, int]:
         with self._db.session() as session:

@@ -15,18 +15,19 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Update, insert, update
+from sqlalchemy import bindparam, func, insert, update
 from sqlmodel import col
 
 from hub.adapter import TurnEvent
 from hub.animas import Anima, AnimaRegistry
 from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
-from hub.llm import LLMError, Responder, TurnContext
+from hub.llm import Responder, TurnContext
 from hub.mailbox import Mailboxes, TurnJob
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService, TurnRecord
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow
+from hub.model_client import LLMError
 from hub.outbox import Outbox, new_delivery
 from hub.roles import Role
 from hub.settings import Settings
@@ -120,22 +121,9 @@ class Runtime:
 
     def _start(self, job: TurnJob) -> InboxItem | None:
         """Claim the inbox row for this attempt; None if it was already answered."""
-        changes: dict[str, Any] = {
-            "status": "processing",
-            "attempts": InboxItem.attempts + 1,
-            "anima": job.anima,
-        }
-        if job.person_id:
-            changes["person_id"] = job.person_id
-        claim = (
-            update(InboxItem)
-            .where(col(InboxItem.id) == job.inbox_id)
-            .where(col(InboxItem.status).in_(("received", "processing")))
-            .values(**changes)
-            .returning(*InboxItem.__table__.columns)  # type: ignore[attr-defined]
-        )
+        values = {"row_id": job.inbox_id, "to_anima": job.anima, "sender_id": job.person_id or None}
         with self._db.write() as conn:
-            found = conn.execute(claim).mappings().first()
+            found = conn.execute(_CLAIM, values).mappings().first()
         return InboxItem.model_validate(dict(found)) if found is not None else None
 
     async def _recall(self, ctx: TurnContext) -> TurnContext:
@@ -156,7 +144,9 @@ class Runtime:
         budget = (
             anima.spec.limits.history_token_budget or self._settings.runtime.history_token_budget
         )
-        turns = self._working.recent(row.conversation, budget)
+        turns = self._working.recent(
+            row.conversation, budget, self._settings.runtime.history_max_turns
+        )
         role: Role | None = self._animas.roles.get(anima.spec.role)
         address = Address.parse(row.address, row.address_kind)
         return TurnContext(
@@ -226,9 +216,9 @@ class Runtime:
             )
         )
         with self._db.write() as conn:
-            conn.execute(insert(Turn), turns)
-            conn.execute(insert(DeliveryRow), [row_values(delivery)])
-            conn.execute(_close(row.id, "done", None))
+            conn.execute(_INSERT_TURN, turns)
+            conn.execute(_INSERT_DELIVERY, [row_values(delivery)])
+            conn.execute(_CLOSE, _close(row.id, "done", None))
         if self._memory is not None:
             self._record(row, job, remembered, address)
         log.info("answered %s", row.id, extra={"anima": job.anima})
@@ -297,19 +287,38 @@ class Runtime:
             )
         )
         with self._db.write() as conn:
-            conn.execute(insert(DeliveryRow), [row_values(delivery)])
-            conn.execute(_close(row.id, "failed", reason))
+            conn.execute(_INSERT_DELIVERY, [row_values(delivery)])
+            conn.execute(_CLOSE, _close(row.id, "failed", reason))
         log.error("turn %s failed: %s", row.id, reason, extra={"anima": job.anima})
         self._outbox.wake()
         self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
 
 
-def _close(inbox_id: str, status: str, error: str | None) -> Update:
-    return (
-        update(InboxItem)
-        .where(col(InboxItem.id) == inbox_id)
-        .values(status=status, error=error, finished_at=utcnow())
+# The statements of every turn, built once: building one costs more than running it
+# (about 90 us against 30 us on SQLite, bench/README.md).
+_CLAIM = (
+    update(InboxItem)
+    .where(col(InboxItem.id) == bindparam("row_id"))
+    .where(col(InboxItem.status).in_(("received", "processing")))
+    .values(
+        status="processing",
+        attempts=InboxItem.attempts + 1,
+        anima=bindparam("to_anima"),
+        person_id=func.coalesce(bindparam("sender_id"), InboxItem.person_id),
     )
+    .returning(*InboxItem.__table__.columns)  # type: ignore[attr-defined]
+)
+_CLOSE = (
+    update(InboxItem)
+    .where(col(InboxItem.id) == bindparam("row_id"))
+    .values(status=bindparam("new_status"), error=bindparam("reason"), finished_at=bindparam("at"))
+)
+_INSERT_TURN = insert(Turn)
+_INSERT_DELIVERY = insert(DeliveryRow)
+
+
+def _close(inbox_id: str, status: str, error: str | None) -> dict[str, Any]:
+    return {"row_id": inbox_id, "new_status": status, "reason": error, "at": utcnow()}
 
 
 def describe(address: Address) -> str:

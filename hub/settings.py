@@ -91,12 +91,16 @@ class LLMSection(_Section):
     temperature: float | None = Field(default=None, ge=0, le=2)
     timeout_s: float = Field(default=120, gt=0)
     max_tool_rounds: int = Field(default=6, ge=1, le=50)
+    # Worker processes that make the litellm calls (hub/model_pool.py); 0: on the hub's own
+    # event loop. Each costs ~200 MB; litellm's ~5 ms of CPU per call moves off the hub.
+    workers: int = Field(default=1, ge=0, le=32)
     # litellm's mock_response: answers without any request (benchmarks, smoke tests).
     mock_response: str = ""
 
 
 class RuntimeSection(_Section):
     history_token_budget: int = Field(default=3000, ge=100)
+    history_max_turns: int = Field(default=50, ge=2, le=1000)
     max_message_bytes: int = Field(default=32 * 1024, ge=1024)
     max_turn_attempts: int = Field(default=3, ge=1)
     max_concurrent_turns: int = Field(default=8, ge=1)

@@ -5,13 +5,19 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from sqlalchemy import bindparam
 from sqlmodel import col, select
 
 from hub.store.db import Database
 from hub.store.models import Turn
 
-# Turns fetched before trimming; a budget of a few thousand tokens never needs more.
-_WINDOW = 200
+# Built once (every turn asks): see runtime._CLAIM.
+_RECENT = (
+    select(col(Turn.role), col(Turn.text), col(Turn.person_id), col(Turn.tokens))
+    .where(col(Turn.conversation) == bindparam("conversation"))
+    .order_by(col(Turn.id).desc())
+    .limit(bindparam("n"))
+)
 
 
 class RecentTurn(NamedTuple):
@@ -34,15 +40,10 @@ class WorkingMemory:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def recent(self, conversation: str, budget: int) -> list[RecentTurn]:
-        """The newest turns that fit the budget, oldest first."""
-        with self._db.session() as session:
-            rows = session.exec(
-                select(Turn.role, Turn.text, Turn.person_id, Turn.tokens)
-                .where(Turn.conversation == conversation)
-                .order_by(col(Turn.id).desc())
-                .limit(_WINDOW)
-            ).all()
+    def recent(self, conversation: str, budget: int, max_turns: int) -> list[RecentTurn]:
+        """The newest turns that fit the budget, at most `max_turns`, oldest first."""
+        with self._db.engine.connect() as conn:
+            rows = conn.execute(_RECENT, {"conversation": conversation, "n": max_turns}).all()
         kept: list[RecentTurn] = []
         used = 0
         for row in map(RecentTurn._make, rows):

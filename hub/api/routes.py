@@ -128,6 +128,8 @@ def health(hub: HubDep) -> dict[str, Any]:
         "animas": hub.animas.names(),
         "adapters": sorted(hub.adapters),
         "llm": hub.settings.llm.model or "offline",
+        # None: litellm runs in the hub process ([llm] workers = 0).
+        "model_workers": hub.model_workers.status() if hub.model_workers else None,
         "database": hub.db.engine.dialect.name,
         "deliveries": deliveries,
         "failed_deliveries": deliveries.get("failed", 0),

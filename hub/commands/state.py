@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 
 HELD = "held"
 _CLAIMABLE = ("received", "processing")
+# Asked before every turn, so built once (see runtime._CLAIM).
+_STATE = select(col(AnimaState.paused), col(AnimaState.changed_at)).where(
+    col(AnimaState.name) == bindparam("name")
+)
 
 
 def paused_notice(anima: str) -> str:
@@ -126,11 +130,7 @@ class AnimaStates:
         # Asked before every turn: one Core query, not an ORM session (a measurable share
         # of the hub's per-message overhead).
         with self._db.engine.connect() as conn:
-            state = conn.execute(
-                select(col(AnimaState.paused), col(AnimaState.changed_at)).where(
-                    col(AnimaState.name) == job.anima
-                )
-            ).first()
+            state = conn.execute(_STATE, {"name": job.anima}).first()
         if state is None or not state.paused:
             return None
         notice = paused_notice(job.anima)

@@ -26,6 +26,7 @@ from hub.memory.distill import (
     title_of,
 )
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
+from hub.model_client import LiteLLMCalls, ModelClient
 from hub.settings import LLMSection
 
 log = logging.getLogger(__name__)
@@ -96,23 +97,20 @@ def _entries(sections: Sequence[MemoryItem]) -> list[str]:
 class LLMDistiller:
     """Asks a model through litellm; each failed call falls back to the offline rules."""
 
-    def __init__(self, settings: LLMSection, model: str) -> None:
+    def __init__(self, settings: LLMSection, model: str, client: ModelClient | None = None) -> None:
         self._settings = settings
         self._model = model
+        self._client = client or LiteLLMCalls()
         self._offline = OfflineDistiller()
         self.name = f"llm:{model}"
 
     async def _ask(self, task: str, system: str, user: str) -> dict[str, Any] | None:
         """The JSON object the model answered, or None (logged) if there is none."""
-        import litellm
-
-        litellm.suppress_debug_info = True
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         try:
-            response: Any = await litellm.acompletion(
-                messages=messages, **litellm_kwargs(self._settings, self._model)
+            content = await self._client.complete(
+                messages, litellm_kwargs(self._settings, self._model)
             )
-            content = response.choices[0].message.content or ""
         except Exception as exc:  # noqa: BLE001 - any failure: the offline rules answer
             log.warning("%s: %s failed (%s); using the offline rules", self.name, task, exc)
             return None
@@ -221,16 +219,18 @@ def _fact(entry: Any, sections: Sequence[MemoryItem]) -> Fact | None:
 # ----------------------------------------------------------------------------- choosing
 
 
-def make_distiller(llm: LLMSection, model: str) -> Distiller:
+def make_distiller(llm: LLMSection, model: str, client: ModelClient | None = None) -> Distiller:
     """The model's distiller, or the offline rules when no model is configured."""
-    return LLMDistiller(llm, model) if model else OfflineDistiller()
+    return LLMDistiller(llm, model, client) if model else OfflineDistiller()
 
 
-def anima_distillers(llm: LLMSection, animas: AnimaRegistry) -> Callable[[str], Distiller]:
+def anima_distillers(
+    llm: LLMSection, animas: AnimaRegistry, client: ModelClient | None = None
+) -> Callable[[str], Distiller]:
     """Each Anima's distiller: its anima.toml `model`, else the hub's `[llm] model`."""
 
     def distiller_for(name: str) -> Distiller:
         anima = animas.get(name)
-        return make_distiller(llm, (anima.spec.model if anima else "") or llm.model)
+        return make_distiller(llm, (anima.spec.model if anima else "") or llm.model, client)
 
     return distiller_for

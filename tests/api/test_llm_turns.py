@@ -15,12 +15,20 @@ from tests.api.test_chat_api import chat, sse_events
 from tests.conftest import add_demo_animas, make_settings
 
 
-@pytest.fixture
-async def llm_client(home: Path, fake_openai: Any) -> AsyncIterator[tuple[httpx.AsyncClient, Hub]]:
+@pytest.fixture(params=[1, 0], ids=["model-worker", "in-process"])
+async def llm_client(
+    home: Path, fake_openai: Any, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[httpx.AsyncClient, Hub]]:
+    """The same turns with litellm in a model worker process and on the hub's own loop."""
     settings = make_settings(
         home,
         hub={"default_anima": "mika"},
-        llm={"model": "openai/fake", "api_base": f"{fake_openai.url}/v1", "api_key": "x"},
+        llm={
+            "model": "openai/fake",
+            "api_base": f"{fake_openai.url}/v1",
+            "api_key": "x",
+            "workers": request.param,
+        },
         runtime={"max_turn_attempts": 2},
     )
     hub = Hub(settings)
@@ -79,6 +87,8 @@ async def test_permanent_model_error_tells_the_sender(llm_client: Any, fake_open
     assert "could not answer" in events[-1]["message"]
     health = (await client.get("/api/system/health")).json()
     assert health["llm"] == "openai/fake"
+    ready = {"configured": 1, "running": 1, "ready": 1}
+    assert health["model_workers"] == (ready if hub.settings.llm.workers else None)
     with hub.db.session() as session:
         from sqlmodel import select
 

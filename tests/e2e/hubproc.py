@@ -40,6 +40,30 @@ def cli(home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str
     )
 
 
+def child_pids(parent: int, needle: str) -> list[int]:
+    """Processes whose parent is `parent` and whose command line contains `needle`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile
+        if ppid == parent and needle in command:
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie has exited; only its parent's wait is missing
+
+
 class HubProcess:
     def __init__(self, home: Path, port: int, **extra: str) -> None:
         self.home = home

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.hubproc import HubProcess, cli, free_port
+from tests.e2e.hubproc import HubProcess, alive, child_pids, cli, free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -80,8 +80,12 @@ def test_sigkill_mid_turn_then_restart_answers_once(tmp_path: Path, fake_llm: st
     sender = threading.Thread(target=send_and_lose_connection)
     sender.start()
     wait_for(lambda: len(control(fake_llm, "requests")) == 1)  # the turn is at the model
+    assert hub.proc is not None
+    workers = child_pids(hub.proc.pid, "hub.model_worker")
+    assert len(workers) == 1  # [llm] workers = 1: the call is in that process
     hub.kill()
     sender.join(timeout=30)
+    wait_for(lambda: not any(alive(pid) for pid in workers))  # no orphan outlives its hub
     control(fake_llm, "release")
     control(fake_llm, "queue_reply", text="Here is the plan, once.")
 

@@ -10,7 +10,8 @@ unmodified: ``litellm.acompletion(model="openai/fake", api_base=f"{fake.url}/v1"
 * :meth:`FakeOpenAI.fail_next` answers the next request with an OpenAI-style error, and
   :meth:`FakeOpenAI.hold_next` keeps the next request waiting until :meth:`FakeOpenAI.release`
   or :meth:`FakeOpenAI.stop`.
-* Every request body is kept in :attr:`FakeOpenAI.requests`.
+* Every request body is kept in :attr:`FakeOpenAI.requests`; a held request whose client
+  disconnects is counted in :attr:`FakeOpenAI.abandoned_count`.
 
 The same controls are served over HTTP under ``/_control/`` so that a test can drive a fake
 running in another process: ``python -m tests.fakes.openai_server --port P`` prints
@@ -129,6 +130,7 @@ class FakeState:
         self._requests: list[JSON] = []
         self._holds_pending = 0
         self._held: list[_Hold] = []
+        self._abandoned = 0  # held requests whose client went away
         self._stopping = threading.Event()
 
     # ---- scripting (test side)
@@ -177,6 +179,17 @@ class FakeState:
     def held_count(self) -> int:
         with self._lock:
             return len(self._held)
+
+    @property
+    def abandoned_count(self) -> int:
+        with self._lock:
+            return self._abandoned
+
+    def abandon(self, hold: _Hold) -> None:
+        with self._lock:
+            if hold in self._held:
+                self._held.remove(hold)
+            self._abandoned += 1
 
     def reset(self) -> None:
         with self._lock:
@@ -365,6 +378,17 @@ async def _json_body(request: Request) -> JSON | None:
     return body if isinstance(body, dict) else None
 
 
+async def _held_until_released(hold: _Hold, request: Request) -> bool:
+    """Wait for the release; False if the client disconnected first."""
+    while True:
+        try:
+            await asyncio.wait_for(hold.wait(), 0.05)
+            return True
+        except TimeoutError:
+            if await request.is_disconnected():
+                return False
+
+
 def _make_chat_completions(state: FakeState) -> Callable[[Request], Awaitable[Response]]:
     async def chat_completions(request: Request) -> Response:
         body = await _json_body(request)
@@ -372,7 +396,9 @@ def _make_chat_completions(state: FakeState) -> Callable[[Request], Awaitable[Re
             return error_response(Failure(400, None, "The request body is not a JSON object."))
         hold = state.record(body)
         if hold is not None:
-            await hold.wait()
+            if not await _held_until_released(hold, request):
+                state.abandon(hold)  # the client gave up on the request while it was held
+                return Response(status_code=499)
             if state.is_stopping:
                 return error_response(Failure(503, None, "The fake OpenAI server is stopping."))
         failure = state.next_failure()
@@ -598,6 +624,11 @@ class FakeOpenAI:
     def held_count(self) -> int:
         """How many requests are being held right now."""
         return self.state.held_count
+
+    @property
+    def abandoned_count(self) -> int:
+        """How many held requests their client abandoned (closed the connection)."""
+        return self.state.abandoned_count
 
     def wait_for_requests(self, count: int, timeout: float = 10.0) -> list[JSON]:
         """Block until at least ``count`` requests have arrived; return them."""

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from hub.identity import PersonView
-from hub.llm import TurnContext, _classify
+from hub.llm import TurnContext
+from hub.model_client import classify
 from hub.offline import OfflineResponder, compose
 from hub.runfile import HubBusy, hold_data_root, running_hub
 from hub.tools import ToolContext, ToolRegistry, builtin_tools
@@ -69,10 +70,10 @@ async def test_offline_reply_is_honest_personal_and_streamed() -> None:
 
 
 def test_model_errors_are_classified_for_retry() -> None:
-    assert _classify(429, RuntimeError("slow down")).retryable
-    assert _classify(503, RuntimeError("busy")).retryable
-    assert not _classify(401, RuntimeError("bad key")).retryable
-    assert not _classify(400, RuntimeError("bad request")).retryable
+    assert classify(429, RuntimeError("slow down")).retryable
+    assert classify(503, RuntimeError("busy")).retryable
+    assert not classify(401, RuntimeError("bad key")).retryable
+    assert not classify(400, RuntimeError("bad request")).retryable
 
 
 def test_one_process_per_data_root(tmp_path: Path) -> None:

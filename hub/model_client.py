@@ -1,0 +1,120 @@
+"""One litellm call, in this process: the unit the model workers run.
+
+`ModelClient` is what the rest of the hub asks a model through: a streamed round of a
+tool-calling loop, or one plain completion. `LiteLLMCalls` makes those calls here;
+`hub.model_pool.ModelWorkers` makes the same calls in worker processes (`hub.model_worker`),
+so litellm's CPU (about 5 ms per call, 0.2 ms per streamed chunk) does not queue on the
+hub's event loop.
+
+litellm is imported lazily: it takes seconds to import and the offline default never needs it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+# A round yields text deltas (str), then, only if the model called tools, the assistant
+# message that carries the calls (a dict in OpenAI's chat format).
+RoundPiece = str | dict[str, Any]
+log = logging.getLogger(__name__)
+
+
+class LLMError(Exception):
+    """The model could not answer. `retryable` says whether a later attempt may succeed."""
+
+    def __init__(self, message: str, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class ModelClient(Protocol):
+    def stream_round(
+        self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
+    ) -> AsyncIterator[RoundPiece]: ...
+
+    async def complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str: ...
+
+
+class LiteLLMCalls:
+    """litellm on the caller's event loop. `kwargs` are `hub.llm.litellm_kwargs` (+ tools)."""
+
+    def __init__(self) -> None:
+        self._priced: set[str] = set()
+
+    def _import(self, model: str) -> tuple[Any, Any]:
+        litellm, openai = _import()
+        if model not in self._priced:
+            _price_unknown_model(litellm, model)
+            self._priced.add(model)
+        return litellm, openai
+
+    async def stream_round(
+        self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
+    ) -> AsyncIterator[RoundPiece]:
+        litellm, openai = self._import(kwargs["model"])
+        chunks: list[Any] = []
+        wants_tools = False
+        try:
+            response = await litellm.acompletion(messages=messages, stream=True, **kwargs)
+            async for chunk in response:
+                chunks.append(chunk)
+                delta = chunk.choices[0].delta if chunk.choices else None
+                if delta is None:
+                    continue
+                wants_tools = wants_tools or bool(delta.tool_calls)
+                if delta.content:
+                    yield delta.content
+        except openai.APIStatusError as exc:  # litellm's mapped errors subclass these
+            raise classify(exc.status_code, exc) from exc
+        except openai.APIConnectionError as exc:  # includes timeouts
+            raise LLMError(f"model unreachable: {exc}", retryable=True) from exc
+        if wants_tools:
+            # Rebuilding the message costs ~2 ms, so it is done only when tools were called.
+            built: Any = litellm.stream_chunk_builder(chunks, messages=messages)
+            yield dict(built.choices[0].message.model_dump(exclude_none=True))
+
+    async def complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+        litellm, openai = self._import(kwargs["model"])
+        try:
+            response: Any = await litellm.acompletion(messages=messages, **kwargs)
+        except openai.APIStatusError as exc:
+            raise classify(exc.status_code, exc) from exc
+        except openai.APIConnectionError as exc:
+            raise LLMError(f"model unreachable: {exc}", retryable=True) from exc
+        return str(response.choices[0].message.content or "")
+
+
+def _import() -> tuple[Any, Any]:
+    import litellm
+    import openai
+
+    litellm.suppress_debug_info = True  # no "Give Feedback" banners on stdout
+    return litellm, openai
+
+
+def _price_unknown_model(litellm: Any, model: str) -> None:
+    """Give a model litellm has no price for (a local or new model) a price of zero.
+
+    Otherwise litellm searches its whole cost map for a fallback after every call, about
+    1.5 ms of CPU each time (bench/README.md), to arrive at no price anyway.
+    """
+    try:
+        litellm.get_model_info(model)
+    except litellm.ModelNotMappedError:
+        free = {
+            "input_cost_per_token": 0.0,
+            "output_cost_per_token": 0.0,
+            "cache_creation_input_token_cost": 0.0,
+            "cache_read_input_token_cost": 0.0,
+            "mode": "chat",
+        }
+        provider = model.split("/", 1)[0] if "/" in model else "openai"
+        litellm.register_model({model: {**free, "litellm_provider": provider}})
+        log.info("litellm has no price for %s: counted as free", model)
+
+
+def classify(status: int, exc: Exception) -> LLMError:
+    retryable = status in (408, 409, 429) or status >= 500
+    return LLMError(f"model error ({status}): {exc}", retryable=retryable)
