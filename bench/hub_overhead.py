@@ -31,9 +31,9 @@ from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls
 from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
+from hub.outbox import Delivery
 from hub.runtime import Responders
 from hub.settings import load_settings
-from hub.store.models import DeliveryRow
 from hub.tools import builtin_tools
 
 
@@ -86,7 +86,7 @@ async def run_level(
 ) -> dict[str, Any]:
     sent: dict[str, asyncio.Future[float]] = {}
 
-    def on_sent(row: DeliveryRow) -> None:
+    def on_sent(row: Delivery) -> None:
         future = sent.get(row.inbox_id or "")
         if future is not None and not future.done():
             future.set_result(time.perf_counter())

@@ -17,7 +17,6 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
-from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 
 from hub import heartbeat as hb
@@ -29,12 +28,11 @@ from hub.llm import TurnContext
 from hub.memory.recall import RecallScope
 from hub.messages import Address, Command, DeliveryKind
 from hub.model_client import LLMError
-from hub.outbox import Outbox, new_delivery
+from hub.outbox import Outbox, insert_delivery, new_delivery
 from hub.runtime import Responders
 from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
-from hub.store.db import Database, row_values
-from hub.store.models import DeliveryRow
+from hub.store.db import Database
 from hub.tools import ToolContext
 
 if TYPE_CHECKING:
@@ -283,7 +281,7 @@ class Agenda:
             )
             try:
                 with self._db.write() as conn:
-                    conn.execute(insert(DeliveryRow), [row_values(row)])
+                    insert_delivery(conn, row)
             except IntegrityError:
                 log.info("already posted %s to %s", key, address, extra={"anima": anima})
                 continue

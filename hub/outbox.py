@@ -15,9 +15,10 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import Connection, bindparam, insert, update
 from sqlmodel import col, func, select
 
 from hub.adapter import Adapter, DeliveryError, PermanentDeliveryError, RateLimited
@@ -53,6 +54,42 @@ _SAVE = (
 )
 
 
+@dataclass(slots=True)
+class Delivery:
+    """One outbound message as the outbox works on it; stored as a `delivery` row
+    (`DeliveryRow`, same fields). A plain dataclass, because every message makes one and
+    loading or building an ORM object costs several times more than sending it."""
+
+    id: str
+    idempotency_key: str
+    address: str
+    channel_key: str
+    address_kind: str
+    text: str
+    kind: str
+    anima: str
+    inbox_id: str | None = None
+    reply_to: str | None = None
+    status: str = DeliveryStatus.PENDING.value
+    attempts: int = 0
+    next_attempt_at: datetime = field(default_factory=utcnow)
+    chunks: list[str] = field(default_factory=list)
+    message_ids: list[str] = field(default_factory=list)
+    error: str | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    sent_at: datetime | None = None
+
+
+DELIVERY_FIELDS = tuple(f.name for f in fields(Delivery))
+_INSERT = insert(DeliveryRow)
+_DUE = (
+    select(*(DeliveryRow.__table__.c[name] for name in DELIVERY_FIELDS))  # type: ignore[attr-defined]
+    .where(col(DeliveryRow.status) == DeliveryStatus.PENDING.value)
+    .order_by(col(DeliveryRow.created_at))
+    .limit(_BATCH)
+)
+
+
 def new_delivery(
     address: Address,
     text: str,
@@ -61,9 +98,9 @@ def new_delivery(
     idempotency_key: str,
     inbox_id: str | None = None,
     reply_to: str | None = None,
-) -> DeliveryRow:
-    """A pending delivery row; the outbox splits it into chunks when it first sends it."""
-    return DeliveryRow(
+) -> Delivery:
+    """A pending delivery; the outbox splits it into chunks when it first sends it."""
+    return Delivery(
         id=str(uuid.uuid4()),
         idempotency_key=idempotency_key,
         address=str(address),
@@ -75,6 +112,12 @@ def new_delivery(
         inbox_id=inbox_id,
         reply_to=reply_to,
     )
+
+
+def insert_delivery(conn: Connection, delivery: Delivery) -> None:
+    """Store a new delivery in the caller's transaction (a unique idempotency key: a second
+    insert of the same message raises IntegrityError)."""
+    conn.execute(_INSERT, [{name: getattr(delivery, name) for name in DELIVERY_FIELDS}])
 
 
 def _split(adapter: Adapter, text: str) -> list[str]:
@@ -96,9 +139,9 @@ class Outbox:
         self._wake = asyncio.Event()
         self._busy: dict[str, asyncio.Task[None]] = {}  # one sender per address keeps order
         self._missed = False
-        self._sent_listeners: list[Callable[[DeliveryRow], None]] = []
+        self._sent_listeners: list[Callable[[Delivery], None]] = []
 
-    def prepare(self, row: DeliveryRow) -> DeliveryRow:
+    def prepare(self, row: Delivery) -> Delivery:
         """Render and chunk a new delivery for its platform now, so the stored row says what
         will be sent; the caller adds it in the same transaction as its cause."""
         adapter = self._adapters.get(row.address.split(":", 1)[0])
@@ -106,7 +149,7 @@ class Outbox:
             row.chunks = _split(adapter, row.text)
         return row
 
-    def on_sent(self, listener: Callable[[DeliveryRow], None]) -> None:
+    def on_sent(self, listener: Callable[[Delivery], None]) -> None:
         self._sent_listeners.append(listener)
 
     def wake(self) -> None:
@@ -123,14 +166,9 @@ class Outbox:
     def dispatch_due(self) -> None:
         """Start a sender for every address with due deliveries (one sender per address)."""
         now = self._clock()
-        with self._db.session() as session:
-            pending = session.exec(
-                select(DeliveryRow)
-                .where(DeliveryRow.status == DeliveryStatus.PENDING.value)
-                .order_by(col(DeliveryRow.created_at))
-                .limit(_BATCH)
-            ).all()
-        by_address: dict[str, list[DeliveryRow]] = {}
+        with self._db.engine.connect() as conn:
+            pending = [Delivery(**row) for row in conn.execute(_DUE).mappings()]
+        by_address: dict[str, list[Delivery]] = {}
         for row in pending:
             by_address.setdefault(row.address, []).append(row)
         for address, rows in by_address.items():
@@ -142,7 +180,7 @@ class Outbox:
                 task = asyncio.create_task(self._drain_address(address, rows))
                 self._busy[address] = task
 
-    async def _drain_address(self, address: str, rows: list[DeliveryRow]) -> None:
+    async def _drain_address(self, address: str, rows: list[Delivery]) -> None:
         """Send in creation order; stop at one that must wait, so nothing overtakes it."""
         try:
             for row in rows:
@@ -154,7 +192,7 @@ class Outbox:
                 self._missed = False
                 self.wake()
 
-    async def deliver(self, row: DeliveryRow) -> bool:
+    async def deliver(self, row: Delivery) -> bool:
         """Send what is left of one delivery. True when it is finished (sent or failed)."""
         adapter = self._adapters.get(row.address.split(":", 1)[0])
         if adapter is None:
@@ -190,7 +228,7 @@ class Outbox:
             listener(row)
         return True
 
-    def _chunk(self, row: DeliveryRow, address: Address, index: int) -> OutboundChunk:
+    def _chunk(self, row: Delivery, address: Address, index: int) -> OutboundChunk:
         return OutboundChunk(
             delivery_id=row.id,
             index=index,
@@ -203,7 +241,7 @@ class Outbox:
             idempotency_key=f"{row.idempotency_key}:{index}",
         )
 
-    def _backoff(self, row: DeliveryRow, error: str) -> bool:
+    def _backoff(self, row: Delivery, error: str) -> bool:
         row.attempts += 1
         if row.attempts >= self._settings.max_attempts:
             self._fail(row, f"gave up after {row.attempts} attempts: {error}")
@@ -214,14 +252,14 @@ class Outbox:
         self._retry(row, delay * random.uniform(0.8, 1.2), error)
         return False
 
-    def _retry(self, row: DeliveryRow, delay: float, error: str) -> None:
+    def _retry(self, row: Delivery, delay: float, error: str) -> None:
         row.next_attempt_at = self._clock() + timedelta(seconds=delay)
         row.error = error
         self._save(row)
         log.warning("delivery %s to %s retrying in %.1fs: %s", row.id, row.address, delay, error)
         asyncio.get_running_loop().call_later(delay, self.wake)
 
-    def _fail(self, row: DeliveryRow, error: str) -> None:
+    def _fail(self, row: Delivery, error: str) -> None:
         row.status = DeliveryStatus.FAILED.value
         row.error = error
         log.error("delivery %s to %s failed: %s", row.id, row.address, error)
@@ -237,7 +275,7 @@ class Outbox:
                 )
             )
 
-    def _save(self, row: DeliveryRow) -> None:
+    def _save(self, row: Delivery) -> None:
         """Write back what sending changes: progress, status, retry time, error."""
         values = {
             "row_id": row.id,

@@ -28,11 +28,11 @@ from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService, TurnRecord
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow
 from hub.model_client import LLMError
-from hub.outbox import Outbox, new_delivery
+from hub.outbox import Outbox, insert_delivery, new_delivery
 from hub.roles import Role
 from hub.settings import Settings
-from hub.store.db import Database, row_values
-from hub.store.models import DeliveryRow, InboxItem, Turn
+from hub.store.db import Database
+from hub.store.models import InboxItem, Turn
 from hub.tools import ToolContext
 from hub.working_memory import WorkingMemory, estimate_tokens
 
@@ -217,7 +217,7 @@ class Runtime:
         )
         with self._db.write() as conn:
             conn.execute(_INSERT_TURN, turns)
-            conn.execute(_INSERT_DELIVERY, [row_values(delivery)])
+            insert_delivery(conn, delivery)
             conn.execute(_CLOSE, _close(row.id, "done", None))
         if self._memory is not None:
             self._record(row, job, remembered, address)
@@ -287,7 +287,7 @@ class Runtime:
             )
         )
         with self._db.write() as conn:
-            conn.execute(_INSERT_DELIVERY, [row_values(delivery)])
+            insert_delivery(conn, delivery)
             conn.execute(_CLOSE, _close(row.id, "failed", reason))
         log.error("turn %s failed: %s", row.id, reason, extra={"anima": job.anima})
         self._outbox.wake()
@@ -314,7 +314,6 @@ _CLOSE = (
     .values(status=bindparam("new_status"), error=bindparam("reason"), finished_at=bindparam("at"))
 )
 _INSERT_TURN = insert(Turn)
-_INSERT_DELIVERY = insert(DeliveryRow)
 
 
 def _close(inbox_id: str, status: str, error: str | None) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from sqlmodel import col
 
 from hub.mailbox import TurnJob
 from hub.messages import Address, DeliveryKind, utcnow
-from hub.outbox import Outbox, new_delivery
-from hub.store.db import Database, row_values
+from hub.outbox import Outbox, insert_delivery, new_delivery
+from hub.store.db import Database
 from hub.store.models import AnimaState, DeliveryRow, InboxItem
 
 log = logging.getLogger(__name__)
@@ -173,7 +173,7 @@ class AnimaStates:
                     key,
                     reply_to=row.event_id,
                 )
-                conn.execute(insert(DeliveryRow), [row_values(self._outbox.prepare(delivery))])
+                insert_delivery(conn, self._outbox.prepare(delivery))
         log.info("held %s: %s is paused", job.inbox_id, job.anima, extra={"anima": job.anima})
         if told is None:
             self._outbox.wake()

@@ -80,6 +80,11 @@ def test_recall_locomo_runs_on_a_small_conversation(tmp_path: Path) -> None:
     assert json.loads(out.read_text())
 
 
-def test_hub_overhead_runs() -> None:
+def test_hub_overhead_runs(tmp_path: Path) -> None:
     text = run_bench("bench/hub_overhead.py", "--messages", "20", "--responder", "instant")
     assert "msg/s" in text
+    out = tmp_path / "overhead.json"
+    run_bench("bench/hub_overhead.py", "--messages", "20", "--workers", "1", "--json", str(out))
+    rows = json.loads(out.read_text())
+    assert [r["concurrency"] for r in rows] == [1, 10, 100]
+    assert all(r["worker_cpu_ms"] > 0 for r in rows)  # litellm ran in the model worker

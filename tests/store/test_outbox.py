@@ -20,7 +20,7 @@ from hub.adapter import (
     TransientDeliveryError,
 )
 from hub.messages import Address, DeliveryKind, DeliveryStatus, OutboundChunk
-from hub.outbox import Outbox, as_utc, new_delivery
+from hub.outbox import DELIVERY_FIELDS, Delivery, Outbox, as_utc, insert_delivery, new_delivery
 from hub.settings import OutboxSection
 from hub.store.db import Database
 from hub.store.models import AuditEntry, DeliveryRow
@@ -104,21 +104,22 @@ def add_delivery(
     key: str = "key-1",
     address: Address = HERE,
     order: int = 0,
-) -> DeliveryRow:
+) -> Delivery:
     """A pending delivery, due now, created `order` microseconds after the clock's now."""
     row = new_delivery(address, text, DeliveryKind.REPLY, "aria", key, reply_to="parent-1")
     row.created_at = clock.now + timedelta(microseconds=order)
     row.next_attempt_at = clock.now
-    with db.session() as session:
-        session.add(row)
+    with db.write() as conn:
+        insert_delivery(conn, row)
     return row
 
 
-def reload(db: Database, row: DeliveryRow) -> DeliveryRow:
+def reload(db: Database, row: Delivery) -> Delivery:
+    """The delivery as stored now (its row, in the outbox's own shape)."""
     with db.session() as session:
         fresh = session.get(DeliveryRow, row.id)
     assert fresh is not None
-    return fresh
+    return Delivery(**{name: getattr(fresh, name) for name in DELIVERY_FIELDS})
 
 
 def audits(db: Database) -> list[AuditEntry]:
@@ -444,3 +445,9 @@ async def test_dispatch_sends_each_due_delivery_once(db: Database, clock: FakeCl
     assert adapter.texts() == [f"m{i}" for i in range(5)]
     assert outbox.counts() == {"sent": 5}
     assert all(reload(db, row).message_ids for row in rows)
+
+
+def test_the_delivery_dataclass_has_exactly_the_table_columns() -> None:
+    # The outbox reads and writes rows through `Delivery`; a column added to one and not the
+    # other would be silently dropped or fail only at the first send.
+    assert set(DELIVERY_FIELDS) == set(DeliveryRow.__table__.columns.keys())  # type: ignore[attr-defined]

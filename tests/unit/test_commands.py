@@ -30,7 +30,7 @@ from hub.identity import IdentityService
 from hub.ingress import Ingress
 from hub.mailbox import TurnJob
 from hub.messages import Address, AddressKind, Command, DeliveryKind, Inbound, PlatformUser
-from hub.outbox import Outbox, new_delivery
+from hub.outbox import DELIVERY_FIELDS, Outbox, new_delivery
 from hub.roles import load_roles
 from hub.settings import Settings
 from hub.store.db import Database
@@ -216,7 +216,7 @@ async def test_status_reports_model_state_bindings_counts_and_heartbeat(parts: P
         for status in ("failed", "failed", "sent"):
             row = new_delivery(CHANNEL, "x", DeliveryKind.REPLY, "aria", f"k-{next(_ids)}")
             row.status = status
-            session.add(row)
+            session.add(DeliveryRow(**{n: getattr(row, n) for n in DELIVERY_FIELDS}))
 
     reply = await run(parts, "/anima status aria", sender=ALICE)
 

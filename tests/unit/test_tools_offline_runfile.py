@@ -95,3 +95,19 @@ def test_adapters_are_found_by_entry_point_name() -> None:
     assert discover(["web"]).keys() == {"web"}
     with pytest.raises(LookupError, match="nope"):
         discover(["web", "nope"])
+
+
+async def test_a_model_litellm_cannot_price_is_registered_free_once() -> None:
+    import litellm
+
+    from hub.model_client import LiteLLMCalls
+
+    unknown = "openai/animahub-test-unpriced-model"
+    assert unknown not in litellm.model_cost
+    calls = LiteLLMCalls()
+    hello = [{"role": "user", "content": "hi"}]
+    assert await calls.complete(hello, {"model": unknown, "mock_response": "ok"}) == "ok"
+    assert litellm.get_model_info(unknown)["input_cost_per_token"] == 0.0
+    known = litellm.model_cost["gpt-4o-mini"]["input_cost_per_token"]
+    await calls.complete(hello, {"model": "openai/gpt-4o-mini", "mock_response": "ok"})
+    assert litellm.model_cost["gpt-4o-mini"]["input_cost_per_token"] == known > 0
