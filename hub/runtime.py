@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, func, insert, update
 from sqlmodel import col
@@ -40,6 +40,22 @@ log = logging.getLogger(__name__)
 _RETRY_DELAY_S = 5.0
 # Offline replies are boilerplate: memory keeps what the person said, not the template.
 OFFLINE_NOTE = "_(answered in offline mode)_"
+
+
+class Claimed(NamedTuple):
+    """What a turn reads of its inbox row, as the claim returned it."""
+
+    id: str
+    event_id: str
+    conversation: str
+    address: str
+    address_kind: str
+    channel_key: str
+    sender_key: str
+    sender_name: str
+    person_id: str | None
+    text: str
+    attempts: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,12 +135,12 @@ class Runtime:
         reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
         self._finish(row, job, reply, remembered=reply if ctx.model else OFFLINE_NOTE)
 
-    def _start(self, job: TurnJob) -> InboxItem | None:
+    def _start(self, job: TurnJob) -> Claimed | None:
         """Claim the inbox row for this attempt; None if it was already answered."""
         values = {"row_id": job.inbox_id, "to_anima": job.anima, "sender_id": job.person_id or None}
         with self._db.write() as conn:
-            found = conn.execute(_CLAIM, values).mappings().first()
-        return InboxItem.model_validate(dict(found)) if found is not None else None
+            found = conn.execute(_CLAIM, values).first()
+        return Claimed._make(found) if found is not None else None
 
     async def _recall(self, ctx: TurnContext) -> TurnContext:
         """Prime the turn with memory. A failing index costs the turn its recall, not its
@@ -140,7 +156,7 @@ class Runtime:
             return ctx
         return replace(ctx, recalled=priming.render(), recalled_lines=priming.memories())
 
-    def _context(self, anima: Anima, person: PersonView, row: InboxItem) -> TurnContext:
+    def _context(self, anima: Anima, person: PersonView, row: Claimed) -> TurnContext:
         budget = (
             anima.spec.limits.history_token_budget or self._settings.runtime.history_token_budget
         )
@@ -173,7 +189,7 @@ class Runtime:
             ],
         )
 
-    def _finish(self, row: InboxItem, job: TurnJob, reply: str, remembered: str) -> None:
+    def _finish(self, row: Claimed, job: TurnJob, reply: str, remembered: str) -> None:
         """Commit the turn; `remembered` is what the episode keeps of the reply."""
         address = Address.parse(row.address, row.address_kind)
         common = {
@@ -225,7 +241,7 @@ class Runtime:
         self._outbox.wake()
         self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
 
-    def _record(self, row: InboxItem, job: TurnJob, reply: str, address: Address) -> None:
+    def _record(self, row: Claimed, job: TurnJob, reply: str, address: Address) -> None:
         assert self._memory is not None
         scope = RecallScope(
             job.anima, row.person_id, row.channel_key, address.kind is AddressKind.DM
@@ -246,7 +262,7 @@ class Runtime:
             )
         )
 
-    def _model_failed(self, row: InboxItem, job: TurnJob, exc: LLMError) -> None:
+    def _model_failed(self, row: Claimed, job: TurnJob, exc: LLMError) -> None:
         if exc.retryable and row.attempts < self._settings.runtime.max_turn_attempts:
             with self._db.write() as conn:
                 conn.execute(
@@ -271,7 +287,7 @@ class Runtime:
             return
         self._give_up(row, job, str(exc))
 
-    def _give_up(self, row: InboxItem, job: TurnJob, reason: str) -> None:
+    def _give_up(self, row: Claimed, job: TurnJob, reason: str) -> None:
         """Tell the sender plainly, record why, and stop retrying."""
         address = Address.parse(row.address, row.address_kind)
         notice = f"Sorry, I could not answer your message: {reason}."
@@ -306,7 +322,7 @@ _CLAIM = (
         anima=bindparam("to_anima"),
         person_id=func.coalesce(bindparam("sender_id"), InboxItem.person_id),
     )
-    .returning(*InboxItem.__table__.columns)  # type: ignore[attr-defined]
+    .returning(*(InboxItem.__table__.c[name] for name in Claimed._fields))  # type: ignore[attr-defined]
 )
 _CLOSE = (
     update(InboxItem)
