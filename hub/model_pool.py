@@ -21,7 +21,7 @@ import itertools
 import json
 import logging
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,21 +99,24 @@ class ModelWorkers:
     async def stream_round(
         self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> AsyncIterator[RoundPiece]:
-        async for event in self._call("stream", messages, kwargs):
-            if "text" in event:
-                yield str(event["text"])
-            elif "message" in event:
-                yield dict(event["message"])
+        # aclosing: a caller that stops early cancels the call now, not when collected.
+        async with contextlib.aclosing(self._call("stream", messages, kwargs)) as events:
+            async for event in events:
+                if "text" in event:
+                    yield str(event["text"])
+                elif "message" in event:
+                    yield dict(event["message"])
 
     async def complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
         content = ""
-        async for event in self._call("complete", messages, kwargs):
-            content = str(event.get("content") or "")
+        async with contextlib.aclosing(self._call("complete", messages, kwargs)) as events:
+            async for event in events:
+                content = str(event.get("content") or "")
         return content
 
     async def _call(
         self, op: str, messages: list[dict[str, Any]], kwargs: dict[str, Any]
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """The worker's events for one call, up to its end; its error raised as LLMError."""
         worker = await self._pick()
         call = next(self._ids)
@@ -124,13 +127,13 @@ class ModelWorkers:
         try:
             while not finished:
                 event = await queue.get()
+                finished = bool(event.get("done")) or "error" in event  # the call's last event
                 if "error" in event:
                     raise LLMError(str(event["error"]), retryable=bool(event["retryable"]))
-                finished = bool(event.get("done"))
                 yield event
         finally:
             worker.calls.pop(call, None)
-            if not finished:  # the caller stopped early or the call failed: stop the work
+            if not finished:  # the caller stopped listening: the worker drops the call
                 with contextlib.suppress(LLMError):
                     self._write(worker, {"id": call, "op": "cancel"})
 

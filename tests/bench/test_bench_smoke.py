@@ -88,3 +88,8 @@ def test_hub_overhead_runs(tmp_path: Path) -> None:
     rows = json.loads(out.read_text())
     assert [r["concurrency"] for r in rows] == [1, 10, 100]
     assert all(r["worker_cpu_ms"] > 0 for r in rows)  # litellm ran in the model worker
+
+
+def test_litellm_mock_cost_runs() -> None:
+    text = run_bench("bench/litellm_mock_cost.py", "--calls", "5")
+    assert "CPU per streamed mock call" in text
