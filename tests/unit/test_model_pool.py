@@ -37,6 +37,14 @@ async def collect(pieces: AsyncIterator[RoundPiece]) -> list[RoundPiece]:
     return [piece async for piece in pieces]
 
 
+async def held_call(pool: ModelWorkers, fake: Any) -> asyncio.Task[list[RoundPiece]]:
+    """A call that has reached the fake server and waits there until released."""
+    fake.hold_next()
+    call = asyncio.create_task(collect(pool.stream_round(ask("hi"), kwargs(fake))))
+    await eventually(lambda: fake.held_count == 1, timeout_s=30)
+    return call
+
+
 async def test_streams_text_tool_calls_and_completions(
     pool: ModelWorkers, fake_openai: Any
 ) -> None:
@@ -80,9 +88,7 @@ async def test_a_large_prompt_passes_the_pipe(pool: ModelWorkers, fake_openai: A
 async def test_a_dead_worker_fails_its_calls_as_retryable_and_is_replaced(
     pool: ModelWorkers, fake_openai: Any
 ) -> None:
-    fake_openai.hold_next()
-    call = asyncio.create_task(collect(pool.stream_round(ask("hi"), kwargs(fake_openai))))
-    await eventually(lambda: fake_openai.held_count == 1, timeout_s=30)
+    call = await held_call(pool, fake_openai)
     (pid,) = pool.pids()
     os.kill(pid, signal.SIGKILL)
     with pytest.raises(LLMError) as died:
@@ -100,9 +106,7 @@ async def test_a_dead_worker_fails_its_calls_as_retryable_and_is_replaced(
 async def test_a_caller_that_stops_listening_cancels_the_call(
     pool: ModelWorkers, fake_openai: Any
 ) -> None:
-    fake_openai.hold_next()
-    call = asyncio.create_task(collect(pool.stream_round(ask("hi"), kwargs(fake_openai))))
-    await eventually(lambda: fake_openai.held_count == 1, timeout_s=30)
+    call = await held_call(pool, fake_openai)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
