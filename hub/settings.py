@@ -92,7 +92,7 @@ class LLMSection(_Section):
     timeout_s: float = Field(default=120, gt=0)
     max_tool_rounds: int = Field(default=6, ge=1, le=50)
     # Worker processes that make the litellm calls (hub/model_pool.py); 0: on the hub's own
-    # event loop. Each costs ~200 MB; litellm's ~5 ms of CPU per call moves off the hub.
+    # event loop. Each holds ~300 MB (litellm); litellm's ~5 ms of CPU per call moves off the hub.
     workers: int = Field(default=1, ge=0, le=32)
     # litellm's mock_response: answers without any request (benchmarks, smoke tests).
     mock_response: str = ""
