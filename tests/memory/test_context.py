@@ -9,7 +9,7 @@ from pathlib import Path
 
 from hub.memory.context import CONTEXT_SECTIONS, passage_text
 from hub.memory.documents import Layer, MemoryItem
-from hub.memory.index import EdgeIndex
+from hub.memory.index_edge import EdgeIndex
 from hub.memory.service import MemoryService, TurnRecord
 from hub.settings import MemorySection
 

@@ -14,15 +14,15 @@ import pytest
 from qdrant_client import QdrantClient
 
 from hub.memory.index import (
-    EdgeIndex,
     IndexPoint,
     MemoryFilter,
     SearchMode,
-    ServerIndex,
     SparseVec,
     VectorIndex,
     open_index,
 )
+from hub.memory.index_edge import EdgeIndex
+from hub.memory.index_server import ServerIndex
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hub.memory.context import PASSAGE_FORMAT
-from hub.memory.index import EdgeIndex, MemoryFilter
+from hub.memory.index import MemoryFilter
+from hub.memory.index_edge import EdgeIndex
 from hub.memory.service import MemoryService, TurnRecord
 from hub.settings import MemorySection
 

@@ -1,0 +1,194 @@
+"""The index embedded in the hub process: Qdrant Edge (see hub/memory/index.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import qdrant_edge as qe
+
+from hub.memory.index import (
+    DENSE,
+    FLOAT_FIELDS,
+    FORMULA_DEFAULTS,
+    KEYWORD_FIELDS,
+    LEXICAL,
+    NOT_CREATED,
+    RRF_K,
+    Boost,
+    Hit,
+    IndexBackend,
+    IndexPoint,
+    IndexSpec,
+    MemoryFilter,
+    Retriever,
+    SparseVec,
+    keyword_conditions,
+    range_conditions,
+)
+
+if TYPE_CHECKING:  # aliases that exist only in qdrant_edge's stubs
+    from qdrant_edge import ConditionType, NamedVector
+
+
+def _edge_filter(flt: MemoryFilter) -> qe.Filter:
+    must: list[ConditionType] = []
+    for key, values in keyword_conditions(flt):
+        match = qe.MatchValue(values[0]) if len(values) == 1 else qe.MatchAny(values)
+        must.append(qe.FieldCondition(key, match=match))
+    for key, gte, lte in range_conditions(flt):
+        must.append(qe.FieldCondition(key, range=qe.RangeFloat(gte=gte, lte=lte)))
+    return qe.Filter(must=must)
+
+
+def _edge_nearest(vector: Retriever) -> qe.Query:
+    if isinstance(vector, SparseVec):
+        return qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=LEXICAL)
+    return qe.Query.Nearest(vector, using=DENSE)
+
+
+def _edge_formula(boost: Boost) -> qe.Formula:
+    e = qe.Expression
+    recency = e.Decay(
+        qe.DecayKind.Exp,
+        e.Variable("ts"),
+        target=e.Constant(boost.now),
+        midpoint=0.5,
+        scale=boost.half_life_s,
+    )
+    lift = e.Sum(
+        [
+            e.Constant(1.0),
+            e.Mult([e.Constant(boost.recency_weight), recency]),
+            e.Mult([e.Constant(boost.importance_weight), e.Variable("importance")]),
+        ]
+    )
+    return qe.Formula(e.Mult([e.Variable("$score"), lift]), defaults=FORMULA_DEFAULTS)
+
+
+def _edge_point(point: IndexPoint) -> qe.Point:
+    vectors: dict[str, NamedVector] = {DENSE: point.dense}
+    if point.sparse.indices:
+        vectors[LEXICAL] = qe.SparseVector(point.sparse.indices, point.sparse.values)
+    return qe.Point(point.id, vectors, point.payload)
+
+
+class EdgeIndex(IndexBackend):
+    """The index embedded in the hub process, in directory `path`.
+
+    `path/shard/` is the Edge shard; `path/index.json` records the dim and model_id
+    its vectors were made with. Only one EdgeIndex may have a path open at a time.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._shard_path = path / "shard"
+        self._meta_path = path / "index.json"
+        self._shard: qe.EdgeShard | None = None
+        if self._stored() is not None:
+            self._shard = qe.EdgeShard.load(str(self._shard_path))
+
+    @property
+    def _open(self) -> bool:
+        return self._shard is not None
+
+    def _stored(self) -> IndexSpec | None:
+        if not (self._meta_path.is_file() and self._shard_path.is_dir()):
+            return None
+        data = json.loads(self._meta_path.read_text(encoding="utf-8"))
+        return IndexSpec(dim=data["dim"], model_id=data["model_id"])
+
+    def _live(self) -> qe.EdgeShard:
+        if self._shard is None:
+            raise RuntimeError(NOT_CREATED)
+        return self._shard
+
+    def _create(self, spec: IndexSpec) -> None:
+        self._drop()  # a shard without index.json is left over from a crash
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=spec.dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={LEXICAL: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        self._shard = qe.EdgeShard.create(str(self._shard_path), config)
+        kinds = [(n, qe.PayloadSchemaType.Keyword) for n in KEYWORD_FIELDS]
+        kinds += [(n, qe.PayloadSchemaType.Float) for n in FLOAT_FIELDS]
+        for name, kind in kinds:
+            self._shard.update(qe.UpdateOperation.create_field_index(name, kind))
+        # Written last and atomically: index.json marks a complete shard.
+        tmp = self._meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(spec)), encoding="utf-8")
+        os.replace(tmp, self._meta_path)
+
+    def _drop(self) -> None:
+        self.close()
+        self._meta_path.unlink(missing_ok=True)
+        if self._shard_path.exists():
+            shutil.rmtree(self._shard_path)
+
+    def _search(
+        self,
+        vectors: list[Retriever],
+        flt: MemoryFilter,
+        limit: int,
+        candidates: int,
+        boost: Boost | None,
+    ) -> list[Hit]:
+        where = _edge_filter(flt)
+        each = [qe.Prefetch(candidates, _edge_nearest(v), filter=where) for v in vectors]
+        fusion = qe.Fusion.Rrf(k=RRF_K)
+        if boost is not None:
+            stage = each[0]
+            if len(each) > 1:
+                stage = qe.Prefetch(candidates, fusion, each)  # type: ignore[arg-type]  # stubs
+            request = qe.QueryRequest(
+                limit=limit, prefetches=[stage], query=_edge_formula(boost), with_payload=True
+            )
+        elif len(vectors) == 1:
+            query = _edge_nearest(vectors[0])
+            request = qe.QueryRequest(limit=limit, query=query, filter=where, with_payload=True)
+        else:
+            request = qe.QueryRequest(
+                limit=limit,
+                prefetches=each,
+                query=fusion,  # type: ignore[arg-type]  # stubs omit its base
+                with_payload=True,
+            )
+        return [Hit(str(p.id), p.score, p.payload or {}) for p in self._live().query(request)]
+
+    def upsert(self, points: Sequence[IndexPoint]) -> None:
+        shard = self._live()
+        if points:
+            shard.update(qe.UpdateOperation.upsert_points([_edge_point(p) for p in points]))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        shard = self._live()
+        if ids:
+            shard.update(qe.UpdateOperation.delete_points(list(ids)))
+
+    def delete_where(self, flt: MemoryFilter) -> None:
+        """Delete every point `flt` matches (e.g. one Anima's, before reindexing it)."""
+        if self._shard is not None:
+            self._shard.update(qe.UpdateOperation.delete_points_by_filter(_edge_filter(flt)))
+
+    def count(self, flt: MemoryFilter | None = None) -> int:
+        if self._shard is None:
+            return 0
+        where = None if flt is None else _edge_filter(flt)
+        return self._shard.count(qe.CountRequest(exact=True, filter=where))
+
+    def optimize(self) -> None:
+        """Build the HNSW index over what was appended (dense queries stop scanning).
+
+        Blocking and GIL-holding (~28 s at 100,000 points): for offline use such as
+        `animahub repair-rag`, never on a serving hub's event loop or its threads."""
+        if self._shard is not None:
+            self._shard.optimize()
+
+    def close(self) -> None:
+        if self._shard is not None:
+            self._shard.close()
+            self._shard = None

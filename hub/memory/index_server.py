@@ -1,0 +1,179 @@
+"""The index on a Qdrant server, through qdrant-client (see hub/memory/index.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+
+from qdrant_client import QdrantClient, models
+
+from hub.memory.index import (
+    DENSE,
+    FLOAT_FIELDS,
+    FORMULA_DEFAULTS,
+    KEYWORD_FIELDS,
+    LEXICAL,
+    NOT_CREATED,
+    RRF_K,
+    SERVER_BATCH,
+    Boost,
+    Hit,
+    IndexBackend,
+    IndexPoint,
+    IndexSpec,
+    MemoryFilter,
+    Retriever,
+    SparseVec,
+    keyword_conditions,
+    range_conditions,
+)
+
+
+def _server_filter(flt: MemoryFilter) -> models.Filter:
+    must: list[models.Condition] = []
+    for key, values in keyword_conditions(flt):
+        match: models.Match = (
+            models.MatchValue(value=values[0]) if len(values) == 1 else models.MatchAny(any=values)
+        )
+        must.append(models.FieldCondition(key=key, match=match))
+    for key, gte, lte in range_conditions(flt):
+        must.append(models.FieldCondition(key=key, range=models.Range(gte=gte, lte=lte)))
+    return models.Filter(must=must)
+
+
+def _server_vector(vector: Retriever) -> tuple[list[float] | models.SparseVector, str]:
+    if isinstance(vector, SparseVec):
+        return models.SparseVector(indices=vector.indices, values=vector.values), LEXICAL
+    return vector, DENSE
+
+
+def _server_formula(boost: Boost) -> models.FormulaQuery:
+    recency = models.ExpDecayExpression(
+        exp_decay=models.DecayParamsExpression(
+            x="ts", target=boost.now, scale=boost.half_life_s, midpoint=0.5
+        )
+    )
+    lift = models.SumExpression(
+        sum=[
+            1.0,
+            models.MultExpression(mult=[boost.recency_weight, recency]),
+            models.MultExpression(mult=[boost.importance_weight, "importance"]),
+        ]
+    )
+    return models.FormulaQuery(
+        formula=models.MultExpression(mult=["$score", lift]), defaults=FORMULA_DEFAULTS
+    )
+
+
+def _server_point(point: IndexPoint) -> models.PointStruct:
+    vectors: dict[str, models.Vector] = {DENSE: point.dense}
+    if point.sparse.indices:
+        sparse = point.sparse
+        vectors[LEXICAL] = models.SparseVector(indices=sparse.indices, values=sparse.values)
+    return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
+
+
+class ServerIndex(IndexBackend):
+    """The index as one collection on a Qdrant server, whose metadata records dim and
+    model_id. The index owns `client` and closes it in close()."""
+
+    def __init__(self, client: QdrantClient, collection: str) -> None:
+        self._client = client
+        self._name = collection
+        self._exists = client.collection_exists(collection)
+
+    @property
+    def _open(self) -> bool:
+        return self._exists
+
+    def _require(self) -> None:
+        if not self._exists:
+            raise RuntimeError(NOT_CREATED)
+
+    def _stored(self) -> IndexSpec | None:
+        if not self._exists:
+            return None
+        meta = self._client.get_collection(self._name).config.metadata or {}
+        return IndexSpec(dim=meta.get("dim", -1), model_id=meta.get("model_id", ""))
+
+    def _create(self, spec: IndexSpec) -> None:
+        dense = models.VectorParams(size=spec.dim, distance=models.Distance.COSINE)
+        lexical = models.SparseVectorParams(modifier=models.Modifier.IDF)
+        self._client.create_collection(
+            self._name,
+            vectors_config={DENSE: dense},
+            sparse_vectors_config={LEXICAL: lexical},
+            metadata=asdict(spec),
+        )
+        schemas = [(n, models.PayloadSchemaType.KEYWORD) for n in KEYWORD_FIELDS]
+        schemas += [(n, models.PayloadSchemaType.FLOAT) for n in FLOAT_FIELDS]
+        for name, schema in schemas:
+            self._client.create_payload_index(self._name, name, field_schema=schema)
+        self._exists = True
+
+    def _drop(self) -> None:
+        if self._exists:
+            self._client.delete_collection(self._name)
+            self._exists = False
+
+    def _search(
+        self,
+        vectors: list[Retriever],
+        flt: MemoryFilter,
+        limit: int,
+        candidates: int,
+        boost: Boost | None,
+    ) -> list[Hit]:
+        where = _server_filter(flt)
+        pairs = [_server_vector(v) for v in vectors]
+        each = [models.Prefetch(query=v, using=u, filter=where, limit=candidates) for v, u in pairs]
+        fusion = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
+        if boost is not None:
+            stage = (
+                each[0]
+                if len(each) == 1
+                else models.Prefetch(prefetch=each, query=fusion, limit=candidates)
+            )
+            response = self._client.query_points(
+                self._name, prefetch=[stage], query=_server_formula(boost), limit=limit
+            )
+        elif len(pairs) == 1:
+            vector, using = pairs[0]
+            response = self._client.query_points(
+                self._name, query=vector, using=using, query_filter=where, limit=limit
+            )
+        else:
+            response = self._client.query_points(
+                self._name, prefetch=each, query=fusion, limit=limit
+            )
+        return [Hit(str(p.id), p.score, p.payload or {}) for p in response.points]
+
+    def upsert(self, points: Sequence[IndexPoint]) -> None:
+        self._require()
+        for start in range(0, len(points), SERVER_BATCH):
+            batch = [_server_point(p) for p in points[start : start + SERVER_BATCH]]
+            self._client.upsert(self._name, points=batch, wait=True)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self._require()
+        if ids:
+            selector = models.PointIdsList(points=list(ids))
+            self._client.delete(self._name, points_selector=selector, wait=True)
+
+    def delete_where(self, flt: MemoryFilter) -> None:
+        """Delete every point `flt` matches (e.g. one Anima's, before reindexing it)."""
+        if self._exists:
+            selector = models.FilterSelector(filter=_server_filter(flt))
+            self._client.delete(self._name, points_selector=selector, wait=True)
+
+    def count(self, flt: MemoryFilter | None = None) -> int:
+        if not self._exists:
+            return 0
+        where = None if flt is None else _server_filter(flt)
+        return self._client.count(self._name, count_filter=where, exact=True).count
+
+    def optimize(self) -> None:
+        """A Qdrant server optimizes its segments by itself."""
+
+    def close(self) -> None:
+        self._client.close()
