@@ -17,7 +17,7 @@ from hub.animas import AnimaError, AnimaRegistry
 from hub.cli_memory import consolidate, memory_app
 from hub.logs import anima_log_path
 from hub.roles import bundled_config_dir, load_roles
-from hub.runfile import HubBusy, hold_data_root, running_hub
+from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
 from hub.settings import CONFIG_NAME, ConfigError, Settings, load_settings
 
 app = typer.Typer(
@@ -124,7 +124,7 @@ def start(
     logs.configure(settings.home)
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
-        with hold_data_root(settings.home, url):
+        with hold_data_root(settings.home, url), hold_database(settings.database_url):
             console.print(f"AnimaHub on [bold]{url}[/] (data: {settings.home})")
             console.print(f"Open [bold]{url}/[/] to chat; API docs at {url}/docs")
             uvicorn.run(

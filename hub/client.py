@@ -16,7 +16,7 @@ from httpx_sse import aconnect_sse
 from sqlmodel import select
 
 from hub.app import Hub
-from hub.runfile import hold_data_root, running_hub
+from hub.runfile import hold_data_root, hold_database, running_hub
 from hub.settings import Settings
 from hub.store.models import DeliveryRow
 
@@ -44,7 +44,7 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     quiet = settings.model_copy(
         update={"scheduler": settings.scheduler.model_copy(update={"enabled": False})}
     )
-    with hold_data_root(settings.home):
+    with hold_data_root(settings.home), hold_database(settings.database_url):
         hub = Hub(quiet)
         app = create_app(hub)
         await hub.start()

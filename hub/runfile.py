@@ -1,8 +1,11 @@
-"""One hub per data root: an exclusive lock, and a run file saying where the hub listens.
+"""One hub per data root and per database: exclusive locks, and a run file saying where
+the hub listens.
 
 Commands that change state ask `running_hub()`: with a live hub they go through its API,
 otherwise they take the lock themselves and act in-process, so two processes never write
-the same database or index.
+the same database or index. `hold_database` covers a database outside the data root (a
+PostgreSQL server, a SQLite file elsewhere) that two data roots could name: two hubs on one
+database would both send its pending deliveries.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
+
+from sqlalchemy import create_engine, make_url, text
+from sqlalchemy.pool import NullPool
 
 LOCK_NAME = "hub.lock"
 RUN_NAME = "hub.json"
@@ -50,6 +56,45 @@ def hold_data_root(home: Path, url: str | None = None) -> Iterator[None]:
                 run_file.unlink(missing_ok=True)
     finally:
         handle.close()
+
+
+# The PostgreSQL advisory lock every hub takes on its database ("anima" in ASCII).
+PG_LOCK_KEY = 0x616E696D61
+
+
+@contextmanager
+def hold_database(url: str) -> Iterator[None]:
+    """Hold the database for this process: a PostgreSQL session advisory lock, or a lock
+    file beside a SQLite file. HubBusy if another hub holds it."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        if not parsed.database or parsed.database == ":memory:":
+            yield
+            return
+        path = Path(parsed.database)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle: IO[str] = open(path.with_name(path.name + ".hub-lock"), "a+")  # noqa: SIM115
+        try:
+            try:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                raise HubBusy(f"another AnimaHub process is using the database {path}") from exc
+            yield
+        finally:
+            handle.close()
+        return
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:  # the lock lives as long as this session
+            taken = conn.execute(text("SELECT pg_try_advisory_lock(:key)"), {"key": PG_LOCK_KEY})
+            if not taken.scalar():
+                where = parsed.render_as_string(hide_password=True)
+                raise HubBusy(f"another AnimaHub process is using the database {where}")
+            conn.commit()
+            yield
+    finally:
+        engine.dispose()
 
 
 def running_hub(home: Path) -> RunningHub | None:

@@ -10,7 +10,7 @@ from hub.identity import PersonView
 from hub.llm import TurnContext
 from hub.model_client import classify
 from hub.offline import OfflineResponder, compose
-from hub.runfile import HubBusy, hold_data_root, running_hub
+from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
 from hub.tools import ToolContext, ToolRegistry, builtin_tools
 
 CTX = ToolContext("aria", "alice", False, "web:local/dm:aria:alice#s", "Asia/Tokyo")
@@ -111,3 +111,15 @@ async def test_a_model_litellm_cannot_price_is_registered_free_once() -> None:
     known = litellm.model_cost["gpt-4o-mini"]["input_cost_per_token"]
     await calls.complete(hello, {"model": "openai/gpt-4o-mini", "mock_response": "ok"})
     assert litellm.model_cost["gpt-4o-mini"]["input_cost_per_token"] == known > 0
+
+
+def test_one_hub_per_database(database_url: str) -> None:
+    """Two data roots naming one database: the second hub is refused with a clear error."""
+    busy = pytest.raises(HubBusy, match="another AnimaHub process is using the database")
+    with hold_database(database_url), busy, hold_database(database_url):
+        pass
+    with hold_database(database_url):  # released when the first hub stopped
+        pass
+    # An in-memory database belongs to its process anyway.
+    with hold_database("sqlite://"), hold_database("sqlite://"):
+        pass
