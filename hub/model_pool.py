@@ -57,10 +57,6 @@ class ModelWorkers:
         self._ids = itertools.count(1)
         self._stopping = False
 
-    @property
-    def started(self) -> bool:
-        return bool(self._supervisors)
-
     def start(self) -> None:
         if self._supervisors or self._stopping:
             return

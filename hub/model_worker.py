@@ -85,7 +85,8 @@ async def run_call(calls: LiteLLMCalls, channel: Channel, request: dict[str, Any
             channel.end(call, {"done": True})
     except LLMError as exc:
         channel.end(call, {"error": str(exc), "retryable": exc.retryable})
-    except Exception as exc:
+    except Exception as exc:  # an SDK failure of any kind: the hub must hear of it, or its
+        # turn would wait for an end that never comes; it retries the turn like an outage
         log.exception("model call %s failed", call)
         channel.end(call, {"error": f"model worker: {exc!r}", "retryable": True})
     await channel.drain()
