@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from datetime import datetime
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
@@ -27,9 +28,8 @@ log = logging.getLogger(__name__)
 
 HELD = "held"
 _CLAIMABLE = ("received", "processing")
-# Asked before every turn, so built once (see runtime._CLAIM).
-_STATE = select(col(AnimaState.paused), col(AnimaState.changed_at)).where(
-    col(AnimaState.name) == bindparam("name")
+_PAUSED = select(col(AnimaState.name), col(AnimaState.changed_at)).where(
+    col(AnimaState.paused).is_(True)
 )
 
 
@@ -38,11 +38,23 @@ def paused_notice(anima: str) -> str:
 
 
 class AnimaStates:
-    """Run state of each Anima; no row means running. The scheduler asks `is_paused`."""
+    """Run state of each Anima; no row means running. The scheduler asks `is_paused`.
+
+    Which Animas are paused is also kept in memory, since the runtime asks before every
+    turn: this object is the only writer, as one hub holds its database (hub/runfile.py).
+    """
 
     def __init__(self, db: Database, outbox: Outbox) -> None:
         self._db = db
         self._outbox = outbox
+        self._paused_since: dict[str, datetime] | None = None  # loaded on first use
+
+    def _paused_map(self) -> dict[str, datetime]:
+        if self._paused_since is None:
+            with self._db.engine.connect() as conn:
+                rows = conn.execute(_PAUSED).all()
+            self._paused_since = {row.name: row.changed_at for row in rows}
+        return self._paused_since
 
     # state ------------------------------------------------------------------------------
 
@@ -51,21 +63,18 @@ class AnimaStates:
             return session.get(AnimaState, name)
 
     def is_paused(self, name: str) -> bool:
-        with self._db.engine.connect() as conn:
-            paused = conn.execute(
-                select(col(AnimaState.paused)).where(col(AnimaState.name) == name)
-            ).scalar()
-        return bool(paused)
+        return name in self._paused_map()
 
     def paused(self) -> set[str]:
-        with self._db.engine.connect() as conn:
-            rows = conn.execute(
-                select(col(AnimaState.name)).where(col(AnimaState.paused).is_(True))
-            ).scalars()
-            return set(rows)
+        return set(self._paused_map())
 
     def pause(self, name: str, by: str) -> bool:
         """Pause `name`; False when it already was."""
+        changed = self._pause_row(name, by)
+        self._paused_since = None  # read back: the pause time as stored keys its notices
+        return changed
+
+    def _pause_row(self, name: str, by: str) -> bool:
         now = utcnow()
         try:
             with self._db.write() as conn:
@@ -109,6 +118,7 @@ class AnimaStates:
                     col(InboxItem.received_at),
                 )
             ).all()
+        self._paused_map().pop(name, None)
         ordered = sorted(released, key=lambda r: (r.received_at, r.id))
         jobs = [TurnJob(r.id, name, r.conversation, r.person_id) for r in ordered]
         return bool(changed), jobs
@@ -127,11 +137,8 @@ class AnimaStates:
     def hold(self, job: TurnJob) -> str | None:
         """Hold the job's message if its Anima is paused and return the notice; None means
         the turn may run. Given to the runtime, which asks before every turn."""
-        # Asked before every turn: one Core query, not an ORM session (a measurable share
-        # of the hub's per-message overhead).
-        with self._db.engine.connect() as conn:
-            state = conn.execute(_STATE, {"name": job.anima}).first()
-        if state is None or not state.paused:
+        paused_at = self._paused_map().get(job.anima)  # asked before every turn: no query
+        if paused_at is None:
             return None
         notice = paused_notice(job.anima)
         changes: dict[str, object] = {"status": HELD, "anima": job.anima, "error": notice}
@@ -150,7 +157,7 @@ class AnimaStates:
             )
         )
         # Told once per pause, sender and channel: the pause time is part of the key.
-        stamp = state.changed_at.isoformat()
+        stamp = paused_at.isoformat()
         with self._db.write() as conn:
             row = conn.execute(claim).first()
             if row is None:
