@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from sqlalchemy.exc import OperationalError
 
 from hub.animas import AnimaError, AnimaRegistry
 from hub.cli_memory import consolidate, memory_app
@@ -270,4 +271,13 @@ def _memory_settings(ctx: typer.Context) -> None:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except OperationalError as exc:  # no database server, wrong password, ...: one line
+        detail = str(exc.orig or exc).strip().splitlines()[0]
+        err.print(
+            f"[bold red]error:[/] the database cannot be reached ({detail}); "
+            "check \\[storage] database_url",
+            highlight=False,
+        )
+        raise SystemExit(1) from None

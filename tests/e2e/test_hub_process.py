@@ -87,6 +87,18 @@ def test_bad_config_stops_start_with_one_line(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "api_token" in refused.stderr
 
 
+def test_an_unreachable_database_stops_start_with_one_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    cli(home, "init")
+    nobody = f"postgresql+psycopg://hub:secret@127.0.0.1:{free_port()}/hub"
+    result = cli(home, "start", ANIMAHUB_STORAGE__DATABASE_URL=nobody)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "the database cannot be reached" in lines[0] and "[storage] database_url" in lines[0]
+    assert "secret" not in result.stderr
+
+
 def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
     home = tmp_path / "home"
     assert cli(home, "init", "--demo").returncode == 0
