@@ -190,6 +190,56 @@ def chat(
 
 
 @app.command()
+def status() -> None:
+    """Whether a hub runs on this data folder, and its health (exit code 3 when none runs)."""
+    import httpx
+
+    from hub.client import auth_headers
+
+    settings = settings_or_exit()
+    try:
+        running = running_hub(settings.home)
+    except HubBusy as exc:  # locked, but not saying where: starting up, or a CLI command
+        raise fail(str(exc), code=3) from None
+    if running is None:
+        console.print(f"No hub is running on {settings.home}.", highlight=False)
+        raise typer.Exit(3)
+    try:
+        response = httpx.get(
+            f"{running.url}/api/system/health", headers=auth_headers(settings), timeout=5
+        )
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise fail(f"the hub at {running.url} (pid {running.pid}) does not answer: {exc}") from None
+    console.print(_status_table(running.url, running.pid, settings.home, response.json()))
+
+
+def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Table:
+    table = Table(
+        title=f"AnimaHub {health['version']} at {url} (pid {pid}, data {home})",
+        show_header=False,
+        title_justify="left",
+    )
+    workers = health.get("model_workers")
+    model = health["llm"]
+    if workers:
+        model += f" ({workers['ready']} of {workers['configured']} model workers ready)"
+    deliveries = health["deliveries"]
+    waiting = {name: n for name, n in health["mailboxes"].items() if n}
+    rows = [
+        ("model", model),
+        ("database", health["database"]),
+        ("platforms", ", ".join(health["adapters"])),
+        ("animas", ", ".join(health["animas"])),
+        ("deliveries", ", ".join(f"{n} {k}" for k, n in sorted(deliveries.items())) or "none"),
+        ("turns waiting", ", ".join(f"{a}: {n}" for a, n in sorted(waiting.items())) or "none"),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+@app.command()
 def heartbeat(
     name: Annotated[str, typer.Argument(help="The Anima whose heartbeat to run.")],
 ) -> None:

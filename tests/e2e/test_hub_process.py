@@ -28,6 +28,9 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
     assert (home / "hub.toml").exists()
     assert sorted(p.name for p in (home / "animas").iterdir()) == ["aria", "kai", "mika"]
 
+    stopped = cli(home, "status")
+    assert stopped.returncode == 3 and "No hub is running" in stopped.stdout
+
     hub = HubProcess(home, free_port()).start()
     try:
         events = chat(hub.url, "aria", "Remember: the launch is on Friday")
@@ -42,6 +45,10 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
         said = cli(home, "chat", "wren", "hello from the CLI", "--user", "bob")
         assert said.returncode == 0, said.stderr
         assert "Wren" in said.stdout and "offline mode" in said.stdout
+        status = cli(home, "status", COLUMNS="200")
+        assert status.returncode == 0, status.stderr
+        assert hub.url in status.stdout and "aria, kai, mika, wren" in status.stdout
+        assert "offline" in status.stdout and "2 sent" in status.stdout
     finally:
         hub.stop()
     # uvicorn re-raises SIGTERM after a graceful shutdown, so look for the shutdown itself.
