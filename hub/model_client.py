@@ -12,7 +12,8 @@ litellm is imported lazily: it takes seconds to import and the offline default n
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
 
 # A round yields text deltas (str), then, only if the model called tools, the assistant
@@ -56,7 +57,7 @@ class LiteLLMCalls:
         litellm, openai = self._litellm(kwargs["model"])
         chunks: list[Any] = []
         wants_tools = False
-        try:
+        with _as_llm_errors(openai):
             response = await litellm.acompletion(messages=messages, stream=True, **kwargs)
             async for chunk in response:
                 chunks.append(chunk)
@@ -66,10 +67,6 @@ class LiteLLMCalls:
                 wants_tools = wants_tools or bool(delta.tool_calls)
                 if delta.content:
                     yield delta.content
-        except openai.APIStatusError as exc:  # litellm's mapped errors subclass these
-            raise classify(exc.status_code, exc) from exc
-        except openai.APIConnectionError as exc:  # includes timeouts
-            raise LLMError(f"model unreachable: {exc}", retryable=True) from exc
         if wants_tools:
             # Rebuilding the message costs ~2 ms, so it is done only when tools were called.
             built: Any = litellm.stream_chunk_builder(chunks, messages=messages)
@@ -77,13 +74,21 @@ class LiteLLMCalls:
 
     async def complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
         litellm, openai = self._litellm(kwargs["model"])
-        try:
+        with _as_llm_errors(openai):
             response: Any = await litellm.acompletion(messages=messages, **kwargs)
-        except openai.APIStatusError as exc:
-            raise classify(exc.status_code, exc) from exc
-        except openai.APIConnectionError as exc:
-            raise LLMError(f"model unreachable: {exc}", retryable=True) from exc
         return str(response.choices[0].message.content or "")
+
+
+@contextmanager
+def _as_llm_errors(openai: Any) -> Iterator[None]:
+    """litellm's failures as LLMError, retryable or not (its mapped errors subclass the
+    openai SDK's)."""
+    try:
+        yield
+    except openai.APIStatusError as exc:
+        raise classify(exc.status_code, exc) from exc
+    except openai.APIConnectionError as exc:  # includes timeouts
+        raise LLMError(f"model unreachable: {exc}", retryable=True) from exc
 
 
 def _import() -> tuple[Any, Any]:

@@ -37,15 +37,25 @@ class RunningHub:
 
 
 @contextmanager
-def hold_data_root(home: Path, url: str | None = None) -> Iterator[None]:
-    """Hold the data root's lock; with a URL, also advertise the hub in the run file."""
-    home.mkdir(parents=True, exist_ok=True)
-    handle: IO[str] = open(home / LOCK_NAME, "a+")  # noqa: SIM115 - held for the whole block
+def _locked(path: Path, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on the file `path` (created if missing); HubBusy naming
+    `what` if another process holds it. The lock ends with the block or the process."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle: IO[str] = open(path, "a+")  # noqa: SIM115 - held for the whole block
     try:
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise HubBusy(f"another AnimaHub process is using {home}") from exc
+            raise HubBusy(f"another AnimaHub process is using {what}") from exc
+        yield
+    finally:
+        handle.close()
+
+
+@contextmanager
+def hold_data_root(home: Path, url: str | None = None) -> Iterator[None]:
+    """Hold the data root's lock; with a URL, also advertise the hub in the run file."""
+    with _locked(home / LOCK_NAME, str(home)):
         run_file = home / RUN_NAME
         if url is not None:
             run_file.write_text(json.dumps({"pid": os.getpid(), "url": url}))
@@ -54,8 +64,6 @@ def hold_data_root(home: Path, url: str | None = None) -> Iterator[None]:
         finally:
             if url is not None:
                 run_file.unlink(missing_ok=True)
-    finally:
-        handle.close()
 
 
 # The PostgreSQL advisory lock every hub takes on its database ("anima" in ASCII).
@@ -73,16 +81,8 @@ def hold_database(url: str) -> Iterator[None]:
             yield
             return
         path = Path(parsed.database)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle: IO[str] = open(path.with_name(path.name + ".hub-lock"), "a+")  # noqa: SIM115
-        try:
-            try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as exc:
-                raise HubBusy(f"another AnimaHub process is using the database {path}") from exc
+        with _locked(path.with_name(path.name + ".hub-lock"), f"the database {path}"):
             yield
-        finally:
-            handle.close()
         return
     engine = create_engine(url, poolclass=NullPool)
     try:
