@@ -1,5 +1,11 @@
 """The contract suite runs once per platform; each provides `tests/contract/<p>_harness.py`
-with `open_harness(tmp_path)`, an async context manager yielding a `Harness`."""
+with `open_harness(tmp_path)`, an async context manager yielding a `Harness`.
+
+Not every platform has every feature (LINE has no edits, threads or message edits; a
+Telegram webhook carries no timestamp to replay). A case that needs one says so with
+`@pytest.mark.needs("feature", ...)` and is generated only for the platforms that have it,
+so nothing is skipped: the case simply does not exist where the platform cannot do it.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +17,33 @@ import pytest
 
 from tests.contract.harness import Harness
 
-PLATFORMS = ("slack", "discord")
+# What each platform can do, as far as the contract cases are concerned:
+# edits: the platform delivers edits of a person's message; threads: replies can be put in
+# a thread (or forum topic); streaming: a reply can be previewed by editing one message;
+# replay_window: signed requests carry a timestamp, so a stale replay is refusable;
+# mention_routing: a channel message can mention the bot, and chatter without it is ignored.
+FEATURES: dict[str, frozenset[str]] = {
+    "slack": frozenset({"edits", "threads", "streaming", "replay_window", "mention_routing"}),
+    "discord": frozenset({"edits", "threads", "streaming", "replay_window", "mention_routing"}),
+}
+PLATFORMS = tuple(FEATURES)
 
 
-@pytest.fixture(params=PLATFORMS)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "needs(*features): contract case for platforms with these")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "harness" not in metafunc.fixturenames:
+        return
+    needed: set[str] = set()
+    for marker in metafunc.definition.iter_markers("needs"):
+        needed.update(marker.args)
+    platforms = [p for p in PLATFORMS if needed <= FEATURES[p]]
+    metafunc.parametrize("harness", platforms, indirect=True)
+
+
+@pytest.fixture
 async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
     module = importlib.import_module(f"tests.contract.{request.param}_harness")
     async with module.open_harness(tmp_path) as opened:
