@@ -1,0 +1,339 @@
+"""The LINE platform: one Messaging API channel through line-bot-sdk v3 (asyncio).
+
+Events arrive at `POST /webhooks/line`. The `X-Line-Signature` (base64 HMAC-SHA256 of the
+raw body with the channel secret) is checked before anything is parsed: a forged or
+unsigned request gets 401 and touches nothing. Each message event is normalized
+(normalize.py) and stored by the hub before LINE hears 200, so a crash before then makes
+LINE redeliver it (`deliveryContext.isRedelivery`, same `webhookEventId`), and the hub's
+dedup answers it once.
+
+Replies leave through the outbox, rendered to plain text (render.py) in messages of up to
+5,000 characters, up to five per call (`send_batch`). The reply token of the message being
+answered is free and used while it is fresh (LINE: within about a minute, once); a push
+(which counts against the monthly quota) is used only without one: proactive posts, the
+messages past the fifth of a long reply, an expired token, a redelivered event. Every push
+carries an `X-Line-Retry-Key` made from its chunks' idempotency keys, so a retried push is
+never doubled. A 1:1 chat shows LINE's loading animation while its turn runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
+from linebot.v3.exceptions import InvalidSignatureError
+from linebot.v3.messaging import ApiException
+from linebot.v3.webhook import WebhookParser
+from linebot.v3.webhooks import MessageEvent
+
+from adapters.line.normalize import Source, source_of, to_inbound
+from adapters.line.outbound import NothingSent, Outbound, ReplyTokenInvalid
+from adapters.line.render import to_plain
+from adapters.line.settings import LineSettings
+from hub.adapter import (
+    Capabilities,
+    DeliveryError,
+    HubPort,
+    MarkdownDialect,
+    MessageTooLarge,
+    PermanentDeliveryError,
+    PlatformUnauthorized,
+    PlatformUnavailable,
+    RateLimited,
+    Settings,
+    TransientDeliveryError,
+)
+from hub.messages import Address, Inbound, OutboundChunk
+
+log = logging.getLogger(__name__)
+WEBHOOK_PATH = "/webhooks/line"
+MAX_TEXT = 5000
+MAX_MESSAGES = 5
+REPLY_TOKEN_TTL_S = 50.0  # LINE guarantees a reply token for one minute after the webhook
+PROFILE_TTL_S = 3600.0
+LOADING_S = 60  # the longest LINE allows; it ends by itself when the reply arrives
+_REMEMBERED = 5_000
+# The namespace of the retry keys (uuid5 of a push's chunk keys): any fixed UUID will do.
+RETRY_NAMESPACE = uuid.UUID("8a1d1f54-3c1e-5b0e-9a77-6c1f1e5a0b21")
+Clock = Callable[[], float]
+
+
+def retry_key(chunks: Sequence[OutboundChunk]) -> str:
+    """The push's X-Line-Retry-Key: the same chunks always make the same UUID."""
+    return str(uuid.uuid5(RETRY_NAMESPACE, "\n".join(c.idempotency_key for c in chunks)))
+
+
+@dataclass
+class _Token:
+    token: str
+    received: float
+    taken: bool = False
+
+
+class ReplyTokens:
+    """The reply token of each message still answerable: handed out once."""
+
+    def __init__(self, ttl_s: float, clock: Clock) -> None:
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._tokens: OrderedDict[str, _Token] = OrderedDict()
+
+    def put(self, keys: Sequence[str], token: str) -> None:
+        """Keep `token` under every key a delivery may name the message by (the hub's
+        deliveries answer an event id; the message id is the platform's)."""
+        entry = _Token(token, self._clock())
+        for key in keys:
+            self._tokens[key] = entry
+        while len(self._tokens) > _REMEMBERED:
+            self._tokens.popitem(last=False)
+
+    def take(self, message_id: str) -> str | None:
+        entry = self._tokens.get(message_id)
+        if entry is None or entry.taken or self._clock() - entry.received > self._ttl_s:
+            return None
+        entry.taken = True
+        return entry.token
+
+    def give_back(self, message_id: str) -> None:
+        """The token was not used after all (nothing reached LINE)."""
+        entry = self._tokens.get(message_id)
+        if entry is not None:
+            entry.taken = False
+
+
+class Profiles:
+    """Display names from LINE's profile API, cached and refreshed every `ttl_s`."""
+
+    def __init__(self, outbound: Outbound, ttl_s: float, clock: Clock) -> None:
+        self._outbound = outbound
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._names: OrderedDict[str, tuple[str, float]] = OrderedDict()
+
+    async def name(self, source: Source) -> str:
+        user = source.user or ""
+        cached = self._names.get(user)
+        if cached is not None and self._clock() - cached[1] < self._ttl_s:
+            return cached[0]
+        try:
+            name = await self._outbound.display_name(source.kind, source.chat, user)
+        except ApiException as exc:  # 404: not a friend, left the group; the id names them
+            log.info("LINE profile of %s unavailable: %s %s", user, exc.status, exc.reason)
+            name = cached[0] if cached else ""
+        except (aiohttp.ClientError, TimeoutError, OSError, TransientDeliveryError) as exc:
+            log.warning("LINE profile of %s: %s", user, exc)
+            return cached[0] if cached else ""  # not cached: asked again next time
+        self._names[user] = (name, self._clock())
+        self._names.move_to_end(user)
+        while len(self._names) > _REMEMBERED:
+            self._names.popitem(last=False)
+        return name
+
+
+class LineAdapter:
+    name = "line"
+    capabilities = Capabilities(
+        max_text=MAX_TEXT,
+        dialect=MarkdownDialect.PLAIN,
+        edits=False,
+        threads=False,
+        reactions=False,
+        slash_commands=False,
+        batch=MAX_MESSAGES,
+    )
+
+    def __init__(
+        self,
+        settings: LineSettings,
+        *,
+        reply_token_ttl_s: float = REPLY_TOKEN_TTL_S,
+        profile_ttl_s: float = PROFILE_TTL_S,
+        clock: Clock = time.monotonic,
+    ) -> None:
+        if settings.channel_secret is None or settings.channel_access_token is None:
+            raise ValueError("the LINE adapter needs line.channel_secret and channel_access_token")
+        self._parser = WebhookParser(settings.channel_secret.get_secret_value())
+        self._outbound = Outbound(
+            settings.channel_access_token.get_secret_value(), settings.api_url
+        )
+        self._tokens = ReplyTokens(reply_token_ttl_s, clock)
+        self._profiles = Profiles(self._outbound, profile_ttl_s, clock)
+        self._hub: HubPort | None = None
+        self.bot_user_id = ""
+        self._loading: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LineAdapter | None:
+        section = settings.platform("line", LineSettings)
+        return cls(section) if section.enabled else None
+
+    # Adapter protocol -----------------------------------------------------------------
+
+    async def start(self, hub: HubPort) -> None:
+        """Learn the bot's user id (`GET /v2/bot/info`); a failure leaves nothing open."""
+        self._outbound.open()
+        try:
+            self.bot_user_id = await self._outbound.bot_user_id()
+        except ApiException as exc:
+            await self._outbound.close()
+            reason = f"LINE /v2/bot/info: {exc.status} {exc.reason}"
+            if exc.status in (401, 403):
+                raise PlatformUnauthorized(f"{reason} (check line.channel_access_token)") from exc
+            raise PlatformUnavailable(reason) from exc
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            await self._outbound.close()
+            reason = f"LINE cannot be reached: {type(exc).__name__}: {exc}"
+            raise PlatformUnavailable(reason) from exc
+        self._hub = hub
+        log.info("LINE connected as bot %s", self.bot_user_id)
+
+    async def stop(self) -> None:
+        self._hub = None
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._outbound.close()
+
+    def render(self, markdown: str) -> str:
+        return to_plain(markdown)
+
+    async def send(self, chunk: OutboundChunk) -> str:
+        return (await self.send_batch([chunk]))[0]
+
+    async def send_batch(self, chunks: Sequence[OutboundChunk]) -> list[str]:
+        """Up to five consecutive chunks of one delivery in one call: on the reply token of
+        the message answered while it is fresh, else as a push with a retry key."""
+        if not chunks:
+            return []
+        if len(chunks) > MAX_MESSAGES:
+            raise PermanentDeliveryError(f"LINE sends at most {MAX_MESSAGES} messages a call")
+        first = chunks[0]
+        texts = [chunk.text for chunk in chunks]
+        await self._loading_started(first.address.channel)
+        token = self._tokens.take(first.reply_to) if first.reply_to else None
+        if token is not None and first.reply_to is not None:
+            try:
+                return await self._outbound.reply(token, texts)
+            except ReplyTokenInvalid as exc:
+                log.info("reply to %s by push: %s", first.reply_to, exc)
+            except NothingSent as exc:
+                self._tokens.give_back(first.reply_to)
+                raise TransientDeliveryError(str(exc)) from exc
+            except RateLimited:
+                self._tokens.give_back(first.reply_to)  # refused: the token is still good
+                raise
+        return await self._outbound.push(first.address.channel, texts, retry_key(chunks))
+
+    async def edit(self, address: Address, message_id: str, text: str) -> None:
+        raise PermanentDeliveryError("LINE messages cannot be edited")
+
+    def routers(self) -> Sequence[APIRouter]:
+        router = APIRouter()
+        router.add_api_route(WEBHOOK_PATH, self._webhook, methods=["POST"], include_in_schema=False)
+        return [router]
+
+    # inbound ----------------------------------------------------------------------------
+
+    async def _webhook(self, request: Request) -> Response:
+        body = await request.body()
+        signature = request.headers.get("X-Line-Signature")
+        if not signature:
+            return JSONResponse({"detail": "missing X-Line-Signature"}, status_code=401)
+        try:
+            text = body.decode("utf-8")
+            payload = self._parser.parse(text, signature, as_payload=True)
+        except InvalidSignatureError:
+            log.warning("LINE webhook with a wrong signature refused")
+            return JSONResponse({"detail": "invalid signature"}, status_code=401)
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
+            return JSONResponse({"detail": f"not a LINE webhook: {exc}"}, status_code=400)
+        hub = self._hub
+        if hub is None:  # not acknowledged: LINE redelivers once the hub runs
+            return JSONResponse({"detail": "the hub is not running"}, status_code=503)
+        raw_events = json.loads(text).get("events") or []
+        raws = {str(e.get("webhookEventId")): e for e in raw_events if isinstance(e, dict)}
+        destination = str(payload.destination or self.bot_user_id)
+        for event in payload.events or ():
+            if isinstance(event, MessageEvent):
+                await self._ingest(hub, event, destination, raws.get(event.webhook_event_id, {}))
+            else:
+                log.debug("LINE %s event not handled", getattr(event, "type", "?"))
+        return JSONResponse({})
+
+    async def _ingest(
+        self, hub: HubPort, event: MessageEvent, destination: str, raw: dict[str, Any]
+    ) -> None:
+        source = source_of(event)
+        if source is None or source.user is None:
+            log.info("LINE message %s has no user id; not kept", event.webhook_event_id)
+            return
+        name = await self._profiles.name(source)
+        inbound = to_inbound(event, destination, name, raw)
+        if inbound is None:
+            return
+        redelivered = bool(event.delivery_context and event.delivery_context.is_redelivery)
+        if event.reply_token and not redelivered:
+            # A redelivered event's token is likely stale: its answer goes by push.
+            self._tokens.put((inbound.event_id, event.message.id), event.reply_token)
+        if source.is_dm and not redelivered and inbound.command is None:
+            self._start_loading(source.chat)
+        try:
+            receipt = await hub.receive(inbound)
+        except MessageTooLarge as exc:
+            log.warning("LINE message %s refused: %s", inbound.event_id, exc)
+            await self._answer_now(inbound, f"Your message was not delivered to the Animas: {exc}.")
+            return
+        if receipt.duplicate:
+            log.debug("LINE event %s seen before", inbound.event_id)
+        elif receipt.reply is not None:
+            await self._answer_now(inbound, receipt.reply)
+
+    async def _answer_now(self, inbound: Inbound, text: str) -> None:
+        """A command's answer or a refusal, on the message's reply token (best effort)."""
+        token = self._tokens.take(inbound.reply_to) if inbound.reply_to else None
+        if token is None:
+            log.info("no reply token left to answer %s: %s", inbound.event_id, text)
+            return
+        try:
+            await self._outbound.reply(token, [to_plain(text)[:MAX_TEXT] or "…"])
+        except DeliveryError as exc:
+            log.warning("could not answer %s on LINE: %s", inbound.event_id, exc)
+
+    # the loading animation ----------------------------------------------------------------
+
+    def _start_loading(self, user: str) -> None:
+        task = asyncio.create_task(self._show_loading(user), name=f"line-loading-{user}")
+        self._loading[user] = task
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._tasks.discard(finished)
+            if self._loading.get(user) is finished:
+                del self._loading[user]
+
+        task.add_done_callback(done)
+
+    async def _show_loading(self, user: str) -> None:
+        try:
+            await self._outbound.show_loading(user, LOADING_S)
+        except (ApiException, aiohttp.ClientError, TimeoutError, OSError, DeliveryError) as exc:
+            log.info("LINE loading animation for %s not shown: %s", user, exc)
+
+    async def _loading_started(self, chat: str) -> None:
+        """A reply waits for the chat's loading animation request to be answered: started
+        after the reply, it would spin on after the answer arrived."""
+        task = self._loading.get(chat)
+        if task is not None:
+            await asyncio.wait({task}, timeout=5.0)
