@@ -84,6 +84,7 @@ class TelegramAdapter:
         self._order = asyncio.Lock()  # updates reach the hub one at a time, in order
         self._streamer = EditStreamer(self._preview_post, self.edit, self.render, MAX_TEXT)
         self._claimed: dict[str, str] = {}  # reply key -> preview id, until edited
+        self.poll_backoff_s = _BACKOFF_S  # after a failed poll: first delay, cap
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TelegramAdapter | None:
@@ -183,7 +184,8 @@ class TelegramAdapter:
                 hub.save_cursor(CURSOR, str(offset))
 
     async def _poll_failed(self, hub: HubPort, exc: TelegramError, failures: int) -> None:
-        delay = min(_BACKOFF_S[1], _BACKOFF_S[0] * 2 ** min(failures - 1, 10))
+        first, cap = self.poll_backoff_s
+        delay = min(cap, first * 2 ** min(failures - 1, 10))
         if isinstance(exc, Conflict):
             reason = (
                 "409 Conflict: another program is polling with this bot token (or a webhook "
@@ -191,10 +193,8 @@ class TelegramAdapter:
             )
         else:
             reason = f"getUpdates failed: {exc}"
-        if failures == 1:  # one line per outage, not one per attempt
-            log.error("Telegram %s; retrying with backoff (at most %.0f s)", reason, _BACKOFF_S[1])
-        else:
-            log.debug("Telegram %s (attempt %d); next in %.0f s", reason, failures, delay)
+        # The hub logs the first report of an outage (one line); repeats are only debug.
+        log.debug("Telegram %s (attempt %d); next poll in %.1f s", reason, failures, delay)
         hub.report(NAME, PlatformState.DOWN, reason)
         await asyncio.sleep(delay)
 
@@ -285,6 +285,7 @@ class TelegramAdapter:
                     log.warning("preview %s cannot be edited (%s); posting the reply", preview, exc)
                 else:
                     self._claimed.pop(key, None)
+                    outbound.remember(int(chunk.address.channel), int(preview), chunk.anima)
                     return preview
                 self._claimed.pop(key, None)
         reply_to = None

@@ -123,7 +123,8 @@ class Outbound:
     def anima_of(self, chat_id: int, message_id: int) -> str | None:
         return self._written.get((chat_id, message_id))
 
-    def _remember(self, chat_id: int, message_id: int, anima: str | None) -> None:
+    def remember(self, chat_id: int, message_id: int, anima: str | None) -> None:
+        """Note which Anima wrote one of our messages (a reply to it goes to that Anima)."""
         if anima:
             self._written[(chat_id, message_id)] = anima
             while len(self._written) > _REMEMBERED:
@@ -166,7 +167,7 @@ class Outbound:
             return await self.bot.send_message(chat_id, text, parse_mode=mode, **kwargs)
 
         message = await self._with_fallback(address, "sendMessage", html, send)
-        self._remember(chat_id, message.message_id, anima)
+        self.remember(chat_id, message.message_id, anima)
         return str(message.message_id)
 
     async def edit(self, address: Address, message_id: str, html: str) -> None:

@@ -201,14 +201,14 @@ async def open_harness(
     `webhook=False`: long polling; `token`: what the hub is configured with (a wrong one
     gets 401); `fake`: one already populated and running (a second hub on the same bot);
     `section`: more `[telegram]` settings."""
+    home = tmp_path / "home"
+    home.mkdir(parents=True, exist_ok=True)
     own_fake = fake is None
     if fake is None:
         fake = FakeTelegram(token=TOKEN, bot_id=BOT_ID, username=BOT_NAME, port=free_port())
         populate(fake)
         if not platform_down:
             await fake.start()
-    home = tmp_path / "home"
-    home.mkdir(exist_ok=True)
     settings = {**telegram_section(fake, webhook=webhook, token=token), **(section or {})}
     responder = ScriptedResponder()
     hub: Hub | None = None
