@@ -12,10 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from hub.adapter import DeliveryError, HubPort
+from hub.adapter import DeliveryError, TurnEvent
 from hub.messages import Address
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,29 @@ Post = Callable[[Address, str, str | None], Awaitable[str]]  # address, text, re
 Edit = Callable[[Address, str, str], Awaitable[None]]  # address, message id, text
 Render = Callable[[str], str]
 _ELLIPSIS = " …"
+
+
+class TurnFeed(Protocol):
+    """What the streamer needs of the hub: the live events of one turn."""
+
+    def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]: ...
+
+
+class AnimaTap:
+    """A turn's events, telling `on_anima` which Anima writes the reply, so that a preview
+    is posted as that Anima (its own bot, or the shared one signed with its name)."""
+
+    def __init__(self, feed: TurnFeed, on_anima: Callable[[str], None]) -> None:
+        self._feed = feed
+        self._on_anima = on_anima
+
+    async def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]:
+        async for event in self._feed.subscribe(inbox_id):
+            if event.anima:
+                self._on_anima(event.anima)
+            yield event
+
+
 _FORGET_AFTER_S = 600.0  # previews whose reply never came through the outbox
 
 
@@ -50,7 +74,7 @@ class EditStreamer:
         self._interval_s = interval_s
         self._previews: dict[str, _Preview] = {}
 
-    def follow(self, hub: HubPort, inbox_id: str, address: Address, key: str) -> None:
+    def follow(self, hub: TurnFeed, inbox_id: str, address: Address, key: str) -> None:
         """Preview the reply to `inbox_id`; `key` is the reply_to the outbox will send with."""
         self._forget_stale()
         preview = _Preview(address, key, time.monotonic())
@@ -76,7 +100,7 @@ class EditStreamer:
         await asyncio.gather(*tasks, return_exceptions=True)
         self._previews.clear()
 
-    async def _run(self, hub: HubPort, inbox_id: str, preview: _Preview, key: str) -> None:
+    async def _run(self, hub: TurnFeed, inbox_id: str, preview: _Preview, key: str) -> None:
         text = ""
         shown = ""
         last = 0.0

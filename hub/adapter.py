@@ -1,7 +1,10 @@
 """The contract between the hub and a platform adapter (DESIGN §2, §4).
 
 `hub/` defines these protocols and never imports `adapters/`; concrete adapters are found by
-name through the `animahub.adapters` entry point group and wired in by `hub/app.py`.
+name through the `animahub.adapters` entry point group and wired in by `hub/app.py`. Each
+entry point names an `AdapterPlugin`: the adapter's settings model (its `[platform]` section
+of hub.toml) and its factory. This module is all an adapter takes from the core besides the
+message model (`hub/messages.py`); an import-linter contract keeps it so.
 """
 
 from __future__ import annotations
@@ -10,14 +13,41 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from hub.messages import Address, Inbound, OutboundChunk
+from hub.commands.parse import parse_command
+from hub.messages import Address, Inbound, OutboundChunk, mentioned
+from hub.settings import Settings, SettingsSection
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
-    from hub.settings import Settings
+__all__ = [
+    "Adapter",
+    "AdapterFactory",
+    "AdapterPlugin",
+    "BatchSender",
+    "Capabilities",
+    "DeliveryError",
+    "HubPort",
+    "MarkdownDialect",
+    "MessageTooLarge",
+    "OutcomeUnknown",
+    "PermanentDeliveryError",
+    "PlatformState",
+    "PlatformUnauthorized",
+    "PlatformUnavailable",
+    "RateLimited",
+    "Receipt",
+    "Settings",
+    "SettingsSection",
+    "TranscriptEntry",
+    "TransientDeliveryError",
+    "TurnEvent",
+    "discover",
+    "mentioned",
+    "parse_command",
+]
 
 ENTRY_POINT_GROUP = "animahub.adapters"
 
@@ -38,6 +68,41 @@ class Capabilities:
     threads: bool = False
     reactions: bool = False
     slash_commands: bool = False
+    # Chunks one `send_batch` call can carry (LINE's reply: 5); 1: chunk by chunk.
+    batch: int = 1
+
+
+class MessageTooLarge(ValueError):
+    """Raised by `HubPort.receive` for a message over `runtime.max_message_bytes`."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"message is {size} bytes; the limit is {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+class PlatformState(StrEnum):
+    STARTING = "starting"
+    UP = "up"
+    DOWN = "down"  # unreachable or failing; retried
+    UNAUTHORIZED = "unauthorized"  # the platform refused the credentials; not retried
+    STOPPED = "stopped"
+
+
+class PlatformUnavailable(Exception):
+    """`start()` could not reach the platform (network, 5xx, timeout); the hub retries."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class PlatformUnauthorized(Exception):
+    """The platform refused the credentials (401, invalid token): retrying cannot help."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class DeliveryError(Exception):
@@ -56,6 +121,13 @@ class TransientDeliveryError(DeliveryError):
 
 class PermanentDeliveryError(DeliveryError):
     """Retrying cannot help (channel gone, bot removed, message rejected)."""
+
+
+class OutcomeUnknown(DeliveryError):
+    """The request may have reached the platform, but no answer came (a read timeout, a
+    connection dropped after the request was written). The outbox does not send it again,
+    since that could double the message: the delivery fails visibly instead. An adapter whose
+    platform offers an idempotency key retries safely itself and never raises this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,13 +176,28 @@ class HubPort(Protocol):
 
     def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]: ...
 
+    def report(self, platform: str, state: PlatformState, reason: str = "") -> None:
+        """A long-lived connection was lost (`DOWN`, with why) or is back (`UP`)."""
+        ...
+
+    def load_cursor(self, key: str) -> str | None:
+        """A value the adapter saved with `save_cursor` (e.g. Telegram's update offset)."""
+        ...
+
+    def save_cursor(self, key: str, value: str) -> None:
+        """Store a small value durably in the hub database, under the adapter's own key."""
+        ...
+
 
 @runtime_checkable
 class Adapter(Protocol):
     name: str
     capabilities: Capabilities
 
-    async def start(self, hub: HubPort) -> None: ...
+    async def start(self, hub: HubPort) -> None:
+        """Connect. Raise `PlatformUnavailable` or `PlatformUnauthorized` when that fails,
+        leaving nothing half-open: the hub calls `start` again later (DESIGN §4)."""
+        ...
 
     async def stop(self) -> None: ...
 
@@ -129,18 +216,40 @@ class Adapter(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchSender(Protocol):
+    """An adapter whose `capabilities.batch` > 1 sends several chunks in one call."""
+
+    async def send_batch(self, chunks: Sequence[OutboundChunk]) -> list[str]:
+        """Send consecutive chunks of one delivery at once; one id each, all or none."""
+        ...
+
+
 class AdapterFactory(Protocol):
     def __call__(self, settings: Settings) -> Adapter | None:
         """Build the adapter, or None when it is not enabled in the settings."""
         ...
 
 
-def discover(names: Sequence[str] | None = None) -> dict[str, AdapterFactory]:
-    """Adapter factories registered under the entry point group, by platform name."""
-    found: dict[str, Any] = {}
+@dataclass(frozen=True, slots=True)
+class AdapterPlugin:
+    """What an `animahub.adapters` entry point names: the model of the adapter's own
+    settings section (`[slack]` for the entry point `slack`) and its factory, which reads
+    that section with `settings.platform(name, model)`."""
+
+    settings: type[SettingsSection]
+    build: AdapterFactory
+
+
+def discover(names: Sequence[str] | None = None) -> dict[str, AdapterPlugin]:
+    """Adapter plugins registered under the entry point group, by platform name."""
+    found: dict[str, AdapterPlugin] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if names is None or ep.name in names:
-            found[ep.name] = ep.load()
+            plugin = ep.load()
+            if not isinstance(plugin, AdapterPlugin):
+                raise TypeError(f"entry point {ep.value!r} is not an AdapterPlugin")
+            found[ep.name] = plugin
     if names is not None:
         missing = sorted(set(names) - set(found))
         if missing:

@@ -12,6 +12,7 @@ from sqlmodel import select
 from hub.adapter import (
     Adapter,
     AdapterFactory,
+    PlatformState,
     Receipt,
     TranscriptEntry,
     TurnEvent,
@@ -20,7 +21,8 @@ from hub.adapter import (
 from hub.agenda import Agenda
 from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock, SystemClock
-from hub.commands import AnimaStates, CommandService
+from hub.commands.handler import CommandService
+from hub.commands.state import AnimaStates
 from hub.dispatch import Dispatcher
 from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
@@ -35,12 +37,14 @@ from hub.model_client import LiteLLMCalls, ModelClient
 from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
+from hub.platforms import Platforms
 from hub.roles import load_roles
 from hub.routing import Router
 from hub.runtime import Responders, Runtime
 from hub.scheduler import Scheduler
 from hub.sessions import close_idle_sessions
 from hub.settings import Settings
+from hub.store.cursors import load_cursor, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem
 from hub.tools import ToolRegistry, builtin_tools
@@ -73,15 +77,18 @@ class Hub:
             settings.hub.timezone,
             settings.hub.language,
         )
-        factories = adapter_factories if adapter_factories is not None else discover()
+        if adapter_factories is None:
+            adapter_factories = {name: plugin.build for name, plugin in discover().items()}
         self.adapters: dict[str, Adapter] = {}
-        for name, factory in factories.items():
+        for name, factory in adapter_factories.items():
             adapter = factory(settings)
             if adapter is not None:
                 self.adapters[name] = adapter
+        self.platforms = Platforms(self.adapters)
         self.events = EventBus()
         self.ingress = Ingress(self.db, settings.runtime.max_message_bytes)
-        self.outbox = Outbox(self.db, self.adapters, settings.outbox)
+        self.outbox = Outbox(self.db, self.adapters, settings.outbox, ready=self.platforms.ready)
+        self.platforms.on_change(self._platform_changed)
         self.tools = tools or builtin_tools()
         self.memory = open_memory(home, settings.memory, self.clock.now)
         # Where litellm runs: worker processes, or this event loop when workers = 0.
@@ -153,8 +160,7 @@ class Hub:
             log.error("Anima not loaded: %s", problem)
         if self.memory is not None:
             await self.memory.start(self.animas.names())
-        for adapter in self.adapters.values():
-            await adapter.start(self)
+        await self.platforms.start(self)
         if self.model_workers is not None and self._uses_a_model():
             self.model_workers.start()  # litellm imports in the workers while the hub starts
         self.dispatcher.recover()
@@ -189,8 +195,7 @@ class Hub:
             self._outbox_task.cancel()
             await asyncio.gather(self._outbox_task, return_exceptions=True)
         await self.outbox.close()
-        for adapter in self.adapters.values():
-            await adapter.stop()
+        await self.platforms.stop()
         if self.memory is not None:
             await self.memory.stop()
         self.db.dispose()
@@ -236,6 +241,19 @@ class Hub:
 
     def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
         return transcript(self.db, address, limit)
+
+    def report(self, platform: str, state: PlatformState, reason: str = "") -> None:
+        self.platforms.report(platform, state, reason)
+
+    def load_cursor(self, key: str) -> str | None:
+        return load_cursor(self.db, key)
+
+    def save_cursor(self, key: str, value: str) -> None:
+        save_cursor(self.db, key, value, self.clock.now())
+
+    def _platform_changed(self, _platform: str, state: PlatformState) -> None:
+        if state is PlatformState.UP:
+            self.outbox.wake()  # what waited for it goes now
 
     # admin -----------------------------------------------------------------------------
 

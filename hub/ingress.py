@@ -9,18 +9,12 @@ from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
+from hub.adapter import MessageTooLarge
 from hub.messages import Address, Attachment, Inbound, PlatformUser
 from hub.store.db import Database, row_values
 from hub.store.models import InboxItem
 
 _INSERT = insert(InboxItem)  # built once: every message passes here
-
-
-class MessageTooLarge(ValueError):
-    def __init__(self, size: int, limit: int) -> None:
-        super().__init__(f"message is {size} bytes; the limit is {limit} bytes")
-        self.size = size
-        self.limit = limit
 
 
 class Ingress:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -147,3 +148,18 @@ class OutboundChunk:
     kind: DeliveryKind
     reply_to: str | None
     idempotency_key: str
+
+
+_MENTION_RE = re.compile(r"(?:^|[\s(])@([a-z][a-z0-9_-]{0,31})\b", re.IGNORECASE)
+_VOCATIVE_RE = re.compile(r"^\s*([a-z][a-z0-9_-]{0,31})\s*[,:]", re.IGNORECASE)
+
+
+def mentioned(inbound: Inbound, animas: Collection[str]) -> str | None:
+    """The first Anima the adapter reported as mentioned, or named as `@name` / `name:`."""
+    for name in inbound.mentions:
+        if name in animas:
+            return name
+    for match in (*_MENTION_RE.finditer(inbound.text), _VOCATIVE_RE.match(inbound.text)):
+        if match is not None and match.group(1).lower() in animas:
+            return match.group(1).lower()
+    return None

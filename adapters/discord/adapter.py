@@ -38,14 +38,17 @@ from adapters.discord.normalize import Identities, address_of, to_inbound
 from adapters.discord.outbound import Outbound
 from adapters.discord.render import render
 from adapters.discord.rest import RestBot
+from adapters.discord.settings import DiscordSettings
 from hub.adapter import (
     Capabilities,
     HubPort,
     MarkdownDialect,
+    PlatformUnauthorized,
+    PlatformUnavailable,
+    Settings,
+    mentioned,
 )
 from hub.messages import Address, AddressKind, Inbound, OutboundChunk
-from hub.routing import mentioned
-from hub.settings import DiscordSection, Settings
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
@@ -54,6 +57,10 @@ log = logging.getLogger(__name__)
 
 REAL_GATEWAY = "wss://gateway.discord.gg/"
 READY_TIMEOUT_S = 30.0
+
+
+class GatewayLost(Exception):
+    """The gateway session did not start (or ended before READY)."""
 
 
 class _Gateway(discord.Client):
@@ -89,7 +96,7 @@ class DiscordAdapter:
     )
     defer_after_s = 2.0  # a command not answered by then is deferred (Discord allows 3 s)
 
-    def __init__(self, settings: DiscordSection) -> None:
+    def __init__(self, settings: DiscordSettings) -> None:
         if settings.bot_token is None:
             raise ValueError("the Discord adapter needs discord.bot_token")
         self._settings = settings
@@ -107,7 +114,8 @@ class DiscordAdapter:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DiscordAdapter | None:
-        return cls(settings.discord) if settings.discord.enabled else None
+        section = settings.platform("discord", DiscordSettings)
+        return cls(section) if section.enabled else None
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -119,25 +127,42 @@ class DiscordAdapter:
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self._settings.gateway_url or REAL_GATEWAY)
         client = self._client = _Gateway(self)
         try:
-            await client.login(token.get_secret_value())
-            assert client.user is not None  # login sets it
-            self._outbound.main = RestBot(client.http, client.user.id, client.user.name)
-            self._ids.bot_id = client.user.id
-            for anima, secret in self._settings.anima_tokens.items():
-                try:
-                    bot = await rest.login(secret.get_secret_value(), f"the Anima {anima!r}")
-                except RuntimeError as exc:  # a rejected token: as on Slack, not fatal
-                    log.error("%s; the main bot answers for %s", exc, anima)
-                    continue
-                self._outbound.anima_bots[anima] = bot
-                self._ids.anima_bots[bot.user_id] = anima
-            await self._sync_commands(client)
-            self._gateway_task = asyncio.create_task(client.connect(), name="discord-gateway")
-            await self._until_connected(client, self._gateway_task)
+            await self._connect(client, token.get_secret_value())
+        except discord.LoginFailure as exc:
+            await self.stop()
+            raise PlatformUnauthorized(f"Discord rejected the bot token: {exc}") from exc
+        except discord.PrivilegedIntentsRequired as exc:
+            await self.stop()
+            raise PlatformUnauthorized(
+                "Discord refused the gateway session: enable the Message Content intent "
+                "for this bot (developer portal, Bot, Privileged Gateway Intents)"
+            ) from exc
+        except (*rest.SDK_ERRORS, GatewayLost) as exc:
+            await self.stop()
+            raise PlatformUnavailable(f"Discord cannot be reached: {exc}") from exc
         except BaseException:
             await self.stop()
             raise
+        assert client.user is not None  # login sets it
         log.info("Discord bot %s (%s) is connected", client.user, client.user.id)
+
+    async def _connect(self, client: _Gateway, token: str) -> None:
+        """Log in, learn the Animas' bots, sync the commands, open the gateway session."""
+        await client.login(token)
+        assert client.user is not None  # login sets it
+        self._outbound.main = RestBot(client.http, client.user.id, client.user.name)
+        self._ids.bot_id = client.user.id
+        for anima, secret in self._settings.anima_tokens.items():
+            try:
+                bot = await rest.login(secret.get_secret_value(), f"the Anima {anima!r}")
+            except RuntimeError as exc:  # a rejected token: as on Slack, not fatal
+                log.error("%s; the main bot answers for %s", exc, anima)
+                continue
+            self._outbound.anima_bots[anima] = bot
+            self._ids.anima_bots[bot.user_id] = anima
+        await self._sync_commands(client)
+        self._gateway_task = asyncio.create_task(client.connect(), name="discord-gateway")
+        await self._until_connected(client, self._gateway_task)
 
     async def _sync_commands(self, client: _Gateway) -> None:
         try:
@@ -159,14 +184,11 @@ class DiscordAdapter:
             return
         if gateway.done():
             exc = gateway.exception()
-            if isinstance(exc, discord.PrivilegedIntentsRequired):
-                raise RuntimeError(
-                    "Discord refused the gateway session: enable the Message Content intent "
-                    "for this bot (developer portal, Bot, Privileged Gateway Intents)"
-                ) from exc
-            raise RuntimeError(f"the Discord gateway connection ended: {exc!r}") from exc
-        raise RuntimeError(
-            f"no READY from the Discord gateway ({DiscordWebSocket.DEFAULT_GATEWAY}) "
+            if isinstance(exc, discord.PrivilegedIntentsRequired | discord.LoginFailure):
+                raise exc
+            raise GatewayLost(f"the gateway connection ended: {exc!r}") from exc
+        raise GatewayLost(
+            f"no READY from the gateway ({DiscordWebSocket.DEFAULT_GATEWAY}) "
             f"within {READY_TIMEOUT_S:.0f} s"
         )
 

@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator
 from typing import Generic, TypeVar
 
 from adapters.discord import rest
 from adapters.discord.render import render
 from adapters.discord.rest import RestBot
-from adapters.streaming import EditStreamer
+from adapters.streaming import AnimaTap, EditStreamer
 from hub.adapter import (
     HubPort,
     PermanentDeliveryError,
-    Receipt,
-    TranscriptEntry,
     TransientDeliveryError,
-    TurnEvent,
 )
-from hub.messages import Address, AddressKind, DeliveryKind, Inbound, OutboundChunk
+from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
 
 log = logging.getLogger(__name__)
 
@@ -49,29 +45,6 @@ class Recent(OrderedDict[K, V], Generic[K, V]):
             self.popitem(last=False)
 
 
-class _AnimaTap:
-    """The hub as the edit-streamer sees it: notes which Anima writes a previewed reply,
-    so the preview is posted with that Anima's own bot (its token can then edit it)."""
-
-    def __init__(self, hub: HubPort, key: str, writers: Recent[str, str]) -> None:
-        self._hub, self._key, self._writers = hub, key, writers
-
-    async def receive(self, inbound: Inbound) -> Receipt:
-        return await self._hub.receive(inbound)
-
-    async def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]:
-        async for event in self._hub.subscribe(inbox_id):
-            if event.anima:
-                self._writers[self._key] = event.anima
-            yield event
-
-    def anima_names(self) -> list[str]:
-        return self._hub.anima_names()
-
-    def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
-        return self._hub.transcript(address, limit)
-
-
 class Outbound:
     def __init__(self, max_text: int) -> None:
         self.main: RestBot | None = None
@@ -85,7 +58,7 @@ class Outbound:
 
     def follow(self, hub: HubPort, inbox_id: str, address: Address, key: str) -> None:
         """Preview the reply to an inbound whose event id (the reply's reply_to) is `key`."""
-        tap = _AnimaTap(hub, key, self._writers)
+        tap = AnimaTap(hub, lambda anima: self._writers.__setitem__(key, anima))
         self._streamer.follow(tap, inbox_id, address, key=key)
 
     def is_ours(self, message_id: int) -> bool:

@@ -40,7 +40,7 @@ _NONCE_CHARS = 25  # Discord's limit for a string nonce
 REPLY_MENTIONS = discord.AllowedMentions(
     everyone=False, users=False, roles=False, replied_user=True
 )
-_SDK_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, asyncio.TimeoutError)
+SDK_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, asyncio.TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ async def login(token: str, label: str) -> RestBot:
     except discord.LoginFailure as exc:
         await http.close()
         raise RuntimeError(f"Discord rejected the bot token of {label}: {exc}") from exc
-    except _SDK_ERRORS:
+    except SDK_ERRORS:
         await http.close()
         raise
     return RestBot(http, int(data["id"]), str(data["username"]))
@@ -85,7 +85,7 @@ async def post(
     )
     try:
         data = await bot.http.send_message(channel_id, params=params)
-    except _SDK_ERRORS as exc:
+    except SDK_ERRORS as exc:
         raise delivery_error(exc) from exc
     return str(data["id"])
 
@@ -94,7 +94,7 @@ async def edit(bot: RestBot, channel_id: int, message_id: int, text: str) -> Non
     params = handle_message_parameters(content=text, allowed_mentions=REPLY_MENTIONS)
     try:
         await bot.http.edit_message(channel_id, message_id, params=params)
-    except _SDK_ERRORS as exc:
+    except SDK_ERRORS as exc:
         raise delivery_error(exc) from exc
 
 

@@ -22,19 +22,20 @@ from adapters.slack.events import SocketMode, build_app, events_router
 from adapters.slack.normalize import Normalizer
 from adapters.slack.outbound import Outbound, web_client
 from adapters.slack.render import to_mrkdwn
-from adapters.streaming import EditStreamer
+from adapters.slack.settings import SlackSettings
+from adapters.streaming import AnimaTap, EditStreamer
 from hub.adapter import (
     Capabilities,
+    DeliveryError,
     HubPort,
     MarkdownDialect,
+    MessageTooLarge,
     PermanentDeliveryError,
-    Receipt,
-    TranscriptEntry,
-    TurnEvent,
+    PlatformUnauthorized,
+    PlatformUnavailable,
+    Settings,
 )
-from hub.ingress import MessageTooLarge
 from hub.messages import Address, DeliveryKind, Inbound, OutboundChunk
-from hub.settings import Settings, SlackSection
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
@@ -78,31 +79,6 @@ class _Sequencer:
                 self._locks[key] = (lock, users - 1)
 
 
-class _AnimaTap:
-    """The hub as the preview sees it, noting which Anima answers, so that the preview is
-    posted as that Anima (its own bot, or the shared one signed with its name)."""
-
-    def __init__(self, hub: HubPort, seen: _Bounded, key: str) -> None:
-        self._hub = hub
-        self._seen = seen
-        self._key = key
-
-    async def receive(self, inbound: Inbound) -> Receipt:
-        return await self._hub.receive(inbound)
-
-    async def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]:
-        async for event in self._hub.subscribe(inbox_id):
-            if event.anima:
-                self._seen.put(self._key, event.anima)
-            yield event
-
-    def anima_names(self) -> list[str]:
-        return self._hub.anima_names()
-
-    def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
-        return self._hub.transcript(address, limit)
-
-
 class SlackAdapter:
     name = "slack"
     capabilities = Capabilities(
@@ -114,7 +90,7 @@ class SlackAdapter:
         slash_commands=True,
     )
 
-    def __init__(self, settings: SlackSection) -> None:
+    def __init__(self, settings: SlackSettings) -> None:
         if settings.bot_token is None:
             raise ValueError("slack.bot_token is not set")
         api_url = settings.api_url
@@ -143,12 +119,18 @@ class SlackAdapter:
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SlackAdapter | None:
-        return cls(settings.slack) if settings.slack.enabled else None
+        section = settings.platform("slack", SlackSettings)
+        return cls(section) if section.enabled else None
 
     # Adapter protocol -----------------------------------------------------------------
 
     async def start(self, hub: HubPort) -> None:
-        await self._outbound.identify()
+        try:
+            await self._outbound.identify()
+        except PermanentDeliveryError as exc:  # invalid_auth, token_revoked, …
+            raise PlatformUnauthorized(f"Slack refused slack.bot_token: {exc}") from exc
+        except DeliveryError as exc:
+            raise PlatformUnavailable(f"Slack cannot be reached: {exc}") from exc
         self._hub = hub
         if self._socket is not None:
             await self._socket.start()
@@ -225,7 +207,8 @@ class SlackAdapter:
             log.debug("Slack event %s seen before", inbound.event_id)
             return
         if inbound.edit_of is None and not inbound.sender.is_bot:
-            tap = _AnimaTap(hub, self._preview_animas, inbound.event_id)
+            key = inbound.event_id
+            tap = AnimaTap(hub, lambda anima: self._preview_animas.put(key, anima))
             self._streamer.follow(tap, receipt.inbox_id, inbound.address, inbound.event_id)
 
     async def _on_command(self, body: dict[str, Any]) -> str:

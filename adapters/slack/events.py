@@ -27,7 +27,12 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.errors import call
-from hub.adapter import DeliveryError
+from hub.adapter import (
+    DeliveryError,
+    PermanentDeliveryError,
+    PlatformUnauthorized,
+    PlatformUnavailable,
+)
 
 log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
@@ -119,10 +124,10 @@ class SocketMode:
             opened = await call(
                 "apps.connections.open", self._client.apps_connections_open(app_token=self._token)
             )
+        except PermanentDeliveryError as exc:
+            raise PlatformUnauthorized(f"Slack refused slack.app_token: {exc}") from exc
         except DeliveryError as exc:
-            raise RuntimeError(
-                f"Slack Socket Mode cannot connect (check slack.app_token): {exc}"
-            ) from exc
+            raise PlatformUnavailable(f"Slack Socket Mode cannot connect: {exc}") from exc
         handler = AsyncSocketModeHandler(self._app, self._token, web_client=self._client)
         handler.client.wss_uri = str(opened["url"])
         self._handler = handler

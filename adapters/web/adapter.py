@@ -14,10 +14,16 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
 
-from hub.adapter import Capabilities, HubPort, MarkdownDialect, TranscriptEntry
-from hub.commands.parse import parse_command
+from adapters.web.settings import WebSettings
+from hub.adapter import (
+    Capabilities,
+    HubPort,
+    MarkdownDialect,
+    Settings,
+    TranscriptEntry,
+    parse_command,
+)
 from hub.messages import Address, AddressKind, Inbound, OutboundChunk, PlatformUser
-from hub.settings import Settings
 
 STATIC = Path(__file__).parent / "static"
 USER_PATTERN = r"^[\w.@-]{1,64}$"
@@ -43,13 +49,14 @@ class WebAdapter:
     capabilities = Capabilities(max_text=100_000, dialect=MarkdownDialect.COMMONMARK, edits=True)
 
     def __init__(self, settings: Settings) -> None:
-        self._workspace = settings.web.workspace
-        self._channels = list(settings.web.channels)
+        web = settings.platform("web", WebSettings)
+        self._workspace = web.workspace
+        self._channels = list(web.channels)
         self._hub: HubPort | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> WebAdapter | None:
-        return cls(settings) if settings.web.enabled else None
+        return cls(settings) if settings.platform("web", WebSettings).enabled else None
 
     # Adapter protocol -----------------------------------------------------------------
 

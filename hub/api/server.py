@@ -11,10 +11,10 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 
 from hub import __version__
+from hub.adapter import MessageTooLarge
 from hub.animas import AnimaError
 from hub.api import memory_routes, routes
 from hub.app import Hub
-from hub.ingress import MessageTooLarge
 
 log = logging.getLogger(__name__)
 _MAX_BODY = 1024 * 1024  # whole request bodies; message text has its own, smaller limit

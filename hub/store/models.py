@@ -187,3 +187,12 @@ class SessionMark(SQLModel, table=True):
     anima: str = Field(primary_key=True, max_length=64)
     last_turn_id: int = 0
     at: datetime = _ts(nullable=False)
+
+
+class AdapterCursor(SQLModel, table=True):
+    """A small value an adapter keeps across restarts (Telegram's update offset)."""
+
+    __tablename__ = "adapter_cursor"
+    key: str = Field(primary_key=True, max_length=200)
+    value: str = Field(max_length=2000)
+    updated_at: datetime = _ts(nullable=False)

@@ -15,7 +15,8 @@ import pytest
 from sqlmodel import col, select
 
 from hub.app import Hub
-from hub.commands import HELD, parse_command, paused_notice
+from hub.commands import parse_command
+from hub.commands.state import HELD, paused_notice
 from hub.mailbox import TurnJob
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.settings import Settings

@@ -21,16 +21,21 @@ from tests.contract.harness import Harness
 # edits: the platform delivers edits of a person's message; threads: replies can be put in
 # a thread (or forum topic); streaming: a reply can be previewed by editing one message;
 # replay_window: signed requests carry a timestamp, so a stale replay is refusable;
-# mention_routing: a channel message can mention the bot, and chatter without it is ignored.
+# mention_routing: a channel message can mention the bot, and chatter without it is ignored;
+# captions: one message carries both text and a file (a LINE message is one or the other).
 FEATURES: dict[str, frozenset[str]] = {
-    "slack": frozenset({"edits", "threads", "streaming", "replay_window", "mention_routing"}),
-    "discord": frozenset({"edits", "threads", "streaming", "replay_window", "mention_routing"}),
+    "slack": frozenset(
+        {"edits", "threads", "streaming", "replay_window", "mention_routing", "captions"}
+    ),
+    "discord": frozenset(
+        {"edits", "threads", "streaming", "replay_window", "mention_routing", "captions"}
+    ),
+    "line": frozenset({"mention_routing"}),
+    # Telegram has captions, but the attachment case compares a file URL and Telegram gives
+    # file ids only (telegram-file:<id>): tests/adapters/telegram covers its attachments.
+    "telegram": frozenset({"edits", "threads", "streaming", "mention_routing"}),
 }
 PLATFORMS = tuple(FEATURES)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "needs(*features): contract case for platforms with these")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 import pytest
 from sqlmodel import func, select
 
-from hub.ingress import Ingress, MessageTooLarge, from_row
+from hub.adapter import MessageTooLarge
+from hub.ingress import Ingress, from_row
 from hub.messages import Address, AddressKind, Attachment, Inbound, PlatformUser
 from hub.store.db import Database
 from hub.store.models import InboxItem

@@ -17,15 +17,9 @@ import pytest
 from sqlmodel import col, select
 
 from hub.animas import AnimaRegistry
-from hub.commands import (
-    HELD,
-    USAGE,
-    AnimaStates,
-    CommandService,
-    is_command_text,
-    parse_command,
-    paused_notice,
-)
+from hub.commands import USAGE, is_command_text, parse_command
+from hub.commands.handler import CommandService
+from hub.commands.state import HELD, AnimaStates, paused_notice
 from hub.identity import IdentityService
 from hub.ingress import Ingress
 from hub.mailbox import TurnJob

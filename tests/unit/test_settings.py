@@ -8,13 +8,16 @@ from typing import Any
 
 import pytest
 
+from adapters.slack import SlackSettings
 from hub.settings import (
     CONFIG_NAME,
     DEFAULT_PORT,
     SECRETS_NAME,
     ConfigError,
     Settings,
+    installed_sections,
     load_settings,
+    settings_class,
 )
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config" / "hub.example.toml"
@@ -311,14 +314,26 @@ def load_example() -> dict[str, Any]:
         return tomllib.load(handle)
 
 
+def full_settings() -> type[Settings]:
+    """Settings with the installed adapters' sections, as `load_settings` builds them."""
+    return settings_class(installed_sections())
+
+
+def test_the_core_settings_name_no_platform() -> None:
+    platforms = set(installed_sections())
+    assert {"web", "slack", "discord"} <= platforms
+    assert platforms.isdisjoint(Settings.model_fields)
+    assert platforms <= set(full_settings().model_fields)
+
+
 def test_example_has_every_section() -> None:
-    sections = set(Settings.model_fields) - {"home"}
+    sections = set(full_settings().model_fields) - {"home"}
 
     assert set(load_example()) == sections
 
 
 def test_example_keys_exist_in_the_model(home: Path) -> None:
-    defaults = Settings(home=home)
+    defaults = full_settings()(home=home)
     unknown = [
         f"{section}.{key}"
         for section, values in load_example().items()
@@ -330,8 +345,8 @@ def test_example_keys_exist_in_the_model(home: Path) -> None:
 
 
 def test_example_matches_the_model_defaults(home: Path) -> None:
-    from_example = Settings(home=home, **load_example())
-    defaults = Settings(home=home)
+    from_example = full_settings()(home=home, **load_example())
+    defaults = full_settings()(home=home)
 
     drift = [
         f"{section}.{key}: example {getattr(getattr(from_example, section), key)!r}, "
@@ -350,7 +365,7 @@ def test_example_copied_as_hub_toml_loads(home: Path) -> None:
 
     settings = load_settings(home)
 
-    assert settings.model_dump() == Settings(home=home, **load_example()).model_dump()
+    assert settings.model_dump() == full_settings()(home=home, **load_example()).model_dump()
     assert settings.database_url == f"sqlite:///{home / 'hub.db'}"
 
 
@@ -383,9 +398,9 @@ def test_platform_tokens_come_from_env_references(
         '[slack]\nenabled = true\nbot_token = "env:SLACK_BOT_TOKEN"\n'
         'signing_secret = "env:SLACK_SIGNING_SECRET"\n',
     )
-    settings = load_settings(home)
-    assert settings.slack.bot_token is not None
-    assert settings.slack.bot_token.get_secret_value() == "xoxb-from-env"
+    slack = load_settings(home).platform("slack", SlackSettings)
+    assert slack.bot_token is not None
+    assert slack.bot_token.get_secret_value() == "xoxb-from-env"
 
 
 def test_platforms_switch_on_from_the_environment(
@@ -395,8 +410,8 @@ def test_platforms_switch_on_from_the_environment(
     monkeypatch.setenv("ANIMAHUB_SLACK__BOT_TOKEN", "xoxb-1")
     monkeypatch.setenv("ANIMAHUB_SLACK__APP_TOKEN", "xapp-1")
     monkeypatch.setenv("ANIMAHUB_SLACK__API_URL", "http://127.0.0.1:9/api/")
-    settings = load_settings(home)
-    assert settings.slack.enabled and settings.slack.api_url == "http://127.0.0.1:9/api/"
+    slack = load_settings(home).platform("slack", SlackSettings)
+    assert slack.enabled and slack.api_url == "http://127.0.0.1:9/api/"
 
 
 @pytest.mark.parametrize(
@@ -412,3 +427,34 @@ def test_an_enabled_platform_without_its_tokens_says_what_is_missing(
 ) -> None:
     message = config_error(home, **{section: values})
     assert message.startswith(f"{section}: ") and needs in message
+
+
+def test_a_toml_syntax_error_names_the_file_and_the_line(home: Path) -> None:
+    path = write_toml(home, '[llm]\nmodel = "x"\n\n[server\nport = 9\n')
+    message = config_error(home)
+    assert str(path) in message and "line 4" in message
+
+
+def test_an_unknown_section_is_named(home: Path) -> None:
+    write_toml(home, "[slak]\nenabled = true\n")
+    assert config_error(home).startswith("slak: Extra inputs are not permitted")
+
+
+def test_an_adapter_brings_its_own_secret_keys(home: Path) -> None:
+    from pydantic import Field, SecretStr
+
+    from hub.adapter import SettingsSection
+
+    class ChatSettings(SettingsSection):
+        enabled: bool = False
+        token: SecretStr | None = None
+        tokens: dict[str, SecretStr] = Field(default_factory=dict)
+
+    write_toml(home, '[chat]\ntoken = "literal-123"\n')
+    message = config_error(home, sections={"chat": ChatSettings})
+    assert "chat.token" in message and "literal-123" not in message
+    write_toml(home, '[chat]\ntokens = { a = "literal-456" }\n')
+    assert "chat.tokens.a" in config_error(home, sections={"chat": ChatSettings})
+    write_toml(home, "[chat]\nenabled = true\n")
+    settings = load_settings(home, sections={"chat": ChatSettings})
+    assert settings.platform("chat", ChatSettings).enabled

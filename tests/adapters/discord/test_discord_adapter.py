@@ -16,7 +16,7 @@ import pytest
 from sqlmodel import select
 
 from adapters.discord.commands import NO_REPLY
-from hub.adapter import RateLimited, Receipt
+from hub.adapter import PlatformState, RateLimited, Receipt
 from hub.messages import (
     Address,
     AddressKind,
@@ -102,9 +102,11 @@ async def test_start_fails_clearly_when_the_message_content_intent_is_not_enable
     tmp_path: Path,
 ) -> None:
     fake = FakeDiscord(message_content_enabled=False)
-    with pytest.raises(RuntimeError, match="enable the Message Content intent"):
-        async with open_harness(tmp_path, fake=fake):
-            pass
+    async with open_harness(tmp_path, fake=fake) as h:
+        status = h.hub.platforms.status()["discord"]
+        assert status.state is PlatformState.UNAUTHORIZED  # a person must act: not retried
+        assert "enable the Message Content intent" in status.reason
+        assert status.next_retry_at is None
 
 
 async def test_the_slash_commands_are_registered_at_start(h: DiscordHarness) -> None:

@@ -1,0 +1,24 @@
+"""Adapters' cursors: small values kept across restarts (`HubPort.load_cursor`)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from hub.store.db import Database
+from hub.store.models import AdapterCursor
+
+
+def load_cursor(db: Database, key: str) -> str | None:
+    with db.session() as session:
+        row = session.get(AdapterCursor, key)
+        return row.value if row is not None else None
+
+
+def save_cursor(db: Database, key: str, value: str, at: datetime) -> None:
+    with db.session() as session:
+        row = session.get(AdapterCursor, key)
+        if row is None:
+            session.add(AdapterCursor(key=key, value=value, updated_at=at))
+        else:
+            row.value = value
+            row.updated_at = at
