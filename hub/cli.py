@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import getpass
 import re
+import socket
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -126,16 +128,34 @@ def start(
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
         with hold_data_root(settings.home, url), hold_database(settings.database_url):
+            listening = _listen(settings.server.host, settings.server.port)
             console.print(f"AnimaHub on [bold]{url}[/] (data: {settings.home})")
             console.print(f"Open [bold]{url}/[/] to chat; API docs at {url}/docs")
-            uvicorn.run(
-                create_app(Hub(settings)),
-                host=settings.server.host,
-                port=settings.server.port,
-                log_config=None,
-            )
+            config = uvicorn.Config(create_app(Hub(settings)), log_config=None)
+            uvicorn.Server(config).run(sockets=[listening])
     except HubBusy as exc:
         raise fail(f"{exc}; is a hub already running?") from None
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind the server's socket here, so a busy port is one clear line (uvicorn would log
+    an error and exit) and nothing of the hub has started yet."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((host, port))
+    except OSError as exc:
+        listening.close()
+        if exc.errno != errno.EADDRINUSE:
+            raise fail(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        raise fail(
+            f"port {port} on {host} is already in use by another program; choose another "
+            f"with `animahub start --port {port + 1}`, or set ANIMAHUB_SERVER__PORT or "
+            f"[server] port in hub.toml"
+        ) from None
+    listening.listen(2048)
+    return listening
 
 
 @anima_app.command("create")
@@ -227,9 +247,10 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
     deliveries = health["deliveries"]
     waiting = {name: n for name, n in health["mailboxes"].items() if n}
     rows = [
+        ("status", health["status"]),
         ("model", model),
         ("database", health["database"]),
-        ("platforms", ", ".join(health["adapters"])),
+        ("platforms", _platform_lines(health.get("platforms", {}))),
         ("animas", ", ".join(health["animas"])),
         ("deliveries", ", ".join(f"{n} {k}" for k, n in sorted(deliveries.items())) or "none"),
         ("turns waiting", ", ".join(f"{a}: {n}" for a, n in sorted(waiting.items())) or "none"),
@@ -237,6 +258,19 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
     for key, value in rows:
         table.add_row(key, value)
     return table
+
+
+def _platform_lines(platforms: dict[str, Any]) -> str:
+    """One line a platform: `slack  down: Slack cannot be reached: … (next try 12:00:05)`."""
+    lines = []
+    for name, p in sorted(platforms.items()):
+        line = f"{name}  {p['state']}"
+        if p["reason"]:
+            line += f": {p['reason']}"
+        if p["next_retry_at"]:
+            line += f" (next try {p['next_retry_at'][11:19]} UTC)"
+        lines.append(line)
+    return "\n".join(lines) or "none"
 
 
 @app.command()

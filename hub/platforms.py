@@ -5,8 +5,8 @@ retried with capped, jittered exponential backoff while everything else runs; a 
 that refuses the credentials is reported `unauthorized` and not retried, since only a
 person fixing the token can help. Each failure is one log line naming the platform and the
 reason. Adapters report a connection lost or regained after start through `HubPort.report`.
-The outbox asks `ready()` before sending, so replies wait for a platform that is down
-instead of burning their attempts.
+The outbox asks `ready()` before sending, so replies wait for a platform that has not
+started instead of burning their attempts.
 """
 
 from __future__ import annotations
@@ -108,8 +108,13 @@ class Platforms:
         self._started.clear()
 
     def ready(self, platform: str) -> bool:
+        """Whether sends may be tried: the adapter started, and its credentials hold. A
+        connection an adapter reports lost after start (a Socket Mode or polling session)
+        does not stop sending, which goes over the platform's own HTTP API."""
         status = self._status.get(platform)
-        return status is not None and status.state is PlatformState.UP
+        return platform in self._started and (
+            status is not None and status.state is not PlatformState.UNAUTHORIZED
+        )
 
     def status(self) -> dict[str, PlatformStatus]:
         return dict(self._status)

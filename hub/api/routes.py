@@ -122,11 +122,16 @@ def list_deliveries(
 @router.get("/system/health")
 def health(hub: HubDep) -> dict[str, Any]:
     deliveries = hub.outbox.counts()
+    platforms = {name: status.as_dict() for name, status in hub.platforms.status().items()}
+    down = sorted(name for name, p in platforms.items() if p["state"] != "up")
     return {
-        "status": "ok",
+        # degraded: the hub runs, but a platform is not connected (it is retried, or
+        # refused its credentials); `platforms` says which and why.
+        "status": "degraded" if down else "ok",
         "version": __version__,
         "animas": hub.animas.names(),
         "adapters": sorted(hub.adapters),
+        "platforms": platforms,
         "llm": hub.settings.llm.model or "offline",
         # None: litellm runs in the hub process ([llm] workers = 0).
         "model_workers": hub.model_workers.status() if hub.model_workers else None,

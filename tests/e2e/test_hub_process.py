@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from pathlib import Path
 
 import httpx
@@ -144,3 +145,72 @@ def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
         assert [m["author_kind"] for m in history] == ["person", "anima"]
     finally:
         hub.stop()
+
+
+def test_platforms_that_cannot_be_reached_do_not_stop_the_hub(tmp_path: Path) -> None:
+    """Every platform enabled with a token and nothing listening where its API should be:
+    the hub starts, the web chat answers, health and `animahub status` name each one down."""
+    home = tmp_path / "home"
+    cli(home, "init", "--demo")
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    platforms = {
+        "ANIMAHUB_SLACK__ENABLED": "true",
+        "ANIMAHUB_SLACK__BOT_TOKEN": "xoxb-1-2",
+        "ANIMAHUB_SLACK__APP_TOKEN": "xapp-1-2",
+        "ANIMAHUB_SLACK__API_URL": f"{nowhere}/api/",
+        "ANIMAHUB_DISCORD__ENABLED": "true",
+        "ANIMAHUB_DISCORD__BOT_TOKEN": "MTIz.discord",
+        "ANIMAHUB_DISCORD__API_URL": f"{nowhere}/api/v10",
+        "ANIMAHUB_TELEGRAM__ENABLED": "true",
+        "ANIMAHUB_TELEGRAM__BOT_TOKEN": "123:telegram",
+        "ANIMAHUB_TELEGRAM__API_URL": nowhere,
+        "ANIMAHUB_LINE__ENABLED": "true",
+        "ANIMAHUB_LINE__CHANNEL_SECRET": "line-secret",
+        "ANIMAHUB_LINE__CHANNEL_ACCESS_TOKEN": "line-token",
+        "ANIMAHUB_LINE__API_URL": nowhere,
+    }
+    hub = HubProcess(home, free_port(), **platforms).start()
+    try:
+        events = chat(hub.url, "aria", "are you there?")
+        assert events[-1]["type"] == "done"
+        health = hub.get("/api/system/health")
+        assert health["status"] == "degraded"
+        for name in ("slack", "discord", "telegram", "line"):
+            state = health["platforms"][name]
+            assert state["state"] in ("down", "starting"), (name, state)
+        assert health["platforms"]["web"]["state"] == "up"
+        status = cli(home, "status", COLUMNS="250", **platforms)
+        assert status.returncode == 0, status.stderr
+        assert "degraded" in status.stdout and "web  up" in status.stdout
+    finally:
+        hub.stop()
+    log = (home / "logs" / "hub.log").read_text()
+    assert "Traceback" not in log, log[-3000:]
+    for name in ("slack", "discord", "telegram", "line"):
+        assert f"{name} is down:" in log, name
+
+
+def test_a_busy_port_says_how_to_choose_another(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    cli(home, "init")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = cli(home, "start", "--port", str(port))
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert f"port {port}" in lines[0] and "--port" in lines[0]
+    assert "ANIMAHUB_SERVER__PORT" in lines[0]
+
+
+def test_a_toml_syntax_error_names_file_and_line_with_one_prefix(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    cli(home, "init")
+    (home / "hub.toml").write_text('[llm]\nmodel = "x"\n[server\n')
+    result = cli(home, "status")
+    assert result.returncode == 2
+    (line,) = [line for line in result.stderr.splitlines() if line.strip()]
+    assert line.startswith("error: config: ") and "config: config" not in line
+    assert str(home / "hub.toml") in line and "line 3" in line
