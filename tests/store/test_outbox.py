@@ -15,6 +15,7 @@ from hub.adapter import (
     Adapter,
     Capabilities,
     HubPort,
+    OutcomeUnknown,
     PermanentDeliveryError,
     RateLimited,
     TransientDeliveryError,
@@ -451,3 +452,85 @@ def test_the_delivery_dataclass_has_exactly_the_table_columns() -> None:
     # The outbox reads and writes rows through `Delivery`; a column added to one and not the
     # other would be silently dropped or fail only at the first send.
     assert set(DELIVERY_FIELDS) == set(DeliveryRow.__table__.columns.keys())  # type: ignore[attr-defined]
+
+
+# --- platforms not started, unknown outcomes, batches ------------------------------------
+
+
+async def test_deliveries_to_a_platform_that_has_not_started_wait_without_attempts(
+    db: Database, clock: FakeClock
+) -> None:
+    adapter = FakeAdapter()
+    up = {"fake": False}
+    outbox = Outbox(db, {"fake": adapter}, SETTINGS, clock=clock, ready=lambda p: up[p])
+    row = add_delivery(db, clock)
+    outbox.dispatch_due()
+    await settle()
+    assert adapter.calls == 0
+    waiting = reload(db, row)
+    assert (waiting.status, waiting.attempts) == (DeliveryStatus.PENDING.value, 0)
+    up["fake"] = True
+    outbox.dispatch_due()
+    await settle()
+    assert adapter.texts() == ["hello"]
+    assert reload(db, row).status == DeliveryStatus.SENT.value
+
+
+async def test_an_unknown_outcome_is_failed_visibly_and_never_sent_again(
+    db: Database, clock: FakeClock
+) -> None:
+    adapter = FakeAdapter({2: OutcomeUnknown("read timeout after the request was sent")})
+    outbox = make_outbox(db, adapter, clock)
+    row = add_delivery(db, clock, LONG_TEXT)
+
+    assert await outbox.deliver(row) is True
+
+    failed = reload(db, row)
+    assert failed.status == DeliveryStatus.FAILED.value
+    assert failed.error is not None and failed.error.startswith("outcome unknown, not repeated")
+    assert failed.message_ids == ["msg-1"]  # what was confirmed stays recorded
+    clock.advance(10_000)
+    outbox.dispatch_due()
+    await settle()
+    assert adapter.calls == 2  # no third call: the unknown chunk is not resent
+    assert [a.action for a in audits(db)] == ["delivery.failed"]
+
+
+class BatchAdapter(FakeAdapter):
+    """Takes up to three chunks a call, as LINE's reply takes five."""
+
+    capabilities = Capabilities(max_text=100, batch=3)
+
+    def __init__(self, failures: dict[int, BaseException] | None = None) -> None:
+        super().__init__(failures)
+        self.batches: list[list[int]] = []
+
+    async def send_batch(self, chunks: Sequence[OutboundChunk]) -> list[str]:
+        self.calls += 1
+        failure = self.failures.pop(self.calls, None)
+        if failure is not None:
+            raise failure
+        self.batches.append([chunk.index for chunk in chunks])
+        self.sent.extend(chunks)
+        return [f"msg-{chunk.index + 1}" for chunk in chunks]
+
+
+async def test_a_batching_adapter_gets_its_chunks_in_batches_all_or_none(
+    db: Database, clock: FakeClock
+) -> None:
+    adapter = BatchAdapter({2: TransientDeliveryError("503")})
+    outbox = Outbox(db, {"fake": adapter}, SETTINGS, clock=clock)
+    row = add_delivery(db, clock, LONG_TEXT)
+
+    assert await outbox.deliver(row) is False  # the second batch failed: retried later
+    partial = reload(db, row)
+    assert partial.message_ids == ["msg-1", "msg-2", "msg-3"]
+    clock.advance(SETTINGS.backoff_max_s)
+    assert await outbox.deliver(partial) is True
+
+    done = reload(db, row)
+    count = len(done.chunks)
+    assert count >= 4
+    assert adapter.batches == [[0, 1, 2], [3, 4, 5][: count - 3]]
+    assert done.message_ids == [f"msg-{i + 1}" for i in range(count)]
+    assert adapter.texts() == done.chunks
