@@ -242,7 +242,7 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
     )
     workers = health.get("model_workers")
     model = health["llm"]
-    if workers:
+    if workers and model != "offline":  # offline: no worker is started
         model += f" ({workers['ready']} of {workers['configured']} model workers ready)"
     deliveries = health["deliveries"]
     waiting = {name: n for name, n in health["mailboxes"].items() if n}
