@@ -10,7 +10,11 @@ it gives up after five 429s it raises `HTTPException(429)`; both become the hub'
 
 Every post carries a nonce derived from the chunk's idempotency key with `enforce_nonce`:
 Discord answers a repeated post (after a timeout, a 5xx retry or an outbox retry) with the
-message it already created instead of a second one.
+message it already created instead of a second one. Discord checks nonces for the past few
+minutes only, so a post that was written but never answered (the connection dropped, the
+answer was cut off or late) is asked again here at once, with the same nonce, to learn the
+message id; when those tries get no answer either, the post is `OutcomeUnknown` and the
+outbox does not send it again minutes later, when the nonce no longer protects it.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from discord.http import HTTPClient, handle_message_parameters
 
 from hub.adapter import (
     DeliveryError,
+    OutcomeUnknown,
     PermanentDeliveryError,
     RateLimited,
     TransientDeliveryError,
@@ -41,6 +46,10 @@ REPLY_MENTIONS = discord.AllowedMentions(
     everyone=False, users=False, roles=False, replied_user=True
 )
 SDK_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError, asyncio.TimeoutError)
+# Raised while connecting: the request never left, so nothing can have been created.
+_UNSENT = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+UNANSWERED_TRIES = 3  # a post whose answer was lost: asked again with its nonce this often
+UNANSWERED_PAUSE_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,11 +92,22 @@ async def post(
     params = handle_message_parameters(
         content=text, nonce=nonce, allowed_mentions=REPLY_MENTIONS, message_reference=reference
     )
-    try:
-        data = await bot.http.send_message(channel_id, params=params)
-    except SDK_ERRORS as exc:
-        raise delivery_error(exc) from exc
-    return str(data["id"])
+    lost: BaseException | None = None  # an earlier try that may have created the message
+    for attempt in range(UNANSWERED_TRIES if nonce is not None else 1):
+        if attempt:
+            await asyncio.sleep(UNANSWERED_PAUSE_S)
+        try:
+            data = await bot.http.send_message(channel_id, params=params)
+        except SDK_ERRORS as exc:
+            if lost is None and not unanswered(exc):
+                raise delivery_error(exc) from exc
+            lost = lost or exc
+            log.warning("a Discord post to %s got no answer: %r", channel_id, exc)
+            continue
+        return str(data["id"])  # after a lost answer: the message the nonce found
+    raise OutcomeUnknown(
+        f"Discord may have posted it: {type(lost).__name__}: {lost}; not sent again"
+    ) from lost
 
 
 async def edit(bot: RestBot, channel_id: int, message_id: int, text: str) -> None:
@@ -96,6 +116,14 @@ async def edit(bot: RestBot, channel_id: int, message_id: int, text: str) -> Non
         await bot.http.edit_message(channel_id, message_id, params=params)
     except SDK_ERRORS as exc:
         raise delivery_error(exc) from exc
+
+
+def unanswered(exc: BaseException) -> bool:
+    """Whether the request was written but no answer came (the connection dropped, the
+    answer was cut off, a read timed out): Discord may have carried it out."""
+    if isinstance(exc, (discord.DiscordException, *_UNSENT)):
+        return False
+    return isinstance(exc, (aiohttp.ClientError, OSError, asyncio.TimeoutError))
 
 
 def delivery_error(exc: BaseException) -> DeliveryError:

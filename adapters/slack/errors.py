@@ -5,6 +5,11 @@
 gone, the bot was removed, the token revoked, the text rejected) `PermanentDeliveryError`.
 An error code not listed is treated as transient: the outbox retries it with backoff and
 then marks the delivery failed, visibly, instead of dropping it on the first surprise.
+
+A post that was written but never answered (the connection dropped, the answer was cut off
+or did not come in time) may have created the message, and Slack has no idempotency key to
+ask with: for a call that is not `idempotent` that is `OutcomeUnknown`, which the outbox
+never sends again. Only a connection that could not be opened at all is surely unsent.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from hub.adapter import (
     DeliveryError,
+    OutcomeUnknown,
     PermanentDeliveryError,
     RateLimited,
     TransientDeliveryError,
@@ -91,13 +97,31 @@ def delivery_error(method: str, exc: SlackApiError) -> DeliveryError:
     return TransientDeliveryError(f"{method}: {code}")
 
 
-async def call(method: str, request: Awaitable[AsyncSlackResponse]) -> AsyncSlackResponse:
-    """Await one Web API call, raising a DeliveryError subclass for every way it can fail."""
+# Failures before the request left: nothing can have reached Slack (aiohttp raises these
+# while connecting; a request whose connection timed out was never written).
+_UNSENT = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+
+
+def network_error(method: str, exc: BaseException, *, idempotent: bool) -> DeliveryError:
+    """A request that got no answer from Slack: surely unsent, or perhaps carried out."""
+    detail = f"{method}: {type(exc).__name__}: {exc}"
+    if idempotent or isinstance(exc, _UNSENT):
+        return TransientDeliveryError(detail)
+    # ServerDisconnectedError, ClientPayloadError, a reset or a read timeout: the request
+    # was written, so Slack may have posted it.
+    return OutcomeUnknown(f"{detail} (Slack may have carried it out)")
+
+
+async def call(
+    method: str, request: Awaitable[AsyncSlackResponse], *, idempotent: bool = True
+) -> AsyncSlackResponse:
+    """Await one Web API call, raising a DeliveryError subclass for every way it can fail.
+    `idempotent=False` for a call that must not be repeated blindly (`chat.postMessage`)."""
     try:
         return await request
     except SlackApiError as exc:
         raise delivery_error(method, exc) from exc
     except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        raise TransientDeliveryError(f"{method}: {type(exc).__name__}: {exc}") from exc
+        raise network_error(method, exc, idempotent=idempotent) from exc
     except SlackClientError as exc:  # bad arguments on our side: resending cannot help
         raise PermanentDeliveryError(f"{method}: {exc}") from exc

@@ -95,7 +95,9 @@ class Outbound:
             request["thread_ts"] = address.thread
         if username:
             request["username"] = username
-        response = await call("chat.postMessage", author.client.chat_postMessage(**request))
+        response = await call(
+            "chat.postMessage", author.client.chat_postMessage(**request), idempotent=False
+        )
         ts = str(response["ts"])
         self._authors[ts] = author
         while len(self._authors) > _REMEMBERED:

@@ -1,5 +1,8 @@
 """The contract suite runs once per platform; each provides `tests/contract/<p>_harness.py`
-with `open_harness(tmp_path)`, an async context manager yielding a `Harness`.
+with `open_harness(tmp_path, *, platform_down=False, ...)`, an async context manager
+yielding a `Harness`, and `WRONG_CREDENTIALS`, the `open_harness` arguments that configure
+the hub with a token the fake refuses. A case takes `harness` (opened as usual) or `opener`
+(to open it down at start or with wrong credentials).
 
 Not every platform has every feature (LINE has no edits, threads or message edits; a
 Telegram webhook carries no timestamp to replay). A case that needs one says so with
@@ -11,11 +14,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
 import pytest
 
-from tests.contract.harness import Harness
+from tests.contract.harness import Harness, Opener
 
 # What each platform can do, as far as the contract cases are concerned:
 # edits: the platform delivers edits of a person's message; threads: replies can be put in
@@ -31,21 +35,19 @@ FEATURES: dict[str, frozenset[str]] = {
         {"edits", "threads", "streaming", "replay_window", "mention_routing", "captions"}
     ),
     "line": frozenset({"mention_routing"}),
-    # Telegram has captions, but the attachment case compares a file URL and Telegram gives
-    # file ids only (telegram-file:<id>): tests/adapters/telegram covers its attachments.
-    "telegram": frozenset({"edits", "threads", "streaming", "mention_routing"}),
+    "telegram": frozenset({"edits", "threads", "streaming", "mention_routing", "captions"}),
 }
 PLATFORMS = tuple(FEATURES)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "harness" not in metafunc.fixturenames:
-        return
     needed: set[str] = set()
     for marker in metafunc.definition.iter_markers("needs"):
         needed.update(marker.args)
     platforms = [p for p in PLATFORMS if needed <= FEATURES[p]]
-    metafunc.parametrize("harness", platforms, indirect=True)
+    for name in ("harness", "opener"):
+        if name in metafunc.fixturenames:
+            metafunc.parametrize(name, platforms, indirect=True)
 
 
 @pytest.fixture
@@ -53,3 +55,19 @@ async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
     module = importlib.import_module(f"tests.contract.{request.param}_harness")
     async with module.open_harness(tmp_path) as opened:
         yield opened
+
+
+@pytest.fixture
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    module = importlib.import_module(f"tests.contract.{request.param}_harness")
+
+    def open_harness(
+        *, platform_down: bool = False, wrong_credentials: bool = False
+    ) -> AbstractAsyncContextManager[Harness]:
+        wrong = dict(module.WRONG_CREDENTIALS) if wrong_credentials else {}
+        opened: AbstractAsyncContextManager[Harness] = module.open_harness(
+            tmp_path, platform_down=platform_down, **wrong
+        )
+        return opened
+
+    return open_harness

@@ -25,18 +25,21 @@ from adapters.discord import DiscordAdapter
 from hub.adapter import Adapter
 from hub.api.server import create_app
 from hub.app import Hub
+from hub.messages import Address, AddressKind
 from hub.settings import Settings
 from tests.contract.harness import (
     Posted,
     ScriptedResponder,
     Sent,
     eventually,
+    free_port,
     harness_settings,
     start_hub,
 )
 from tests.fakes.discord_server import JSON, FakeDiscord
 
 MESSAGES_ROUTE = "/channels/{channel_id}/messages"
+WRONG_CREDENTIALS: dict[str, Any] = {"bot_token": "not-the-bot-token"}
 
 
 @dataclass
@@ -178,6 +181,24 @@ class DiscordHarness:
     def post_requests(self) -> int:
         return len(self.fake.requests_to("POST", MESSAGES_ROUTE))
 
+    def drop_next_send_response(self) -> None:
+        self.fake.drop_next_send_response()
+
+    def auth_attempts(self) -> int:
+        return len(self.fake.requests_to("GET", "/users/@me"))
+
+    async def platform_up(self) -> None:
+        if not self.fake.running:
+            await self.fake.start()
+
+    def address(self, channel: str) -> Address:
+        return Address(
+            "discord", self.fake.guild_id, self.fake.channel_id(channel), None, AddressKind.CHANNEL
+        )
+
+    def attachment_url(self, url: str) -> str:
+        return url
+
 
 def discord_settings(home: Path, fake: FakeDiscord, key: SigningKey, **overrides: Any) -> Settings:
     section = {
@@ -217,12 +238,17 @@ async def open_harness(
     *,
     fake: FakeDiscord | None = None,
     factory: Callable[[Settings], Adapter | None] = DiscordAdapter.from_settings,
+    platform_down: bool = False,
     **discord: Any,
 ) -> AsyncIterator[DiscordHarness]:
-    """`fake`: one a test prepared (e.g. with per-Anima bots); `discord` overrides settings
-    of the [discord] section (e.g. anima_tokens)."""
-    fake = fake or FakeDiscord()
-    await fake.start()
+    """`fake`: one a test prepared (e.g. with per-Anima bots); `platform_down`: the fake is
+    not running when the hub starts (`platform_up` later); `discord` overrides settings of
+    the [discord] section (e.g. anima_tokens, or a bot_token the fake refuses)."""
+    fake = fake or FakeDiscord(port=free_port())
+    if platform_down:
+        assert fake.port, "a fake started later needs a fixed port"
+    else:
+        await fake.start()
     try:
         key = SigningKey.generate()
         home = tmp_path / "home"

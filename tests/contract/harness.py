@@ -9,7 +9,9 @@ the fake server recorded it. Nothing of our own code is mocked.
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +19,7 @@ from typing import Any, Protocol
 from hub.adapter import AdapterFactory
 from hub.app import Hub
 from hub.llm import TurnContext
+from hub.messages import Address
 from hub.runtime import Responders
 from hub.settings import Settings
 from tests.conftest import add_demo_animas, make_settings
@@ -139,6 +142,47 @@ class Harness(Protocol):
     def post_requests(self) -> int:
         """Post requests the fake received, the rate-limited ones included."""
         ...
+
+    def drop_next_send_response(self) -> None:
+        """Carry out the next post request (the message exists on the platform), then close
+        the connection without answering: the adapter cannot know whether it was posted."""
+        ...
+
+    def auth_attempts(self) -> int:
+        """Requests the fake received that check the bot's credentials (Slack `auth.test`,
+        Discord `GET /users/@me`, Telegram `getMe`, LINE `GET /v2/bot/info`)."""
+        ...
+
+    async def platform_up(self) -> None:
+        """Start the fake platform that was down when the hub started (on the same port the
+        hub was configured with)."""
+        ...
+
+    def address(self, channel: str) -> Address:
+        """The hub's address of a channel (by logical name), for a proactive post there."""
+        ...
+
+    def attachment_url(self, url: str) -> str:
+        """What the hub stores as the URL of a file `attach()` attached from `url` (Telegram
+        gives file ids, not URLs: `telegram-file:<id>`)."""
+        ...
+
+
+class Opener(Protocol):
+    """Opens a platform's harness the way a case needs it: `platform_down`, the fake is not
+    running when the hub starts (`Harness.platform_up` starts it); `wrong_credentials`, the
+    hub is configured with a token the fake refuses."""
+
+    def __call__(
+        self, *, platform_down: bool = False, wrong_credentials: bool = False
+    ) -> AbstractAsyncContextManager[Harness]: ...
+
+
+def free_port() -> int:
+    """A port that is free now, for a fake that starts later than the hub is configured."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def harness_settings(home: Path, **sections: Any) -> Settings:

@@ -11,7 +11,6 @@ message references or signed timestamps.
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,13 @@ from adapters.line import LineAdapter
 from hub.adapter import AdapterFactory
 from hub.api.server import create_app
 from hub.app import Hub
+from hub.messages import Address, AddressKind
 from tests.contract.harness import (
     Posted,
     ScriptedResponder,
     Sent,
     eventually,
+    free_port,
     harness_settings,
     start_hub,
 )
@@ -36,16 +37,11 @@ ACCESS_TOKEN = "contract-channel-access-token"
 BOT_USER = "U" + "b07" * 10 + "bb"
 PEOPLE = {"alice": "Alice Liddell", "bob": "Bob Builder", "carol": "Carol Danvers"}
 CHANNELS = {"general": "C" + "9e" * 16, "random": "C" + "7a" * 16}
+WRONG_CREDENTIALS: dict[str, Any] = {"access_token": "not-the-token"}
 
 
 def user_id(user: str) -> str:
     return "U" + user.encode().hex().ljust(32, "0")[:32]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LineHarness:
@@ -122,6 +118,18 @@ class LineHarness:
 
     def post_requests(self) -> int:
         return len(self.fake.calls_to("reply")) + len(self.fake.calls_to("push"))
+
+    def drop_next_send_response(self) -> None:
+        self.fake.drop_next_send_response()
+
+    def auth_attempts(self) -> int:
+        return len(self.fake.calls_to("info"))
+
+    def address(self, channel: str) -> Address:
+        return Address("line", BOT_USER, CHANNELS[channel], None, AddressKind.GROUP)
+
+    def attachment_url(self, url: str) -> str:
+        return url  # never asked: a LINE message carries no caption (no "captions" feature)
 
     # helpers ----------------------------------------------------------------------------
 

@@ -23,11 +23,13 @@ from fastapi import FastAPI
 from adapters.slack import SlackAdapter
 from hub.api.server import create_app
 from hub.app import Hub
+from hub.messages import Address, AddressKind
 from tests.contract.harness import (
     Posted,
     ScriptedResponder,
     Sent,
     eventually,
+    free_port,
     harness_settings,
     start_hub,
 )
@@ -40,6 +42,7 @@ SIGNING_SECRET = "contract-signing-secret"
 APP_TOKEN = "xapp-1-contract"
 PEOPLE = {"alice": "Alice Liddell", "bob": "Bob Builder", "carol": "Carol Danvers"}
 CHANNELS = {"general": "C0GENERAL", "random": "C0RANDOM"}
+WRONG_CREDENTIALS: dict[str, Any] = {"bot_token": "xoxb-not-the-bot-token"}
 
 
 def user_id(user: str) -> str:
@@ -181,6 +184,22 @@ class SlackHarness:
     def post_requests(self) -> int:
         return len(self.fake.calls_of("chat.postMessage"))
 
+    def drop_next_send_response(self) -> None:
+        self.fake.drop_next_send_response()
+
+    def auth_attempts(self) -> int:
+        return len(self.fake.calls_of("auth.test"))
+
+    async def platform_up(self) -> None:
+        if not self.fake.running:
+            await self.fake.start()
+
+    def address(self, channel: str) -> Address:
+        return Address("slack", self.fake.team_id, CHANNELS[channel], None, AddressKind.CHANNEL)
+
+    def attachment_url(self, url: str) -> str:
+        return url
+
     # helpers ----------------------------------------------------------------------------
 
     async def _speak(self, event: dict[str, Any], *, mention: bool = False) -> Sent:
@@ -220,10 +239,15 @@ async def open_harness(
     anima_tokens: dict[str, str] | None = None,
     echo: bool = True,
     setup: Callable[[FakeSlack], None] | None = None,
+    platform_down: bool = False,
+    bot_token: str = BOT_TOKEN,
 ) -> AsyncIterator[SlackHarness]:
-    """`setup` changes the fake workspace before the hub starts (more bots, scopes)."""
-    fake = FakeSlack(signing_secret=SIGNING_SECRET, app_token=APP_TOKEN)
-    await fake.start()
+    """`setup` changes the fake workspace before the hub starts (more bots, scopes);
+    `platform_down`: the fake is not running when the hub starts (`platform_up` later);
+    `bot_token`: what the hub is configured with (one the fake does not know: invalid_auth)."""
+    fake = FakeSlack(signing_secret=SIGNING_SECRET, app_token=APP_TOKEN, port=free_port())
+    if not platform_down:
+        await fake.start()
     populate(fake)
     if setup is not None:
         setup(fake)
@@ -231,7 +255,7 @@ async def open_harness(
     home.mkdir(exist_ok=True)
     slack: dict[str, Any] = {
         "enabled": True,
-        "bot_token": BOT_TOKEN,
+        "bot_token": bot_token,
         "signing_secret": SIGNING_SECRET,
         "api_url": fake.api_url,
         "anima_tokens": anima_tokens or {},
@@ -247,10 +271,10 @@ async def open_harness(
         )
         server = HubServer(create_app(hub))
         await server.start()
-        if socket_mode:
-            await eventually(lambda: fake.hellos > 0)
-        else:
+        if not socket_mode:
             fake.events_url = f"{server.url}/slack/events"
+        elif not platform_down and bot_token == BOT_TOKEN:
+            await eventually(lambda: fake.hellos > 0)
         fake.echo_bot_messages = echo
         yield SlackHarness(fake, hub, responder, server.url)
     finally:

@@ -12,7 +12,7 @@ topic) and "random" a plain supergroup. A bot mention is `@anima_test_bot`.
 from __future__ import annotations
 
 import contextlib
-import socket
+import hashlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,13 @@ from typing import Any
 from adapters.telegram import TelegramAdapter
 from hub.api.server import create_app
 from hub.app import Hub
+from hub.messages import Address, AddressKind
 from tests.contract.harness import (
     Posted,
     ScriptedResponder,
     Sent,
     eventually,
+    free_port,
     harness_settings,
     start_hub,
 )
@@ -37,12 +39,12 @@ BOT_NAME = "anima_test_bot"
 SECRET = "contract-webhook-secret"
 PEOPLE = {"alice": 1001, "bob": 1002, "carol": 1003, "mallory": 1009}
 CHANNELS = {"general": -1001000000001, "random": -1001000000002}
+WRONG_CREDENTIALS: dict[str, Any] = {"token": "123456:wrong"}
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def file_id(url: str) -> str:
+    """The Telegram file id of the file a test attaches "from" `url` (Telegram has no URLs)."""
+    return "BQACAgIAAxkB" + hashlib.sha256(url.encode()).hexdigest()[:20]
 
 
 class TelegramHarness:
@@ -106,7 +108,7 @@ class TelegramHarness:
 
     async def attach(self, user: str, channel: str, text: str, filename: str, url: str) -> Sent:
         document = {
-            "file_id": url,
+            "file_id": file_id(url),
             "file_unique_id": "u-report",
             "file_name": filename,
             "mime_type": "application/pdf",
@@ -149,6 +151,18 @@ class TelegramHarness:
 
     def post_requests(self) -> int:
         return len(self.fake.calls_of("sendMessage"))
+
+    def drop_next_send_response(self) -> None:
+        self.fake.drop_next_send_response()
+
+    def auth_attempts(self) -> int:
+        return len(self.fake.calls_of("getMe"))
+
+    def address(self, channel: str) -> Address:
+        return Address("telegram", str(BOT_ID), str(CHANNELS[channel]), None, AddressKind.GROUP)
+
+    def attachment_url(self, url: str) -> str:
+        return f"telegram-file:{file_id(url)}"
 
     # helpers ----------------------------------------------------------------------------
 

@@ -1,19 +1,33 @@
 """The contract every platform adapter passes (DESIGN §9), with its real SDK against a fake.
 
 Each case speaks as people on the platform and checks two things only: what the hub stored
-(the normalized inbox row) and what the platform received (the fake's record).
+(the normalized inbox row, the delivery, the platform's state) and what the platform
+received (the fake's record).
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 
 import pytest
 from sqlmodel import select
 
-from hub.store.models import InboxItem
-from tests.contract.harness import FENCE, LONG_REPLY, Harness, Posted, Sent, eventually
+from hub.adapter import PlatformState
+from hub.messages import DeliveryKind
+from hub.outbox import insert_delivery, new_delivery
+from hub.platforms import Backoff, PlatformStatus
+from hub.store.models import DeliveryRow, InboxItem
+from tests.contract.harness import (
+    FENCE,
+    LONG_REPLY,
+    Harness,
+    Opener,
+    Posted,
+    Sent,
+    eventually,
+)
 
 
 def inbox_row(h: Harness, sent: Sent) -> InboxItem | None:
@@ -58,6 +72,42 @@ async def answered_marker(h: Harness, channel: str = "general") -> None:
     handled, so a missing reply really is missing and not just slow."""
     await h.say("carol", channel, "marker message", mention=True)
     await reply_to(h, "echo: marker message")
+
+
+def proactive(h: Harness, channel: str, text: str, key: str) -> str:
+    """A post that answers no message (a heartbeat), enqueued as the hub's agenda does; a
+    plain send, never a streamed preview edited into place. Returns the delivery id."""
+    row = h.hub.outbox.prepare(
+        new_delivery(h.address(channel), text, DeliveryKind.HEARTBEAT, "mika", key)
+    )
+    with h.hub.db.write() as conn:
+        insert_delivery(conn, row)
+    h.hub.outbox.wake()
+    return row.id
+
+
+def delivery(h: Harness, delivery_id: str) -> DeliveryRow:
+    found = [d for d in h.hub.outbox.listing(None, 100) if d.id == delivery_id]
+    assert len(found) == 1, delivery_id
+    return found[0]
+
+
+async def finished_delivery(h: Harness, delivery_id: str) -> DeliveryRow:
+    row: DeliveryRow = await eventually(
+        lambda: (d := delivery(h, delivery_id)).status != "pending" and d
+    )
+    return row
+
+
+def platform_status(h: Harness) -> PlatformStatus:
+    return h.hub.platforms.status()[h.platform]
+
+
+async def platform_in(h: Harness, state: PlatformState, timeout_s: float = 10.0) -> PlatformStatus:
+    status: PlatformStatus = await eventually(
+        lambda: (s := platform_status(h)).state is state and s, timeout_s
+    )
+    return status
 
 
 def assert_lands_where_asked(h: Harness, sent: Sent, posted: Posted) -> None:
@@ -143,7 +193,8 @@ async def test_an_attachment_is_normalized(harness: Harness) -> None:
     url = "https://files.example.com/report.pdf"
     sent = await harness.attach("alice", "general", "please read this", "report.pdf", url)
     row = await settled_row(harness, sent)
-    assert [(a["name"], a["url"]) for a in row.attachments] == [("report.pdf", url)]
+    expected = [("report.pdf", harness.attachment_url(url))]
+    assert [(a["name"], a["url"]) for a in row.attachments] == expected
     assert row.text == "please read this"
     await reply_to(harness, "echo: please read this")
 
@@ -229,3 +280,68 @@ async def test_a_stale_signed_request_is_rejected_and_nothing_is_stored(harness:
     rows_before = inbox_count(harness)
     assert await harness.stale() in (401, 403)
     assert inbox_count(harness) == rows_before
+
+
+# --- delivery that cannot be confirmed -----------------------------------------------------
+
+
+async def test_a_post_whose_answer_was_lost_is_never_sent_twice(harness: Harness) -> None:
+    """The platform posted it, then the connection closed unanswered. Either the adapter
+    confirms it safely (an idempotency key: LINE's X-Line-Retry-Key, Discord's nonce) and
+    the delivery is sent with that message's id, or it fails visibly as outcome unknown;
+    it is never sent a second time."""
+    harness.drop_next_send_response()
+    sent_id = proactive(harness, "general", "the nightly report", "contract:lost-answer")
+    row = await finished_delivery(harness, sent_id)
+    await answered_marker(harness)
+    posted = replies_containing(harness, "the nightly report")
+    assert len(posted) == 1, [p.text for p in posted]  # the platform did get it, once
+    assert posted[0].channel == harness.address("general").channel
+    if row.status == "failed":
+        assert "outcome unknown" in (row.error or ""), row.error
+        assert sent_id in [d.id for d in harness.hub.outbox.listing("failed", 10)]
+    else:
+        assert row.status == "sent", (row.status, row.error)
+        assert row.message_ids == [posted[0].id]
+
+
+# --- the platform's state -------------------------------------------------------------------
+
+HELD_S = 0.3  # long enough for the outbox to have tried a delivery it would not hold
+
+
+async def test_a_platform_down_at_start_leaves_the_hub_running_and_connects_when_up(
+    opener: Opener,
+) -> None:
+    async with opener(platform_down=True) as h:  # Hub.start returned: the hub runs
+        down = await platform_in(h, PlatformState.DOWN)
+        assert re.search("reach|connect", down.reason, re.IGNORECASE), down.reason
+        assert h.platform in down.reason.lower() and down.next_retry_at is not None, down
+        held = proactive(h, "general", "written while it was down", "contract:down")
+        await asyncio.sleep(HELD_S)  # the outbox polls every 0.05 s: it has looked by now
+        waiting = delivery(h, held)
+        assert (waiting.status, waiting.attempts) == ("pending", 0), waiting  # held, not spent
+
+        await h.platform_up()
+        up = await platform_in(h, PlatformState.UP, timeout_s=20)
+        assert up.reason == "" and up.next_retry_at is None
+        sent = await h.dm("alice", "are you back?")
+        posted = await reply_to(h, "echo: are you back?")
+        assert_lands_where_asked(h, sent, posted)
+        assert (await finished_delivery(h, held)).status == "sent"
+        await answered_marker(h)
+        assert len(replies_containing(h, "written while it was down")) == 1
+        assert len(replies_containing(h, "echo: are you back?")) == 1
+
+
+async def test_wrong_credentials_are_reported_unauthorized_and_not_retried(
+    opener: Opener,
+) -> None:
+    async with opener(wrong_credentials=True) as h:
+        refused = await platform_in(h, PlatformState.UNAUTHORIZED)
+        assert h.platform in refused.reason.lower() and refused.next_retry_at is None, refused
+        # A supervisor retrying a failed start comes back within the first backoff delay
+        # (at most its base); wait past it, then count what reached the platform.
+        await asyncio.sleep(Backoff().base_s * 1.5)
+        assert platform_status(h).state is PlatformState.UNAUTHORIZED
+        assert h.auth_attempts() == 1

@@ -16,11 +16,16 @@ settings). It speaks the wire format closely enough for the library's own parser
 
 Everything is recorded: requests, IDENTIFY payloads, posted messages (content after edits,
 edit count, message_reference, nonce), command overwrites and interaction responses. Tests
-start and stop it in their own event loop: ``await fake.start()`` / ``await fake.stop()``.
+start and stop it in their own event loop: ``await fake.start()`` / ``await fake.stop()``;
+one built with a fixed ``port`` can be started later (Discord down at hub start). A token it
+does not know gets 401. :meth:`FakeDiscord.drop_next_send_response` creates the next message
+posted and then closes the connection without answering; a repeated post with the same
+``nonce`` and ``enforce_nonce`` is answered with the message already created, as Discord does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import math
@@ -119,6 +124,7 @@ class FakeDiscord:
     # False: IDENTIFY with the message-content intent is refused with close code 4014, as
     # Discord does when the privileged intent is not enabled in the developer portal.
     message_content_enabled: bool = True
+    port: int = 0  # 0: a free port, chosen at start
 
     requests: list[Recorded] = field(default_factory=list)
     identifies: list[JSON] = field(default_factory=list)
@@ -143,7 +149,7 @@ class FakeDiscord:
         self._rate_limits: dict[tuple[str, str], _RateLimit] = {}
         self._sessions: list[_Session] = []
         self._runner: web.AppRunner | None = None
-        self.port = 0
+        self._drop_next = False
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -165,7 +171,7 @@ class FakeDiscord:
         r.add_patch(API + "/webhooks/{app_id}/{token}/messages/{message_id}", self._followup)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, HOST, 0)
+        site = web.TCPSite(self._runner, HOST, self.port, reuse_address=True)
         await site.start()
         self.port = self._runner.addresses[0][1]
 
@@ -176,6 +182,10 @@ class FakeDiscord:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    @property
+    def running(self) -> bool:
+        return self._runner is not None
 
     @property
     def url(self) -> str:
@@ -428,6 +438,10 @@ class FakeDiscord:
         with 429 and this retry_after."""
         self._rate_limits[(method, API + route)] = _RateLimit(times, retry_after)
 
+    def drop_next_send_response(self) -> None:
+        """Create the next message a bot posts, then close the connection unanswered."""
+        self._drop_next = True
+
     # records ---------------------------------------------------------------------------
 
     def requests_to(self, method: str, route: str) -> list[Recorded]:
@@ -541,6 +555,9 @@ class FakeDiscord:
         data["allowed_mentions"] = body.get("allowed_mentions")
         self.messages[data["id"]] = FakeMessage(data, channel_id, bot["id"])
         await self.dispatch("MESSAGE_CREATE", data)
+        if self._drop_next:
+            self._drop_next = False
+            return await _dropped(request)
         return reply(data)
 
     async def _edit_message(self, request: web.Request) -> web.Response:
@@ -728,6 +745,14 @@ async def _read_body(request: web.Request) -> Any:
         body = json.loads(str(payload)) if payload is not None else None
     request[BODY] = body
     return body
+
+
+async def _dropped(request: web.Request) -> web.Response:
+    """The request was carried out; its answer never reaches the caller."""
+    if request.transport is not None:
+        request.transport.close()
+    await asyncio.sleep(0.05)
+    return web.Response(status=200)
 
 
 def _bucket_headers() -> dict[str, str]:

@@ -22,9 +22,13 @@ wire protocols:
 Everything it receives is recorded (:attr:`FakeSlack.calls`), and what the bots posted is kept
 with its text after edits (:attr:`FakeSlack.messages`). :meth:`FakeSlack.rate_limit` answers
 the next N calls of a method with 429 + ``Retry-After``; :meth:`FakeSlack.fail` with an error
-code; :meth:`FakeSlack.break_channel` makes every post to a channel fail. With
+code; :meth:`FakeSlack.break_channel` makes every post to a channel fail;
+:meth:`FakeSlack.drop_next_send_response` posts the next ``chat.postMessage`` and then closes
+the connection without answering (the caller cannot know it was posted). With
 ``echo_bot_messages`` the fake also delivers the bots' own posts and edits back as events, as
-Slack does, so the adapter's refusal to answer itself is exercised.
+Slack does, so the adapter's refusal to answer itself is exercised. A fake built with a
+fixed ``port`` can be started later, and again after a stop (Slack down at hub start). A
+token it does not know gets ``invalid_auth``.
 """
 
 from __future__ import annotations
@@ -116,6 +120,7 @@ class FakeSlack:
         team: str = "AnimaHub Test",
         signing_secret: str = "fake-signing-secret",
         app_token: str = "xapp-1-fake",
+        port: int = 0,
     ) -> None:
         self.team_id = team_id
         self.team = team
@@ -141,12 +146,13 @@ class FakeSlack:
         self._sent: dict[str, JSON] = {}  # event_id -> the event_callback body
         self._retries: dict[str, int] = {}
         self._acked: dict[str, asyncio.Event] = {}
+        self._drop_next = False
         self._last_ts = 0.0
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
-        self.port = 0
+        self.port = port
 
     # lifecycle ---------------------------------------------------------------------------
 
@@ -157,7 +163,7 @@ class FakeSlack:
         app.router.add_post("/respond/{key}", self._respond)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, HOST, 0)
+        site = web.TCPSite(self._runner, HOST, self.port, reuse_address=True)
         await site.start()
         server = site._server
         assert server is not None
@@ -173,8 +179,14 @@ class FakeSlack:
             await ws.close()
         if self._http is not None:
             await self._http.close()
+            self._http = None
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def running(self) -> bool:
+        return self._runner is not None
 
     async def __aenter__(self) -> FakeSlack:
         return await self.start()
@@ -252,6 +264,10 @@ class FakeSlack:
     def break_channel(self, channel_id: str, error: str = "channel_not_found") -> None:
         self._broken[channel_id] = error
 
+    def drop_next_send_response(self) -> None:
+        """Post the next `chat.postMessage`, then close the connection without answering."""
+        self._drop_next = True
+
     def slow(self, method: str, seconds: float) -> None:
         """Answer every call of `method` only after `seconds` (a slow Slack)."""
         self._delays[method] = seconds
@@ -305,7 +321,11 @@ class FakeSlack:
                 {"ok": False, "error": "not_authed" if not token else "invalid_auth"}
             )
         headers = {"X-OAuth-Scopes": bot.scopes}
-        return self._reply(handler(self, bot, params), headers)
+        body = handler(self, bot, params)
+        if method == "chat.postMessage" and self._drop_next and body.get("ok"):
+            self._drop_next = False
+            return await _dropped(request)
+        return self._reply(body, headers)
 
     @staticmethod
     def _reply(body: JSON, headers: dict[str, str] | None = None) -> web.Response:
@@ -673,6 +693,14 @@ class FakeSlack:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.warning("fake Slack background delivery failed: %r", task.exception())
+
+
+async def _dropped(request: web.Request) -> web.Response:
+    """The request was carried out; its answer never reaches the caller."""
+    if request.transport is not None:
+        request.transport.close()
+    await asyncio.sleep(0.05)
+    return web.Response(status=200)
 
 
 def sign(secret: str, timestamp: str, body: str) -> dict[str, str]:
