@@ -29,10 +29,11 @@ from hub.memory.recall import RecallScope
 from hub.messages import Address, Command, DeliveryKind
 from hub.model_client import LLMError
 from hub.outbox import Outbox, insert_delivery, new_delivery
-from hub.runtime import Responders
+from hub.runtime import Responders, describe
 from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
 from hub.store.db import Database
+from hub.targets import Resolved, TargetResolver, groups, record_undeliverable, scope_of
 from hub.tools import ToolContext
 
 if TYPE_CHECKING:
@@ -53,10 +54,12 @@ class Outcome:
     what: str
     posted: tuple[str, ...] = ()
     text: str = ""
+    failed: tuple[str, ...] = ()  # targets it could not post to, with the reason
 
     def line(self) -> str:
         where = f" to {', '.join(self.posted)}" if self.posted else ""
-        return f"{self.anima}: {self.what}{where}"
+        missed = f"; not delivered to {', '.join(self.failed)}" if self.failed else ""
+        return f"{self.anima}: {self.what}{where}{missed}"
 
 
 class Agenda:
@@ -84,6 +87,7 @@ class Agenda:
         self._consolidator = consolidator
         self._run_command = run_command
         self._books: dict[str, CronBook] = {}
+        self._targets = TargetResolver(db)
 
     def timezone(self, anima: Anima) -> str:
         return anima.spec.timezone or self._settings.hub.timezone
@@ -190,36 +194,52 @@ class Agenda:
 
     async def heartbeat(self, anima: Anima, at: datetime, key: str) -> Outcome:
         since = at - timedelta(minutes=anima.spec.heartbeat.interval_minutes)
-        targets = [Address.parse(c) for c in anima.spec.heartbeat.channels]
-        keys = {t.channel_key for t in targets}
+        targets = self._targets.resolve(anima.name, anima.spec.heartbeat.channels)
         tz = self.timezone(anima)
         obs = hb.observe(self._db, anima.name, since, at)
-        text = hb.digest(obs, keys, tz)
-        if self._model(anima) and not obs.quiet:
-            thought = await self._think(anima, hb.prompt(obs, keys, tz), targets)
-            text = thought if thought is not None else text
-        if hb.is_ok(text):
+        texts: list[tuple[list[Resolved], str]] = []
+        for group in groups(targets) or [[]]:
+            keys = {t.address.channel_key for t in group if t.address is not None}
+            text = hb.digest(obs, keys, tz)
+            if self._model(anima) and not obs.quiet:
+                thought = await self._think(anima, hb.prompt(obs, keys, tz), group)
+                text = thought if thought is not None else text
+            if not hb.is_ok(text):
+                texts.append((group, text))
+        if not texts:
             return Outcome(anima.name, "heartbeat: nothing to say", text=hb.HEARTBEAT_OK)
-        posted = self._post(anima.name, text, targets, DeliveryKind.HEARTBEAT, key)
-        self._remember(anima.name, key, f"**{anima.name}** (heartbeat): {text}", targets, at)
-        return Outcome(anima.name, "heartbeat posted", posted, text)
+        posted: tuple[str, ...] = ()
+        for group, text in texts:
+            posted += self._post(anima.name, text, group, DeliveryKind.HEARTBEAT, key)
+            self._remember(anima.name, key, f"**{anima.name}** (heartbeat): {text}", group, at)
+        failed = self._undeliverable(anima.name, texts[0][1], targets, DeliveryKind.HEARTBEAT, key)
+        return Outcome(anima.name, "heartbeat posted", posted, texts[0][1], failed)
 
     async def cron(self, anima: Anima, job: CronJob, at: datetime) -> Outcome:
-        targets = list(job.post_to) or [Address.parse(c) for c in anima.spec.heartbeat.channels]
+        written = [str(t) for t in job.post_to] or anima.spec.heartbeat.channels
+        targets = self._targets.resolve(anima.name, written)
         key = f"{job.key}@{at.isoformat()}"
+        by_scope = groups(targets)
+        texts: list[tuple[list[Resolved], str]] = []
         if job.kind == "command":
             assert job.command is not None  # the parser guarantees it for command crons
-            text = await self._run_command(anima.name, job.command, targets[0] if targets else None)
+            first = by_scope[0][0].address if by_scope else None
+            text = await self._run_command(anima.name, job.command, first)
             if not job.post_to:
                 return Outcome(anima.name, f"cron {job.title!r}: {text}")
-        elif self._model(anima):
-            thought = await self._think(anima, job.body, targets)
-            text = thought if thought is not None else _offline_cron(job)
+            texts = [(group, text) for group in by_scope]
         else:
-            text = _offline_cron(job)
-        posted = self._post(anima.name, text, targets, DeliveryKind.REPORT, key)
-        self._remember(anima.name, key, f"**{anima.name}** ({job.title}): {text}", targets, at)
-        return Outcome(anima.name, f"cron {job.title!r} posted", posted, text)
+            for group in by_scope:
+                thought = await self._think(anima, job.body, group) if self._model(anima) else None
+                texts.append((group, thought if thought is not None else _offline_cron(job)))
+        posted: tuple[str, ...] = ()
+        for group, text in texts:
+            posted += self._post(anima.name, text, group, DeliveryKind.REPORT, key)
+            self._remember(anima.name, key, f"**{anima.name}** ({job.title}): {text}", group, at)
+        shown = texts[0][1] if texts else _offline_cron(job)
+        failed = self._undeliverable(anima.name, shown, targets, DeliveryKind.REPORT, key)
+        what = f"cron {job.title!r} posted" if posted else f"cron {job.title!r} not posted"
+        return Outcome(anima.name, what, posted, shown, failed)
 
     async def consolidate(self, anima: Anima, kind: JobKind, at: datetime) -> Outcome:
         if self._consolidator is None:
@@ -238,27 +258,34 @@ class Agenda:
     def _model(self, anima: Anima) -> str:
         return anima.spec.model or self._settings.llm.model
 
-    async def _think(self, anima: Anima, task: str, targets: list[Address]) -> str | None:
-        """A turn with no person: the task as input, the Anima's identity and tools.
+    async def _think(self, anima: Anima, task: str, group: list[Resolved]) -> str | None:
+        """A turn with no one asking: the task as input, the Anima's identity and tools, in
+        the privacy scope of the targets it will be posted to (a DM: that person's).
         None when the model fails (logged), so the caller falls back to offline text."""
-        channel = _only_channel(targets) or ""
+        scope = scope_of(anima.name, group) if group else RecallScope(anima.name, None, None, False)
+        person = group[0].person if group and group[0].is_dm else None
+        where = "a scheduled moment of your own (a heartbeat or a cron task)"
+        if person is not None and group[0].address is not None:
+            where += f"; what you write goes to {describe(group[0].address)}"
         ctx = TurnContext(
             anima=anima.name,
             anima_title=anima.spec.role,
             anima_summary="",
             identity=anima.identity,
             model=self._model(anima),
-            person=PersonView("hub", "the hub's scheduler", (), self.timezone(anima), "", None),
-            where="a scheduled moment of your own (a heartbeat or a cron task)",
+            person=person
+            or PersonView("hub", "the hub's scheduler", (), self.timezone(anima), "", None),
+            where=where,
             history=[],
             text=task,
             tools=ToolContext(
                 anima=anima.name,
-                person_id=None,
+                person_id=scope.person_id,
                 person_is_admin=False,
                 conversation=f"schedule:{anima.name}",
                 timezone=self.timezone(anima),
-                channel_key=channel,
+                channel_key=scope.channel_key or "",
+                is_dm=scope.is_dm,
             ),
         )
         if self._memory is not None:
@@ -272,10 +299,12 @@ class Agenda:
             return None
 
     def _post(
-        self, anima: str, text: str, targets: list[Address], kind: DeliveryKind, key: str
+        self, anima: str, text: str, group: list[Resolved], kind: DeliveryKind, key: str
     ) -> tuple[str, ...]:
         posted = []
-        for address in targets:
+        for target in group:
+            address = target.address
+            assert address is not None  # groups() holds resolved targets only
             row = self._outbox.prepare(
                 new_delivery(address, text, kind, anima, _bounded(f"{key}>{address}"))
             )
@@ -289,19 +318,42 @@ class Agenda:
         self._outbox.wake()
         return tuple(posted)
 
+    def _undeliverable(
+        self, anima: str, text: str, targets: list[Resolved], kind: DeliveryKind, key: str
+    ) -> tuple[str, ...]:
+        """Record each target that could not be resolved as a failed delivery, visibly."""
+        failed = []
+        for target in targets:
+            if target.address is not None:
+                continue
+            log.error(
+                "%s: cannot post to %s: %s",
+                key,
+                target.written,
+                target.error,
+                extra={"anima": anima},
+            )
+            try:
+                with self._db.write() as conn:
+                    record_undeliverable(
+                        conn, target, text, kind, anima, _bounded(f"{key}>{target.written}")
+                    )
+            except IntegrityError:
+                log.info("already recorded %s for %s", key, target.written, extra={"anima": anima})
+            failed.append(f"{target.written} ({target.error})")
+        return tuple(failed)
+
     def _remember(
-        self, anima: str, key: str, text: str, targets: list[Address], at: datetime
+        self, anima: str, key: str, text: str, group: list[Resolved], at: datetime
     ) -> None:
-        if self._memory is None:
+        if self._memory is None or not group:
             return
-        channel = _only_channel(targets)
-        scope = RecallScope(anima, None, channel, False).scope_of_new_item()
-        self._memory.record_note(anima, key, text, scope, channel, at)
-
-
-def _only_channel(targets: list[Address]) -> str | None:
-    """The channel a scheduled post belongs to (its privacy scope), when it has just one."""
-    return targets[0].channel_key if len(targets) == 1 else None
+        scope = scope_of(anima, group)
+        # One note per scope: a DM's text is that person's, kept apart from the channels'.
+        note = f"{key}>{group[0].group}" if scope.is_dm else key
+        self._memory.record_note(
+            anima, note, text, scope.scope_of_new_item(), scope.channel_key, at
+        )
 
 
 def _offline_cron(job: CronJob) -> str:

@@ -27,8 +27,9 @@ fenced code block (``` or ~~~) belongs to the body.
   refused: crontab runs when either matches, APScheduler only when both do.
 - `type` (required): `llm` runs a turn with the body as its input and posts the reply;
   `command` runs the hub command on the body's single non-empty line (`/anima status aria`).
-- `post_to` (optional): comma-separated addresses (`web:local/general, slack:T1/C2`); without
-  it the result goes to the Anima's heartbeat channels.
+- `post_to` (optional): comma-separated addresses (`web:local/general, slack:T1/C2`) or a
+  person's DM (`dm:telegram:123456789`, hub/targets.py); without it the result goes to the
+  Anima's heartbeat channels.
 
 A `word:` line in the key block that is not a known key is an error when it looks like a
 misspelt key (`shedule:`) and the start of the body otherwise. A bad section becomes a
@@ -54,7 +55,8 @@ from apscheduler.triggers.cron import (
 )
 
 from hub.memory.slugs import slug
-from hub.messages import Address, Command
+from hub.messages import Command
+from hub.targets import Target, parse_target
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +98,7 @@ class CronJob:
     title: str
     schedule: str  # the cron expression as written
     kind: CronKind
-    post_to: tuple[Address, ...]
+    post_to: tuple[Target, ...]  # addresses and dm:<platform>:<user id> targets
     body: str  # the task text (llm) or the command line (command)
     command: Command | None
 
@@ -352,7 +354,7 @@ def _parse_section(
         if kind is None:
             problem(number, f"type {value!r} is not 'llm' or 'command'")
 
-    post_to: list[Address] = []
+    post_to: list[Target] = []
     if "post_to" in values:
         number, value = values["post_to"]
         items = [item.strip() for item in value.split(",") if item.strip()]
@@ -360,12 +362,13 @@ def _parse_section(
             problem(number, "post_to is empty: leave the line out to post to heartbeat channels")
         for item in items:
             try:
-                post_to.append(Address.parse(item))
+                post_to.append(parse_target(item))
             except ValueError:
                 problem(
                     number,
                     f"post_to {item!r} is not an address (platform:workspace/channel, "
-                    "e.g. 'web:local/general')",
+                    "e.g. 'web:local/general', or dm:<platform>:<user id>, "
+                    "e.g. 'dm:telegram:123456789')",
                 )
 
     body = "\n".join(line for _, line in body_lines)

@@ -78,6 +78,52 @@ class Attachment:
     size: int | None = None
 
 
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f\[\]]+")
+_NAME_MAX = 120
+
+
+def describe_attachment(a: Attachment) -> str:
+    """`[attached: report.pdf (application/pdf, 12 KB)]`: what a turn is told of a file.
+
+    Only what the platform said of it; never its URL (which may carry a token) or content.
+    The name is the sender's text: brackets and control characters are flattened so it
+    stays on its line.
+    """
+    name = " ".join(_UNSAFE.sub(" ", a.name).split())[:_NAME_MAX] or "a file"
+    facts = [_UNSAFE.sub(" ", a.content_type).strip()[:_NAME_MAX]]
+    if a.size is not None and a.size >= 0:
+        facts.append(_size(a.size))
+    known = ", ".join(f for f in facts if f)
+    return f"[attached: {name}{f' ({known})' if known else ''}]"
+
+
+def with_attachments(text: str, attachments: Collection[dict[str, Any]]) -> str:
+    """The text of a message followed by one line per attachment (stored as inbox JSON)."""
+    lines = []
+    for item in attachments:
+        known = {k: item.get(k) for k in ("name", "url", "content_type", "size")}
+        size = known["size"]
+        lines.append(
+            describe_attachment(
+                Attachment(
+                    str(known["name"] or ""),
+                    str(known["url"] or ""),
+                    str(known["content_type"] or ""),
+                    size if isinstance(size, int) else None,
+                )
+            )
+        )
+    return "\n".join([text, *lines]) if text.strip() else "\n".join(lines)
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{round(size / 1024)} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
+
+
 @dataclass(frozen=True, slots=True)
 class Command:
     """A parsed slash command such as `/anima bind aria`."""

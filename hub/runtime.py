@@ -26,7 +26,7 @@ from hub.llm import Responder, TurnContext
 from hub.mailbox import Mailboxes, TurnJob
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService, TurnRecord
-from hub.messages import Address, AddressKind, DeliveryKind, utcnow
+from hub.messages import Address, AddressKind, DeliveryKind, utcnow, with_attachments
 from hub.model_client import LLMError
 from hub.outbox import Outbox, insert_delivery, new_delivery
 from hub.roles import Role
@@ -56,6 +56,7 @@ class Claimed(NamedTuple):
     person_id: str | None
     text: str
     attempts: int
+    attachments: list[dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +109,8 @@ class Runtime:
         row = self._start(job)
         if row is None:
             return
+        if row.attachments:  # described, never fetched: the turn and its memory say so
+            row = row._replace(text=with_attachments(row.text, row.attachments))
         anima = self._animas.get(job.anima)
         if anima is None:
             self._give_up(row, job, f"the Anima {job.anima!r} no longer exists")

@@ -24,7 +24,7 @@ from hub.commands.parse import USAGE, parse_command
 from hub.commands.state import HELD, AnimaStates
 from hub.identity import IdentityService, PersonView
 from hub.mailbox import TurnJob
-from hub.messages import Command, Inbound, utcnow
+from hub.messages import AddressKind, Command, Inbound, utcnow
 from hub.outbox import as_utc
 from hub.settings import Settings
 from hub.store.db import Database
@@ -105,7 +105,7 @@ class CommandService:
         if command is None:
             return USAGE
         if command.name == "whoami":
-            return self._whoami(person)
+            return self._whoami(person, inbound)
         if command.name != "anima":
             return f"Unknown command /{command.name}.\n{USAGE}"
         return await self._anima(command, inbound, person)
@@ -269,7 +269,7 @@ class CommandService:
         self._audit(inbound, person, "anima.heartbeat", anima.name, {"outcome": outcome})
         return f"Heartbeat of {anima.name}: {outcome}"
 
-    def _whoami(self, person: PersonView) -> str:
+    def _whoami(self, person: PersonView, inbound: Inbound) -> str:
         with self._db.engine.connect() as conn:
             identities = conn.execute(
                 select(col(Identity.platform), col(Identity.user_id))
@@ -291,6 +291,7 @@ class CommandService:
                 f"timezone: {person.timezone or 'UTC'}",
                 f"language: {person.language or 'unset'}",
                 f"default Anima: {default}",
+                *_this_conversation(inbound),
             ]
         )
 
@@ -356,3 +357,14 @@ def _when(moment: datetime | None, timezone: str) -> str:
         zone = None
     local = as_utc(moment).astimezone(zone or UTC)
     return local.strftime("%Y-%m-%d %H:%M ") + (timezone if zone else "UTC")
+
+
+def _this_conversation(inbound: Inbound) -> list[str]:
+    """Where /whoami was asked, in the forms a cron's `post_to:` takes (docs/crons.md)."""
+    address = inbound.address
+    if inbound.sender.platform == "hub":  # a command cron: nobody's conversation
+        return []
+    lines = [f"this conversation: {address} ({address.kind.value})"]
+    if address.kind is AddressKind.DM:
+        lines.append(f"your direct conversation, for post_to: dm:{inbound.sender.key}")
+    return lines

@@ -37,6 +37,7 @@ from hub.store.models import (
     InboxItem,
     Turn,
 )
+from hub.targets import DirectTarget, parse_target
 from tests.conftest import DEMO, make_settings
 
 ROOT = PlatformUser("slack", "UROOT", "Root")
@@ -261,7 +262,46 @@ async def test_whoami_names_the_person_identities_roles_timezone_and_default(
         "timezone: Asia/Tokyo",
         "language: ja",
         "default Anima: none (the hub default is mika)",
+        "this conversation: slack:T1/C1 (channel)",
     ]
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        (
+            Address("telegram", "123456", "1001", None, AddressKind.DM),
+            [
+                "this conversation: telegram:123456/1001 (dm)",
+                "your direct conversation, for post_to: dm:telegram:1001",
+            ],
+        ),
+        (
+            Address("telegram", "123456", "-100777", "42", AddressKind.GROUP),
+            ["this conversation: telegram:123456/-100777#42 (group)"],
+        ),
+        (
+            Address("line", "Ubot", "Cgroup", None, AddressKind.GROUP),
+            ["this conversation: line:Ubot/Cgroup (group)"],
+        ),
+    ],
+    ids=["telegram-dm", "telegram-topic", "line-group"],
+)
+async def test_whoami_says_where_it_was_asked_in_the_form_post_to_takes(
+    parts: Parts, address: Address, expected: list[str]
+) -> None:
+    sender = PlatformUser(address.platform, "1001", "Alice")
+    reply = await run(parts, "/whoami", sender=sender, address=address)
+    assert reply.splitlines()[-len(expected) :] == expected
+    # What it prints is what a cron's post_to accepts.
+    for line in expected:
+        written = line.split(": ", 1)[1].split(" (")[0]
+        target = parse_target(written)
+        if isinstance(target, DirectTarget):
+            assert (target.platform, target.user_id) == (address.platform, "1001")
+        else:
+            assert target.channel_key == address.channel_key
+            assert target.thread == address.thread
 
 
 async def test_whoami_of_someone_who_is_not_an_admin(parts: Parts) -> None:

@@ -17,6 +17,7 @@ from hub.cli import app
 from hub.crons import CronBook, CronJob, CronProblem, parse_cron_file, parse_cron_text
 from hub.messages import Address, Command
 from hub.roles import bundled_config_dir
+from hub.targets import DirectTarget
 
 TZ = "Asia/Tokyo"
 
@@ -112,6 +113,20 @@ def test_keys_in_any_order_and_any_case_with_blank_lines_before_the_body() -> No
     assert job.schedule == "*/15 * * * *"
     assert job.post_to == (Address("web", "local", "ops"),)
     assert job.command == Command("anima", ("status", "aria"))
+
+
+def test_post_to_takes_a_persons_dm_next_to_addresses() -> None:
+    jobs, problems = parse(
+        "## Briefing\nschedule: 0 7 * * *\ntype: llm\n"
+        "post_to: dm:telegram:123456789, dm:line:U4af4980629, telegram:42/-1001#7\nBrief me.\n"
+    )
+    assert problems == []
+    assert jobs[0].post_to == (
+        DirectTarget("telegram", "123456789"),
+        DirectTarget("line", "U4af4980629"),
+        Address("telegram", "42", "-1001", "7"),
+    )
+    assert [str(t) for t in jobs[0].post_to][:2] == ["dm:telegram:123456789", "dm:line:U4af4980629"]
 
 
 def test_an_unknown_word_colon_line_that_is_no_misspelling_starts_the_body() -> None:
@@ -251,6 +266,12 @@ BAD_CASES = [
         4,
         "post_to 'general' is not an address",
         id="bad-address",
+    ),
+    pytest.param(
+        "## A\nschedule: 0 9 * * *\ntype: llm\npost_to: dm:telegram\nHi\n",
+        4,
+        "post_to 'dm:telegram' is not an address",
+        id="dm-without-user",
     ),
     pytest.param(
         "## A\nschedule: 0 9 * * *\ntype: llm\npost_to: ,\nHi\n",
