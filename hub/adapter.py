@@ -26,9 +26,14 @@ __all__ = [
     "Adapter",
     "AdapterFactory",
     "AdapterPlugin",
+    "AttachmentError",
+    "AttachmentFetcher",
+    "AttachmentTooLarge",
+    "AttachmentUnavailable",
     "BatchSender",
     "Capabilities",
     "DeliveryError",
+    "FetchedFile",
     "HubPort",
     "MarkdownDialect",
     "MessageTooLarge",
@@ -222,6 +227,49 @@ class BatchSender(Protocol):
 
     async def send_batch(self, chunks: Sequence[OutboundChunk]) -> list[str]:
         """Send consecutive chunks of one delivery at once; one id each, all or none."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedFile:
+    """An attachment's content, as `AttachmentFetcher.fetch` downloaded it."""
+
+    data: bytes
+    content_type: str = ""  # what the platform said, "" when it said nothing
+    name: str = ""
+
+
+class AttachmentError(Exception):
+    """An attachment could not be read; the message says why, for the model to relay."""
+
+
+class AttachmentTooLarge(AttachmentError):
+    """The file is over the cap: known from the platform's stated size (nothing was
+    downloaded), or found while streaming (the download was abandoned at the cap)."""
+
+    def __init__(self, size: int | None, limit: int) -> None:
+        known = f"{size} bytes" if size is not None else "larger than that"
+        super().__init__(f"the file is {known}; the limit is {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+class AttachmentUnavailable(AttachmentError):
+    """The platform no longer has the file (expired, deleted), does not know its id, or
+    cannot be reached."""
+
+
+@runtime_checkable
+class AttachmentFetcher(Protocol):
+    """An adapter that can download the attachments it normalized (optional). Called only
+    when an Anima asks for a file (the `read_attachment` tool), never on arrival."""
+
+    async def fetch(self, url: str, max_bytes: int) -> FetchedFile:
+        """Download the attachment named by `url` (the `Attachment.url` the adapter gave,
+        e.g. `telegram-file:<file_id>`), at most `max_bytes` of it. Raise
+        `AttachmentTooLarge` before downloading when the platform states a larger size,
+        and again while streaming past the cap; `AttachmentUnavailable` for an unknown,
+        expired or unreachable file."""
         ...
 
 

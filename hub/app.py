@@ -20,6 +20,7 @@ from hub.adapter import (
 )
 from hub.agenda import Agenda
 from hub.animas import Anima, AnimaRegistry
+from hub.attachments import read_attachment_tool
 from hub.clock import Clock, SystemClock
 from hub.commands.handler import CommandService
 from hub.commands.state import AnimaStates
@@ -90,6 +91,9 @@ class Hub:
         self.outbox = Outbox(self.db, self.adapters, settings.outbox, ready=self.platforms.ready)
         self.platforms.on_change(self._platform_changed)
         self.tools = tools or builtin_tools()
+        self.tools.register(
+            read_attachment_tool(self.db, self.adapters, settings.runtime.max_attachment_bytes)
+        )
         self.memory = open_memory(home, settings.memory, self.clock.now)
         # Where litellm runs: worker processes, or this event loop when workers = 0.
         self.model_workers = ModelWorkers(settings.llm.workers) if settings.llm.workers else None

@@ -75,9 +75,9 @@ class LiteLLMResponder:
         self._tools = tools
         self._client = client
 
-    def _kwargs(self, model: str) -> dict[str, Any]:
+    def _kwargs(self, model: str, ctx: ToolContext) -> dict[str, Any]:
         kwargs = litellm_kwargs(self._settings, model)
-        tools = self._tools.schemas()
+        tools = self._tools.schemas(ctx)
         if tools and not self._settings.mock_response:
             kwargs["tools"] = tools
         return kwargs
@@ -89,7 +89,7 @@ class LiteLLMResponder:
             *ctx.history,
             {"role": "user", "content": wrap_user_text(ctx)},
         ]
-        kwargs = self._kwargs(ctx.model)
+        kwargs = self._kwargs(ctx.model, ctx.tools)
         for _ in range(self._settings.max_tool_rounds):
             called: dict[str, Any] | None = None
             async for piece in self._client.stream_round(messages, kwargs):

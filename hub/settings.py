@@ -115,6 +115,8 @@ class RuntimeSection(SettingsSection):
     max_message_bytes: int = Field(default=32 * 1024, ge=1024)
     max_turn_attempts: int = Field(default=3, ge=1)
     max_concurrent_turns: int = Field(default=8, ge=1)
+    # The largest attachment an Anima may read (the read_attachment tool).
+    max_attachment_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
 
 
 class OutboxSection(SettingsSection):

@@ -24,6 +24,8 @@ class ToolContext:
 
 
 ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
+# Whether a tool is offered in a turn (e.g. read_attachment: only where there are files).
+ToolAvailable = Callable[[ToolContext], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +34,10 @@ class Tool:
     description: str
     parameters: dict[str, Any]  # JSON Schema of the arguments object
     handler: ToolHandler
+    available: ToolAvailable | None = None  # None: in every turn
+
+    def offered(self, ctx: ToolContext | None) -> bool:
+        return self.available is None or ctx is None or self.available(ctx)
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -56,14 +62,17 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return sorted(self._tools)
 
-    def schemas(self) -> list[dict[str, Any]]:
-        return [self._tools[name].schema() for name in self.names()]
+    def schemas(self, ctx: ToolContext | None = None) -> list[dict[str, Any]]:
+        """The tools offered to the model; with `ctx`, only those available in that turn."""
+        tools = (self._tools[name] for name in self.names())
+        return [tool.schema() for tool in tools if tool.offered(ctx)]
 
     async def call(self, name: str, arguments: str, ctx: ToolContext) -> str:
         """Run a tool; failures come back as text the model can read and act on."""
         tool = self._tools.get(name)
-        if tool is None:
-            return f"error: no tool named {name!r}; available: {', '.join(self.names())}"
+        if tool is None or not tool.offered(ctx):
+            offered = [n for n in self.names() if self._tools[n].offered(ctx)]
+            return f"error: no tool named {name!r} here; available: {', '.join(offered)}"
         try:
             args = json.loads(arguments or "{}")
         except json.JSONDecodeError as exc:

@@ -26,14 +26,16 @@ from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 from telegram.request import HTTPXRequest
 
 from adapters.streaming import EditStreamer
-from adapters.telegram import commands
+from adapters.telegram import commands, files
 from adapters.telegram.normalize import Me, replied_message_id, to_inbound
 from adapters.telegram.outbound import Outbound, Pacer, retry_after_s
 from adapters.telegram.render import MAX_TEXT, to_html
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.webhook import WEBHOOK_PATH, router
 from hub.adapter import (
+    AttachmentUnavailable,
     Capabilities,
+    FetchedFile,
     HubPort,
     MarkdownDialect,
     MessageTooLarge,
@@ -262,6 +264,12 @@ class TelegramAdapter:
     @property
     def running(self) -> bool:
         return self._hub is not None
+
+    async def fetch(self, url: str, max_bytes: int) -> FetchedFile:
+        """A file someone attached, when an Anima asks for it (files.py)."""
+        if self._bot is None:
+            raise AttachmentUnavailable("the Telegram adapter is not running")
+        return await files.fetch(self._bot, url, max_bytes)
 
     # outbound --------------------------------------------------------------------------
 

@@ -6,7 +6,11 @@ everything else JSON-encoded), JSON bodies or query parameters, answered with
 ``{"ok": true, "result": ...}`` or ``{"ok": false, "error_code": N, "description": ...}``.
 
 * ``getMe``, ``deleteWebhook``, ``setWebhook`` (url, secret_token), ``getWebhookInfo``,
-  ``setMyCommands``, ``getMyCommands``, ``sendChatAction``, ``getFile``.
+  ``setMyCommands``, ``getMyCommands``, ``sendChatAction``.
+* ``getFile`` and the download at ``/file/bot<token>/<path>`` serve the files added with
+  :meth:`add_file` (an unknown ``file_id`` is 400 "invalid file_id", one stated over 20 MB
+  400 "file is too big", as Telegram answers); every download is recorded
+  (:attr:`FakeTelegram.downloads`), so a test can check that nothing was fetched.
 * ``getUpdates`` is a long poll with Telegram's offset rule: every update below ``offset`` is
   confirmed and dropped for good; the rest (up to ``limit``) are returned, or the call waits up
   to ``timeout`` seconds for one. A second poller while one waits ends the first with 409, and
@@ -40,7 +44,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import aiohttp
 from aiohttp import web
@@ -51,6 +55,7 @@ log = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 JSON = dict[str, Any]
 MAX_TEXT = 4096
+MAX_FILE_BYTES = 20 * 1024 * 1024  # the largest file getFile hands out
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 # Parameters PTB sends JSON-encoded inside a form body.
 _JSON_PARAMS = frozenset(
@@ -123,6 +128,13 @@ class _Limit:
 
 
 @dataclass
+class FakeFile:
+    data: bytes
+    stated_size: int | None  # what getFile says (None: it says nothing)
+    content_length: bool  # False: the download is chunked, its length unannounced
+
+
+@dataclass
 class _Failure:
     remaining: int
     status: int
@@ -161,6 +173,8 @@ class FakeTelegram:
         # a hub under test cannot know its own ephemeral port when it calls setWebhook.
         self.webhook_target = ""
         self.deliveries: list[tuple[int, int]] = []  # (update_id, hub's HTTP status)
+        self.files: dict[str, FakeFile] = {}  # file_id -> the file
+        self.downloads: list[str] = []  # the file_ids whose content was requested
         self.confirmed = 0  # the highest offset a poller sent: everything below is gone
         self._queue: list[JSON] = []
         self._forced: list[JSON] = []  # redeliveries, handed out whatever the offset
@@ -236,6 +250,19 @@ class FakeTelegram:
 
     def add_topic(self, chat_id: int, topic_id: int) -> None:
         self.topics.setdefault(chat_id, set()).add(topic_id)
+
+    def add_file(
+        self,
+        file_id: str,
+        data: bytes,
+        *,
+        stated_size: int | Literal["real"] | None = "real",
+        content_length: bool = True,
+    ) -> None:
+        """A file getFile knows. getFile states its real size, or `stated_size` (None: no
+        size; a number: a lie, or a size too big to add for real)."""
+        size = len(data) if isinstance(stated_size, str) else stated_size
+        self.files[file_id] = FakeFile(data, size, content_length)
 
     def next_message_id(self, chat_id: int) -> int:
         return next(self._message_ids.setdefault(chat_id, itertools.count(1)))
@@ -320,10 +347,24 @@ class FakeTelegram:
             return _error(failure.status, failure.description)
         return None
 
-    async def _file(self, request: web.Request) -> web.Response:
+    async def _file(self, request: web.Request) -> web.StreamResponse:
         if request.match_info["token"] != self.token:
             return web.Response(status=401)
-        return web.Response(body=b"file:" + request.match_info["path"].encode())
+        file_id = request.match_info["path"].removeprefix("files/")
+        self.downloads.append(file_id)
+        file = self.files.get(file_id)
+        if file is None:
+            return web.Response(status=404, text="Not Found")
+        if file.content_length:
+            return web.Response(body=file.data, content_type="application/octet-stream")
+        response = web.StreamResponse()
+        response.content_type = "application/octet-stream"
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for start in range(0, len(file.data), 64 * 1024):
+            await response.write(file.data[start : start + 64 * 1024])
+        await response.write_eof()
+        return response
 
     def _get_me(self, params: JSON) -> JSON:
         return dict(self.bot)
@@ -364,7 +405,19 @@ class FakeTelegram:
 
     def _get_file(self, params: JSON) -> JSON:
         file_id = str(params.get("file_id") or "")
-        return {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_path": f"f/{file_id}"}
+        file = self.files.get(file_id)
+        if file is None:
+            raise _ApiError(400, "Bad Request: invalid file_id")
+        if file.stated_size is not None and file.stated_size > MAX_FILE_BYTES:
+            raise _ApiError(400, "Bad Request: file is too big")
+        found: JSON = {
+            "file_id": file_id,
+            "file_unique_id": f"u{file_id}",
+            "file_path": f"files/{file_id}",
+        }
+        if file.stated_size is not None:
+            found["file_size"] = file.stated_size
+        return found
 
     def _chat(self, params: JSON) -> Chat:
         chat = self.chats.get(_as_int(params.get("chat_id")) or 0)
