@@ -36,13 +36,16 @@ from linebot.v3.messaging import ApiException
 from linebot.v3.webhook import WebhookParser
 from linebot.v3.webhooks import MessageEvent
 
+from adapters.line import files
 from adapters.line.normalize import Source, source_of, to_inbound
 from adapters.line.outbound import NothingSent, Outbound, ReplyTokenInvalid
 from adapters.line.render import to_plain
 from adapters.line.settings import LineSettings
 from hub.adapter import (
+    AttachmentUnavailable,
     Capabilities,
     DeliveryError,
+    FetchedFile,
     HubPort,
     MarkdownDialect,
     MessageTooLarge,
@@ -163,9 +166,9 @@ class LineAdapter:
         if settings.channel_secret is None or settings.channel_access_token is None:
             raise ValueError("the LINE adapter needs line.channel_secret and channel_access_token")
         self._parser = WebhookParser(settings.channel_secret.get_secret_value())
-        self._outbound = Outbound(
-            settings.channel_access_token.get_secret_value(), settings.api_url
-        )
+        self._token = settings.channel_access_token.get_secret_value()
+        self._data_api_url = settings.data_api_url
+        self._outbound = Outbound(self._token, settings.api_url)
         self._tokens = ReplyTokens(reply_token_ttl_s, clock)
         self._profiles = Profiles(self._outbound, profile_ttl_s, clock)
         self._hub: HubPort | None = None
@@ -243,6 +246,12 @@ class LineAdapter:
         router = APIRouter()
         router.add_api_route(WEBHOOK_PATH, self._webhook, methods=["POST"], include_in_schema=False)
         return [router]
+
+    async def fetch(self, url: str, max_bytes: int) -> FetchedFile:
+        """A file someone attached, when an Anima asks for it (files.py)."""
+        if self._hub is None:
+            raise AttachmentUnavailable("the LINE adapter is not running")
+        return await files.fetch(self._data_api_url, self._token, url, max_bytes)
 
     # inbound ----------------------------------------------------------------------------
 

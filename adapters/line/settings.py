@@ -17,6 +17,8 @@ class LineSettings(SettingsSection):
     channel_access_token: SecretStr | None = None
     # The Messaging API base; tests point it at tests/fakes/line_server.py.
     api_url: str = "https://api.line.me"
+    # Where message content (attachments) is downloaded from; tests point it at the fake too.
+    data_api_url: str = "https://api-data.line.me"
 
     @model_validator(mode="after")
     def _complete(self) -> LineSettings:

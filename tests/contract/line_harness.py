@@ -181,6 +181,7 @@ async def open_harness(
         "channel_secret": CHANNEL_SECRET,
         "channel_access_token": access_token,
         "api_url": fake.url,
+        "data_api_url": fake.url,
     }
     responder = responder or ScriptedResponder()
     hub: Hub | None = None

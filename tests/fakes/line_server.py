@@ -11,6 +11,10 @@ It runs in the test's event loop (aiohttp.web on 127.0.0.1) and speaks LINE's wi
 * ``GET /v2/bot/profile/{userId}``, ``GET /v2/bot/group/{groupId}/member/{userId}``,
   ``GET /v2/bot/room/{roomId}/member/{userId}``, ``GET /v2/bot/info`` and
   ``POST /v2/bot/chat/loading/start`` (1:1 chats only).
+* ``GET /v2/bot/message/{messageId}/content`` (LINE serves it on its api-data host; here the
+  same server): the content added with :meth:`FakeLine.add_content`, 404 for any other id,
+  202 while :meth:`add_content` says it is still being prepared; recorded like every call
+  (``calls_to("content")``), so a test can check that nothing was downloaded.
 * The webhook as LINE's side of it: :meth:`FakeLine.deliver` POSTs ``{"destination",
   "events"}`` to the hub's ``webhook_url``, signed with the channel secret (``X-Line-Signature``:
   base64 HMAC-SHA256 of the body); :meth:`FakeLine.redeliver` sends an event again with
@@ -106,6 +110,14 @@ class Delivery:
     body: str
 
 
+@dataclass(frozen=True)
+class Content:
+    data: bytes
+    content_type: str
+    content_length: bool  # False: sent chunked, its length unannounced
+    preparing: bool  # a video or audio LINE is still transcoding: 202
+
+
 @dataclass
 class Chat:
     kind: str  # "user" | "group" | "room"
@@ -135,6 +147,7 @@ class FakeLine:
         self.calls: list[ApiCall] = []
         self.messages: list[SentMessage] = []
         self.loading: list[JSON] = []
+        self.contents: dict[str, Content] = {}  # message id -> what its content is
         self.deliveries: list[Delivery] = []
         self.webhook_url: str | None = None
         self._tokens: dict[str, _Token] = {}
@@ -158,6 +171,7 @@ class FakeLine:
         app.router.add_get("/v2/bot/room/{chat}/member/{user}", self._member)
         app.router.add_get("/v2/bot/info", self._info)
         app.router.add_post("/v2/bot/chat/loading/start", self._loading)
+        app.router.add_get("/v2/bot/message/{message}/content", self._content)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, HOST, self.port, reuse_address=True)
@@ -208,6 +222,18 @@ class FakeLine:
 
     def rename_user(self, user_id: str, display_name: str) -> None:
         self.users[user_id]["displayName"] = display_name
+
+    def add_content(
+        self,
+        message_id: str,
+        data: bytes,
+        content_type: str = "application/octet-stream",
+        *,
+        content_length: bool = True,
+        preparing: bool = False,
+    ) -> None:
+        """The content of an image, video, audio or file message, for its download."""
+        self.contents[message_id] = Content(data, content_type, content_length, preparing)
 
     # fault injection ---------------------------------------------------------------------
 
@@ -414,6 +440,26 @@ class FakeLine:
             return self._answer(index, {"message": "The property, 'chatId', is invalid"}, 400)
         self.loading.append(dict(body or {}))
         return self._answer(index, {}, 202)
+
+    async def _content(self, request: web.Request) -> web.StreamResponse:
+        index = self._record(request, None)
+        if not self._authorized(request):
+            return self._answer(index, {"message": AUTH_MESSAGE}, 401)
+        content = self.contents.get(request.match_info["message"])
+        if content is None:
+            return self._answer(index, {"message": "Not found"}, 404)
+        if content.preparing:
+            return self._answer(index, {}, 202)
+        self._answer(index, {})  # records the status
+        if content.content_length:
+            return web.Response(body=content.data, content_type=content.content_type)
+        response = web.StreamResponse(headers={"Content-Type": content.content_type})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for start in range(0, len(content.data), 64 * 1024):
+            await response.write(content.data[start : start + 64 * 1024])
+        await response.write_eof()
+        return response
 
     # webhook events: people speaking -----------------------------------------------------
 
