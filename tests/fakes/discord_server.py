@@ -37,8 +37,9 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.listener import HOST, Listener
+
 JSON = dict[str, Any]
-HOST = "127.0.0.1"
 API = "/api/v10"
 DISCORD_EPOCH_MS = 1_420_070_400_000
 MESSAGE_CONTENT_INTENT = 1 << 15
@@ -148,7 +149,7 @@ class FakeDiscord:
         self.dm_channels: dict[str, str] = {}  # user id -> DM channel id
         self._rate_limits: dict[tuple[str, str], _RateLimit] = {}
         self._sessions: list[_Session] = []
-        self._runner: web.AppRunner | None = None
+        self._listener = Listener(self.port)
         self._drop_next = False
 
     # lifecycle -------------------------------------------------------------------------
@@ -169,27 +170,22 @@ class FakeDiscord:
         r.add_post(API + "/interactions/{interaction_id}/{token}/callback", self._callback)
         r.add_post(API + "/webhooks/{app_id}/{token}", self._followup)
         r.add_patch(API + "/webhooks/{app_id}/{token}/messages/{message_id}", self._followup)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, HOST, self.port, reuse_address=True)
-        await site.start()
-        self.port = self._runner.addresses[0][1]
+        await self._listener.serve(app)
+        self.port = self._listener.port
 
     async def stop(self) -> None:
         for session in list(self._sessions):
             with contextlib.suppress(ConnectionError, RuntimeError):
                 await session.ws.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._listener.close()
 
     @property
     def running(self) -> bool:
-        return self._runner is not None
+        return self._listener.running
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return self._listener.url
 
     @property
     def api_url(self) -> str:

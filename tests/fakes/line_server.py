@@ -46,8 +46,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.listener import Listener
+
 log = logging.getLogger(__name__)
-HOST = "127.0.0.1"
 JSON = dict[str, Any]
 MAX_TEXT = 5000
 MAX_MESSAGES = 5
@@ -140,7 +141,7 @@ class FakeLine:
         self.access_token = access_token
         self.bot_user_id = bot_user_id
         self.bot_name = bot_name
-        self.port = port
+        self._listener = Listener(port)
         self.reply_token_ttl_s = reply_token_ttl_s
         self.users: dict[str, JSON] = {}
         self.chats: dict[str, Chat] = {}
@@ -157,7 +158,6 @@ class FakeLine:
         self._drop_next = False
         self._events: dict[str, JSON] = {}  # webhookEventId -> the event as first sent
         self._ids = itertools.count(600_000_000_000_000_001)
-        self._runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
 
     # lifecycle ---------------------------------------------------------------------------
@@ -172,13 +172,7 @@ class FakeLine:
         app.router.add_get("/v2/bot/info", self._info)
         app.router.add_post("/v2/bot/chat/loading/start", self._loading)
         app.router.add_get("/v2/bot/message/{message}/content", self._content)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, HOST, self.port, reuse_address=True)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        await self._listener.serve(app)
         if self._http is None:
             self._http = aiohttp.ClientSession()
         return self
@@ -187,9 +181,7 @@ class FakeLine:
         if self._http is not None:
             await self._http.close()
             self._http = None
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._listener.close()
 
     async def __aenter__(self) -> FakeLine:
         return await self.start()
@@ -199,11 +191,15 @@ class FakeLine:
 
     @property
     def running(self) -> bool:
-        return self._runner is not None
+        return self._listener.running
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return self._listener.url
+
+    @property
+    def port(self) -> int:
+        return self._listener.port
 
     # the account -------------------------------------------------------------------------
 

@@ -48,8 +48,9 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.listener import HOST, Listener
+
 log = logging.getLogger(__name__)
-HOST = "127.0.0.1"
 JSON = dict[str, Any]
 BOT_SCOPES = (
     "app_mentions:read,channels:history,groups:history,im:history,mpim:history,"
@@ -150,9 +151,8 @@ class FakeSlack:
         self._last_ts = 0.0
         self._ids = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
-        self.port = port
+        self._listener = Listener(port)
 
     # lifecycle ---------------------------------------------------------------------------
 
@@ -161,13 +161,7 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link", self._link)
         app.router.add_post("/respond/{key}", self._respond)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, HOST, self.port, reuse_address=True)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        await self._listener.serve(app)
         self._http = aiohttp.ClientSession()
         return self
 
@@ -180,13 +174,11 @@ class FakeSlack:
         if self._http is not None:
             await self._http.close()
             self._http = None
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._listener.close()
 
     @property
     def running(self) -> bool:
-        return self._runner is not None
+        return self._listener.running
 
     async def __aenter__(self) -> FakeSlack:
         return await self.start()
@@ -196,7 +188,11 @@ class FakeSlack:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return self._listener.url
+
+    @property
+    def port(self) -> int:
+        return self._listener.port
 
     @property
     def api_url(self) -> str:

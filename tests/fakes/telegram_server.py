@@ -49,10 +49,10 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.listener import Listener
 from tests.fakes.telegram_html import EntityError, parse, u16
 
 log = logging.getLogger(__name__)
-HOST = "127.0.0.1"
 JSON = dict[str, Any]
 MAX_TEXT = 4096
 MAX_FILE_BYTES = 20 * 1024 * 1024  # the largest file getFile hands out
@@ -160,7 +160,7 @@ class FakeTelegram:
             "can_read_all_group_messages": False,
             "supports_inline_queries": False,
         }
-        self.port = port
+        self._listener = Listener(port)
         self.users: dict[int, JSON] = {}
         self.chats: dict[int, Chat] = {}
         self.topics: dict[int, set[int]] = {}  # forum chat -> its topic ids
@@ -187,7 +187,6 @@ class FakeTelegram:
         self._drop_next = False
         self._update_ids = itertools.count(700_000_001)
         self._message_ids: dict[int, itertools.count[int]] = {}
-        self._runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
 
     # lifecycle ---------------------------------------------------------------------------
@@ -196,13 +195,7 @@ class FakeTelegram:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._api)
         app.router.add_get("/file/bot{token}/{path:.*}", self._file)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, HOST, self.port, reuse_address=True)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        await self._listener.serve(app, shutdown_timeout=0.5)
         self._http = aiohttp.ClientSession()
         return self
 
@@ -212,9 +205,7 @@ class FakeTelegram:
         if self._http is not None:
             await self._http.close()
             self._http = None
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        await self._listener.close()
 
     async def __aenter__(self) -> FakeTelegram:
         return await self.start()
@@ -224,7 +215,11 @@ class FakeTelegram:
 
     @property
     def url(self) -> str:
-        return f"http://{HOST}:{self.port}"
+        return self._listener.url
+
+    @property
+    def port(self) -> int:
+        return self._listener.port
 
     @property
     def base_url(self) -> str:
