@@ -212,7 +212,7 @@ class Agenda:
         for group, text in texts:
             posted += self._post(anima.name, text, group, DeliveryKind.HEARTBEAT, key)
             self._remember(anima.name, key, f"**{anima.name}** (heartbeat): {text}", group, at)
-        failed = self._undeliverable(anima.name, texts[0][1], targets, DeliveryKind.HEARTBEAT, key)
+        failed = self._undeliverable(anima.name, targets, DeliveryKind.HEARTBEAT, key)
         return Outcome(anima.name, "heartbeat posted", posted, texts[0][1], failed)
 
     async def cron(self, anima: Anima, job: CronJob, at: datetime) -> Outcome:
@@ -237,7 +237,7 @@ class Agenda:
             posted += self._post(anima.name, text, group, DeliveryKind.REPORT, key)
             self._remember(anima.name, key, f"**{anima.name}** ({job.title}): {text}", group, at)
         shown = texts[0][1] if texts else _offline_cron(job)
-        failed = self._undeliverable(anima.name, shown, targets, DeliveryKind.REPORT, key)
+        failed = self._undeliverable(anima.name, targets, DeliveryKind.REPORT, key)
         what = f"cron {job.title!r} posted" if posted else f"cron {job.title!r} not posted"
         return Outcome(anima.name, what, posted, shown, failed)
 
@@ -319,9 +319,11 @@ class Agenda:
         return tuple(posted)
 
     def _undeliverable(
-        self, anima: str, text: str, targets: list[Resolved], kind: DeliveryKind, key: str
+        self, anima: str, targets: list[Resolved], kind: DeliveryKind, key: str
     ) -> tuple[str, ...]:
-        """Record each target that could not be resolved as a failed delivery, visibly."""
+        """Record each target that could not be resolved as a failed delivery, visibly. Its
+        text says only what failed: what was written for other targets belongs to their
+        scope (a DM briefing must not show up in another person's failed post)."""
         failed = []
         for target in targets:
             if target.address is not None:
@@ -336,7 +338,12 @@ class Agenda:
             try:
                 with self._db.write() as conn:
                     record_undeliverable(
-                        conn, target, text, kind, anima, _bounded(f"{key}>{target.written}")
+                        conn,
+                        target,
+                        f"(not written: {target.written} cannot be reached: {target.error})",
+                        kind,
+                        anima,
+                        _bounded(f"{key}>{target.written}"),
                     )
             except IntegrityError:
                 log.info("already recorded %s for %s", key, target.written, extra={"anima": anima})

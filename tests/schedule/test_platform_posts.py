@@ -250,3 +250,23 @@ async def test_a_pasted_dm_address_posts_as_a_dm_and_is_remembered_in_that_perso
         assert scopes == {f"person:{alice}", "channel:web:local/general"}
     finally:
         await hub.stop()
+
+
+async def test_a_failed_target_never_holds_what_was_written_for_another_persons_dm(
+    tmp_path: Path,
+) -> None:
+    async with telegram_harness.open_harness(tmp_path) as h:
+        give_kai_a_model(h.hub)
+        await h.dm("alice", "hello")
+        await eventually(lambda: len(h.fake.messages) >= 1)
+        alice, carol = (f"dm:telegram:{PEOPLE[p]}" for p in ("alice", "carol"))
+        write_crons(
+            h.hub,
+            "## Both\nschedule: 0 7 * * *\ntype: llm\n"
+            f"post_to: {alice}, {carol}\nAlice's private plan for the day.\n",
+        )
+        await run_the_schedule(h.hub, ManualClock(datetime(2026, 3, 2, 6, 30, tzinfo=UTC)))
+        await eventually(lambda: any("private plan" in m.text for m in h.fake.messages))
+        (failed,) = failed_posts(h.hub)
+        assert failed.address == carol
+        assert "private plan" not in failed.text and carol in failed.text
