@@ -85,6 +85,11 @@ class MessageTooLarge(ValueError):
         self.size = size
         self.limit = limit
 
+    @property
+    def notice(self) -> str:
+        """What an adapter tells the sender, in the words every platform uses."""
+        return f"Your message was not delivered to the Animas: {self}."
+
 
 class PlatformState(StrEnum):
     STARTING = "starting"

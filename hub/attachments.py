@@ -66,18 +66,8 @@ def conversation_attachments(db: Database, conversation: str) -> list[Known]:
     for address, items in rows:
         platform = str(address).split(":", 1)[0]
         for item in reversed(items or []):  # the last of one message is the newest
-            found.append(Known(_attachment(item), platform))
+            found.append(Known(Attachment.from_stored(item), platform))
     return found
-
-
-def _attachment(item: dict[str, Any]) -> Attachment:
-    size = item.get("size")
-    return Attachment(
-        str(item.get("name") or ""),
-        str(item.get("url") or ""),
-        str(item.get("content_type") or ""),
-        size if isinstance(size, int) else None,
-    )
 
 
 def _choose(found: list[Known], wanted: Any) -> Known | str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -77,6 +77,17 @@ class Attachment:
     content_type: str = ""
     size: int | None = None
 
+    @classmethod
+    def from_stored(cls, item: Mapping[str, Any]) -> Attachment:
+        """One attachment as the inbox row's JSON holds it, tolerating missing or odd fields."""
+        size = item.get("size")
+        return cls(
+            str(item.get("name") or ""),
+            str(item.get("url") or ""),
+            str(item.get("content_type") or ""),
+            size if isinstance(size, int) else None,
+        )
+
 
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f\[\]]+")
 _NAME_MAX = 120
@@ -99,20 +110,7 @@ def describe_attachment(a: Attachment) -> str:
 
 def with_attachments(text: str, attachments: Collection[dict[str, Any]]) -> str:
     """The text of a message followed by one line per attachment (stored as inbox JSON)."""
-    lines = []
-    for item in attachments:
-        known = {k: item.get(k) for k in ("name", "url", "content_type", "size")}
-        size = known["size"]
-        lines.append(
-            describe_attachment(
-                Attachment(
-                    str(known["name"] or ""),
-                    str(known["url"] or ""),
-                    str(known["content_type"] or ""),
-                    size if isinstance(size, int) else None,
-                )
-            )
-        )
+    lines = [describe_attachment(Attachment.from_stored(item)) for item in attachments]
     return "\n".join([text, *lines]) if text.strip() else "\n".join(lines)
 
 

@@ -302,7 +302,7 @@ class LineAdapter:
             receipt = await hub.receive(inbound)
         except MessageTooLarge as exc:
             log.warning("LINE message %s refused: %s", inbound.event_id, exc)
-            await self._answer_now(inbound, f"Your message was not delivered to the Animas: {exc}.")
+            await self._answer_now(inbound, exc.notice)
             return
         if receipt.duplicate:
             log.debug("LINE event %s seen before", inbound.event_id)

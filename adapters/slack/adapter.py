@@ -200,8 +200,7 @@ class SlackAdapter:
             receipt = await hub.receive(inbound)
         except MessageTooLarge as exc:
             log.warning("Slack message %s refused: %s", inbound.event_id, exc)
-            note = f"Your message was not delivered to the Animas: {exc}."
-            await self._outbound.ephemeral(inbound.address, inbound.sender.user_id, note)
+            await self._outbound.ephemeral(inbound.address, inbound.sender.user_id, exc.notice)
             return
         if receipt.duplicate:
             log.debug("Slack event %s seen before", inbound.event_id)

@@ -215,7 +215,7 @@ class TelegramAdapter:
                 receipt = await hub.receive(inbound)
             except MessageTooLarge as exc:
                 log.warning("Telegram message %s refused: %s", inbound.event_id, exc)
-                await self._tell(inbound, f"Your message was not delivered to the Animas: {exc}.")
+                await self._tell(inbound, exc.notice)
                 return
         if receipt.duplicate:
             log.debug("Telegram message %s seen before", inbound.event_id)
