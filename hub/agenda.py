@@ -26,14 +26,14 @@ from hub.crons import CronBook, CronJob
 from hub.identity import PersonView
 from hub.llm import TurnContext
 from hub.memory.recall import RecallScope
-from hub.messages import Address, Command, DeliveryKind
+from hub.messages import Address, AddressKind, Command, DeliveryKind
 from hub.model_client import LLMError
-from hub.outbox import Outbox, insert_delivery, new_delivery
+from hub.outbox import Outbox
 from hub.runtime import Responders, describe
 from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
 from hub.store.db import Database
-from hub.targets import Resolved, TargetResolver, groups, record_undeliverable, scope_of
+from hub.targets import DM_PREFIX, Resolved, TargetResolver, groups, scope_of
 from hub.tools import ToolContext
 
 if TYPE_CHECKING:
@@ -305,17 +305,15 @@ class Agenda:
         for target in group:
             address = target.address
             assert address is not None  # groups() holds resolved targets only
-            row = self._outbox.prepare(
-                new_delivery(address, text, kind, anima, _bounded(f"{key}>{address}"))
-            )
             try:
                 with self._db.write() as conn:
-                    insert_delivery(conn, row)
+                    self._outbox.enqueue(
+                        conn, address, text, kind, anima, _bounded(f"{key}>{address}")
+                    )
             except IntegrityError:
                 log.info("already posted %s to %s", key, address, extra={"anima": anima})
                 continue
             posted.append(str(address))
-        self._outbox.wake()
         return tuple(posted)
 
     def _undeliverable(
@@ -337,13 +335,17 @@ class Agenda:
             )
             try:
                 with self._db.write() as conn:
-                    record_undeliverable(
+                    self._outbox.record_failed(
                         conn,
-                        target,
+                        target.written,
+                        AddressKind.DM
+                        if target.written.startswith(DM_PREFIX)
+                        else AddressKind.CHANNEL,
                         f"(not written: {target.written} cannot be reached: {target.error})",
                         kind,
                         anima,
                         _bounded(f"{key}>{target.written}"),
+                        target.error or "cannot be reached",
                     )
             except IntegrityError:
                 log.info("already recorded %s for %s", key, target.written, extra={"anima": anima})

@@ -27,6 +27,7 @@ from hub.commands.state import AnimaStates
 from hub.dispatch import Dispatcher
 from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
+from hub.inbox import OPEN, Inbox
 from hub.ingress import Ingress
 from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
@@ -47,7 +48,7 @@ from hub.sessions import close_idle_sessions
 from hub.settings import Settings
 from hub.store.cursors import load_cursor, save_cursor
 from hub.store.db import Database
-from hub.store.models import DeliveryRow, InboxItem
+from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.tools import ToolRegistry, builtin_tools
 from hub.transcript import transcript
 
@@ -88,7 +89,10 @@ class Hub:
         self.platforms = Platforms(self.adapters)
         self.events = EventBus()
         self.ingress = Ingress(self.db, settings.runtime.max_message_bytes)
-        self.outbox = Outbox(self.db, self.adapters, settings.outbox, ready=self.platforms.ready)
+        self.inbox = Inbox(self.db, self.clock.now)
+        self.outbox = Outbox(
+            self.db, self.adapters, settings.outbox, self.clock.now, ready=self.platforms.ready
+        )
         self.platforms.on_change(self._platform_changed)
         self.tools = tools or builtin_tools()
         self.tools.register(
@@ -106,7 +110,7 @@ class Hub:
         if self.memory is not None:
             self.tools.register(search_memory_tool(self.memory))
             self.tools.register(remember_about_person_tool(self.memory))
-        self.anima_states = AnimaStates(self.db, self.outbox)
+        self.anima_states = AnimaStates(self.db, self.inbox, self.outbox)
         responders = responders or Responders(
             LiteLLMResponder(settings.llm, self.tools, self.model), OfflineResponder()
         )
@@ -118,12 +122,13 @@ class Hub:
             responders,
             self.events,
             self.outbox,
+            self.inbox,
             self.memory,
             hold=self.anima_states.hold,
             now=self.clock.now,
         )
         self.dispatcher = Dispatcher(
-            self.db,
+            self.inbox,
             self.identity,
             Router(self.db, settings.hub.default_anima),
             self.animas,
@@ -131,6 +136,7 @@ class Hub:
         )
         self.commands = CommandService(
             self.db,
+            self.inbox,
             settings,
             self.animas,
             self.identity,
@@ -231,11 +237,11 @@ class Hub:
             reply = session.exec(
                 select(DeliveryRow).where(DeliveryRow.inbox_id == inbox_id)
             ).first()
-        if reply is not None and row is not None and row.status == "done":
+        if reply is not None and row is not None and row.status == InboxStatus.DONE:
             return [TurnEvent("text", reply.text, reply.anima), TurnEvent("done", "", reply.anima)]
         if reply is not None:
             return [TurnEvent("error", reply.text, reply.anima)]
-        if row is not None and row.status in ("received", "processing"):
+        if row is not None and row.status in OPEN:
             return [TurnEvent("error", "still being answered; the reply will appear here")]
         reason = (row.error if row else None) or "no reply was recorded for this message"
         return [TurnEvent("error", reason)]

@@ -16,6 +16,7 @@ from httpx_sse import aconnect_sse
 from sqlmodel import select
 
 from hub.app import Hub
+from hub.messages import DeliveryStatus
 from hub.runfile import hold_data_root, hold_database, running_hub
 from hub.settings import Settings
 from hub.store.models import DeliveryRow
@@ -71,7 +72,7 @@ async def _drain(hub: Hub) -> None:
         hub.outbox.dispatch_due()
         with hub.db.session() as session:
             pending = session.exec(
-                select(DeliveryRow.id).where(DeliveryRow.status == "pending").limit(1)
+                select(DeliveryRow.id).where(DeliveryRow.status == DeliveryStatus.PENDING).limit(1)
             ).first()
         if pending is None:
             return

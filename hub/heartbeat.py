@@ -18,14 +18,14 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from hub.messages import Address, AddressKind
+from hub.inbox import WAITING
+from hub.messages import Address, AddressKind, DeliveryStatus
 from hub.runtime import describe
 from hub.store.db import Database
-from hub.store.models import DeliveryRow, InboxItem, Turn
+from hub.store.models import DeliveryRow, InboxItem, InboxStatus, Turn
 
 HEARTBEAT_OK = "HEARTBEAT_OK"
 _EXCERPT = 140
-_OPEN = ("received", "processing", "held")
 
 
 @dataclass
@@ -67,18 +67,18 @@ def observe(db: Database, anima: str, since: datetime, until: datetime) -> Obser
         waiting = session.exec(
             select(func.count())
             .select_from(InboxItem)
-            .where(InboxItem.anima == anima, col(InboxItem.status).in_(_OPEN))
+            .where(InboxItem.anima == anima, col(InboxItem.status).in_(WAITING))
         ).one()
         failed_turns = session.exec(
             select(func.count())
             .select_from(InboxItem)
-            .where(InboxItem.anima == anima, InboxItem.status == "failed")
+            .where(InboxItem.anima == anima, InboxItem.status == InboxStatus.FAILED)
             .where(col(InboxItem.finished_at) > since, col(InboxItem.finished_at) <= until)
         ).one()
         failed_deliveries = session.exec(
             select(func.count())
             .select_from(DeliveryRow)
-            .where(DeliveryRow.anima == anima, DeliveryRow.status == "failed")
+            .where(DeliveryRow.anima == anima, DeliveryRow.status == DeliveryStatus.FAILED)
             .where(col(DeliveryRow.created_at) > since, col(DeliveryRow.created_at) <= until)
         ).one()
     by_channel: dict[str, Conversation] = {}

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, update
 from sqlmodel import col, func, select
@@ -30,7 +31,15 @@ from hub.adapter import (
     RateLimited,
 )
 from hub.chunking import split_text
-from hub.messages import Address, DeliveryKind, DeliveryStatus, OutboundChunk, utcnow
+from hub.memory.redact import redact
+from hub.messages import (
+    Address,
+    AddressKind,
+    DeliveryKind,
+    DeliveryStatus,
+    OutboundChunk,
+    utcnow,
+)
 from hub.settings import OutboxSection
 from hub.store.db import Database
 from hub.store.models import AuditEntry, DeliveryRow
@@ -73,11 +82,11 @@ class Delivery:
     channel_key: str
     address_kind: str
     text: str
-    kind: str
+    kind: DeliveryKind
     anima: str
     inbox_id: str | None = None
     reply_to: str | None = None
-    status: str = DeliveryStatus.PENDING.value
+    status: DeliveryStatus = DeliveryStatus.PENDING
     attempts: int = 0
     next_attempt_at: datetime = field(default_factory=utcnow)
     chunks: list[str] = field(default_factory=list)
@@ -89,6 +98,7 @@ class Delivery:
 
 DELIVERY_FIELDS = tuple(f.name for f in fields(Delivery))
 _INSERT = insert(DeliveryRow)
+_AUDIT = insert(AuditEntry)
 _DUE = (
     select(*(DeliveryRow.__table__.c[name] for name in DELIVERY_FIELDS))  # type: ignore[attr-defined]
     .where(col(DeliveryRow.status) == DeliveryStatus.PENDING.value)
@@ -97,34 +107,39 @@ _DUE = (
 )
 
 
-def new_delivery(
-    address: Address,
-    text: str,
-    kind: DeliveryKind,
-    anima: str,
-    idempotency_key: str,
-    inbox_id: str | None = None,
-    reply_to: str | None = None,
-) -> Delivery:
-    """A pending delivery; the outbox splits it into chunks when it first sends it."""
-    return Delivery(
-        id=str(uuid.uuid4()),
-        idempotency_key=idempotency_key,
-        address=str(address),
-        channel_key=address.channel_key,
-        address_kind=address.kind.value,
-        text=text,
-        kind=kind.value,
-        anima=anima,
-        inbox_id=inbox_id,
-        reply_to=reply_to,
-    )
+def _row(delivery: Delivery) -> dict[str, object]:
+    return {name: getattr(delivery, name) for name in DELIVERY_FIELDS}
 
 
-def insert_delivery(conn: Connection, delivery: Delivery) -> None:
-    """Store a new delivery in the caller's transaction (a unique idempotency key: a second
-    insert of the same message raises IntegrityError)."""
-    conn.execute(_INSERT, [{name: getattr(delivery, name) for name in DELIVERY_FIELDS}])
+def _loaded(values: Mapping[Any, Any]) -> Delivery:
+    """A delivery as read back: the database hands back plain strings for the enums."""
+    row = Delivery(**values)
+    row.kind, row.status = DeliveryKind(row.kind), DeliveryStatus(row.status)
+    return row
+
+
+def _progress(row: Delivery) -> dict[str, object]:
+    return {
+        "row_id": row.id,
+        "new_status": row.status,
+        "tries": row.attempts,
+        "retry_at": row.next_attempt_at,
+        "parts": row.chunks,
+        "sent_ids": row.message_ids,
+        "reason": row.error,
+        "at": row.sent_at,
+    }
+
+
+def _failure_audit(row: Delivery, error: str, at: datetime) -> dict[str, object]:
+    return {
+        "at": at,
+        "actor": f"anima:{row.anima}",
+        "where": row.address,
+        "action": "delivery.failed",
+        "target": row.id,
+        "detail": {"error": error, "kind": row.kind.value},
+    }
 
 
 def _split(adapter: Adapter, text: str) -> list[str]:
@@ -151,13 +166,84 @@ class Outbox:
         self._missed = False
         self._sent_listeners: list[Callable[[Delivery], None]] = []
 
-    def prepare(self, row: Delivery) -> Delivery:
-        """Render and chunk a new delivery for its platform now, so the stored row says what
-        will be sent; the caller adds it in the same transaction as its cause."""
-        adapter = self._adapters.get(row.address.split(":", 1)[0])
+    def enqueue(
+        self,
+        conn: Connection,
+        address: Address,
+        text: str,
+        kind: DeliveryKind,
+        anima: str,
+        idempotency_key: str,
+        *,
+        inbox_id: str | None = None,
+        reply_to: str | None = None,
+    ) -> Delivery:
+        """Add a delivery in the caller's transaction: the one way a message is sent.
+
+        The text is stored redacted (the hub never repeats a secret a person pasted), and
+        rendered and chunked for its platform now, so the row says what will be sent. A
+        second delivery with the same key raises IntegrityError. The outbox is woken once
+        the caller's synchronous transaction has committed.
+        """
+        row = Delivery(
+            id=str(uuid.uuid4()),
+            idempotency_key=idempotency_key,
+            address=str(address),
+            channel_key=address.channel_key,
+            address_kind=address.kind.value,
+            text=redact(text)[0],
+            kind=kind,
+            anima=anima,
+            inbox_id=inbox_id,
+            reply_to=reply_to,
+            next_attempt_at=self._clock(),
+            created_at=self._clock(),
+        )
+        adapter = self._adapters.get(address.platform)
         if adapter is not None:
             row.chunks = _split(adapter, row.text)
+        conn.execute(_INSERT, [_row(row)])
+        self._wake_soon()
         return row
+
+    def record_failed(
+        self,
+        conn: Connection,
+        written: str,
+        address_kind: AddressKind,
+        text: str,
+        kind: DeliveryKind,
+        anima: str,
+        idempotency_key: str,
+        error: str,
+    ) -> Delivery:
+        """Record, in the caller's transaction, a post that could not even be addressed
+        (`written` is the target as configured): a failed delivery, never sent, and its
+        audit entry, so heartbeats, `/anima status` and the API count it."""
+        now = self._clock()
+        row = Delivery(
+            id=str(uuid.uuid4()),
+            idempotency_key=idempotency_key,
+            address=written,
+            channel_key=written,
+            address_kind=address_kind.value,
+            text=redact(text)[0],
+            kind=kind,
+            anima=anima,
+            status=DeliveryStatus.FAILED,
+            error=error,
+            created_at=now,
+            next_attempt_at=now,
+        )
+        conn.execute(_INSERT, [_row(row)])
+        conn.execute(_AUDIT, [_failure_audit(row, error, now)])
+        return row
+
+    def _wake_soon(self) -> None:
+        # After the current callback: the caller's transaction is synchronous, so it has
+        # committed by then. Outside an event loop (a CLI command) no outbox runs to wake.
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().call_soon(self.wake)
 
     def on_sent(self, listener: Callable[[Delivery], None]) -> None:
         self._sent_listeners.append(listener)
@@ -177,7 +263,7 @@ class Outbox:
         """Start a sender for every address with due deliveries (one sender per address)."""
         now = self._clock()
         with self._db.engine.connect() as conn:
-            pending = [Delivery(**row) for row in conn.execute(_DUE).mappings()]
+            pending = [_loaded(row) for row in conn.execute(_DUE).mappings()]
         by_address: dict[str, list[Delivery]] = {}
         for row in pending:
             by_address.setdefault(row.address, []).append(row)
@@ -235,7 +321,7 @@ class Outbox:
             # translate: logged with its traceback, retried with backoff, then failed visibly.
             log.exception("adapter %s raised while sending %s", adapter.name, row.id)
             return self._backoff(row, f"{type(exc).__name__}: {exc}")
-        row.status = DeliveryStatus.SENT.value
+        row.status = DeliveryStatus.SENT
         row.sent_at = self._clock()
         row.error = None
         self._save(row)
@@ -264,7 +350,7 @@ class Outbox:
             address=address,
             text=row.chunks[index],
             anima=row.anima,
-            kind=DeliveryKind(row.kind),
+            kind=row.kind,
             reply_to=row.reply_to,
             idempotency_key=f"{row.idempotency_key}:{index}",
         )
@@ -288,35 +374,17 @@ class Outbox:
         asyncio.get_running_loop().call_later(delay, self.wake)
 
     def _fail(self, row: Delivery, error: str) -> None:
-        row.status = DeliveryStatus.FAILED.value
+        row.status = DeliveryStatus.FAILED
         row.error = error
         log.error("delivery %s to %s failed: %s", row.id, row.address, error)
-        self._save(row)
-        with self._db.session() as session:
-            session.add(
-                AuditEntry(
-                    actor=f"anima:{row.anima}",
-                    where=row.address,
-                    action="delivery.failed",
-                    target=row.id,
-                    detail={"error": error, "kind": row.kind},
-                )
-            )
+        with self._db.write() as conn:
+            conn.execute(_SAVE, _progress(row))
+            conn.execute(_AUDIT, [_failure_audit(row, error, self._clock())])
 
     def _save(self, row: Delivery) -> None:
         """Write back what sending changes: progress, status, retry time, error."""
-        values = {
-            "row_id": row.id,
-            "new_status": row.status,
-            "tries": row.attempts,
-            "retry_at": row.next_attempt_at,
-            "parts": row.chunks,
-            "sent_ids": row.message_ids,
-            "reason": row.error,
-            "at": row.sent_at,
-        }
         with self._db.write() as conn:
-            conn.execute(_SAVE, values)
+            conn.execute(_SAVE, _progress(row))
 
     def counts(self) -> dict[str, int]:
         with self._db.session() as session:

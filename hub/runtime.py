@@ -13,26 +13,26 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, func, insert, update
-from sqlmodel import col
+from sqlalchemy import insert
 
 from hub.adapter import TurnEvent
 from hub.animas import Anima, AnimaRegistry
 from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
+from hub.inbox import Claimed, Inbox
 from hub.llm import Responder, TurnContext
 from hub.mailbox import Mailboxes, TurnJob
 from hub.memory.recall import RecallScope
+from hub.memory.redact import StreamRedactor, redact
 from hub.memory.service import MemoryService, TurnRecord
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow, with_attachments
 from hub.model_client import LLMError
-from hub.outbox import Outbox, insert_delivery, new_delivery
+from hub.outbox import Outbox
 from hub.roles import Role
 from hub.settings import Settings
 from hub.store.db import Database
-from hub.store.models import InboxItem, Turn
+from hub.store.models import InboxStatus, Turn
 from hub.tools import ToolContext
 from hub.working_memory import WorkingMemory, estimate_tokens
 
@@ -40,23 +40,6 @@ log = logging.getLogger(__name__)
 _RETRY_DELAY_S = 5.0
 # Offline replies are boilerplate: memory keeps what the person said, not the template.
 OFFLINE_NOTE = "_(answered in offline mode)_"
-
-
-class Claimed(NamedTuple):
-    """What a turn reads of its inbox row, as the claim returned it."""
-
-    id: str
-    event_id: str
-    conversation: str
-    address: str
-    address_kind: str
-    channel_key: str
-    sender_key: str
-    sender_name: str
-    person_id: str | None
-    text: str
-    attempts: int
-    attachments: list[dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +58,7 @@ class Runtime:
         responders: Responders,
         events: EventBus,
         outbox: Outbox,
+        inbox: Inbox,
         memory: MemoryService | None = None,
         hold: Callable[[TurnJob], str | None] | None = None,
         now: Callable[[], datetime] = utcnow,
@@ -86,6 +70,7 @@ class Runtime:
         self._responders = responders
         self._events = events
         self._outbox = outbox
+        self._inbox = inbox
         self._working = WorkingMemory(db)
         self._memory = memory
         # Asked before every turn: holds the message of a paused Anima and returns the
@@ -106,7 +91,7 @@ class Runtime:
             if notice is not None:
                 self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
                 return
-        row = self._start(job)
+        row = self._inbox.claim(job)
         if row is None:
             return
         if row.attachments:  # described, never fetched: the turn and its memory say so
@@ -122,10 +107,13 @@ class Runtime:
         ctx = await self._recall(self._context(anima, person, row))
         responder = self._responders.model if ctx.model else self._responders.offline
         pieces: list[str] = []
+        # Streamed to the sender as it comes, never with a secret in it (hub/memory/redact.py).
+        shown = StreamRedactor()
         try:
             async for piece in responder.stream(ctx):
                 pieces.append(piece)
-                self._events.publish(job.inbox_id, TurnEvent("text", piece, job.anima))
+                self._show(job, shown.feed(piece))
+            self._show(job, shown.rest())
         except LLMError as exc:
             self._model_failed(row, job, exc)
             return
@@ -138,12 +126,9 @@ class Runtime:
         reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
         self._finish(row, job, reply, remembered=reply if ctx.model else OFFLINE_NOTE)
 
-    def _start(self, job: TurnJob) -> Claimed | None:
-        """Claim the inbox row for this attempt; None if it was already answered."""
-        values = {"row_id": job.inbox_id, "to_anima": job.anima, "sender_id": job.person_id or None}
-        with self._db.write() as conn:
-            found = conn.execute(_CLAIM, values).first()
-        return Claimed._make(found) if found is not None else None
+    def _show(self, job: TurnJob, text: str) -> None:
+        if text:
+            self._events.publish(job.inbox_id, TurnEvent("text", text, job.anima))
 
     async def _recall(self, ctx: TurnContext) -> TurnContext:
         """Prime the turn with memory. A failing index costs the turn its recall, not its
@@ -193,7 +178,9 @@ class Runtime:
         )
 
     def _finish(self, row: Claimed, job: TurnJob, reply: str, remembered: str) -> None:
-        """Commit the turn; `remembered` is what the episode keeps of the reply."""
+        """Commit the turn; `remembered` is what the episode keeps of the reply. The turn log
+        keeps both sides redacted: it outlives the turn (working memory, summaries)."""
+        said, remembered = redact(row.text)[0], redact(remembered)[0]
         address = Address.parse(row.address, row.address_kind)
         common = {
             "conversation": row.conversation,
@@ -208,8 +195,8 @@ class Runtime:
                 "role": "user",
                 "person_id": row.person_id,
                 "author": row.sender_name or row.sender_key,
-                "text": row.text,
-                "tokens": estimate_tokens(row.text),
+                "text": said,
+                "tokens": estimate_tokens(said),
             },
             {
                 **common,
@@ -223,25 +210,22 @@ class Runtime:
                 "tokens": estimate_tokens(remembered),
             },
         ]
-        delivery = self._outbox.prepare(
-            new_delivery(
+        with self._db.write() as conn:
+            conn.execute(_INSERT_TURN, turns)
+            self._outbox.enqueue(
+                conn,
                 address,
                 reply,
                 DeliveryKind.REPLY,
                 job.anima,
                 f"reply:{row.id}",
-                row.id,
+                inbox_id=row.id,
                 reply_to=row.event_id,
             )
-        )
-        with self._db.write() as conn:
-            conn.execute(_INSERT_TURN, turns)
-            insert_delivery(conn, delivery)
-            conn.execute(_CLOSE, _close(row.id, "done", None))
+            self._inbox.close(conn, row.id, InboxStatus.DONE, text=row.text)
         if self._memory is not None:
             self._record(row, job, remembered, address)
         log.info("answered %s", row.id, extra={"anima": job.anima})
-        self._outbox.wake()
         self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
 
     def _record(self, row: Claimed, job: TurnJob, reply: str, address: Address) -> None:
@@ -267,12 +251,7 @@ class Runtime:
 
     def _model_failed(self, row: Claimed, job: TurnJob, exc: LLMError) -> None:
         if exc.retryable and row.attempts < self._settings.runtime.max_turn_attempts:
-            with self._db.write() as conn:
-                conn.execute(
-                    update(InboxItem)
-                    .where(col(InboxItem.id) == row.id)
-                    .values(status="received", error=str(exc))
-                )
+            self._inbox.release(row.id, str(exc))
             delay = _RETRY_DELAY_S * row.attempts
             log.warning(
                 "turn %s: %s; retrying in %.0fs", row.id, exc, delay, extra={"anima": job.anima}
@@ -294,49 +273,24 @@ class Runtime:
         """Tell the sender plainly, record why, and stop retrying."""
         address = Address.parse(row.address, row.address_kind)
         notice = f"Sorry, I could not answer your message: {reason}."
-        delivery = self._outbox.prepare(
-            new_delivery(
+        with self._db.write() as conn:
+            self._outbox.enqueue(
+                conn,
                 address,
                 notice,
                 DeliveryKind.NOTICE,
                 job.anima,
                 f"notice:{row.id}",
-                row.id,
+                inbox_id=row.id,
                 reply_to=row.event_id,
             )
-        )
-        with self._db.write() as conn:
-            insert_delivery(conn, delivery)
-            conn.execute(_CLOSE, _close(row.id, "failed", reason))
+            self._inbox.close(conn, row.id, InboxStatus.FAILED, text=row.text, error=reason)
         log.error("turn %s failed: %s", row.id, reason, extra={"anima": job.anima})
-        self._outbox.wake()
         self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
 
 
-# The statements of every turn, built once: building one costs more than running it
-# (about 90 us against 30 us on SQLite, bench/README.md).
-_CLAIM = (
-    update(InboxItem)
-    .where(col(InboxItem.id) == bindparam("row_id"))
-    .where(col(InboxItem.status).in_(("received", "processing")))
-    .values(
-        status="processing",
-        attempts=InboxItem.attempts + 1,
-        anima=bindparam("to_anima"),
-        person_id=func.coalesce(bindparam("sender_id"), InboxItem.person_id),
-    )
-    .returning(*(InboxItem.__table__.c[name] for name in Claimed._fields))  # type: ignore[attr-defined]
-)
-_CLOSE = (
-    update(InboxItem)
-    .where(col(InboxItem.id) == bindparam("row_id"))
-    .values(status=bindparam("new_status"), error=bindparam("reason"), finished_at=bindparam("at"))
-)
+# Built once: building the statement costs more than running it (bench/README.md).
 _INSERT_TURN = insert(Turn)
-
-
-def _close(inbox_id: str, status: str, error: str | None) -> dict[str, Any]:
-    return {"row_id": inbox_id, "new_status": status, "reason": error, "at": utcnow()}
 
 
 def describe(address: Address) -> str:

@@ -18,20 +18,17 @@ so the caller records the failure visibly. Platform-neutral: nothing here knows 
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from sqlalchemy import Connection, case, insert, select
+from sqlalchemy import Connection, case, select
 from sqlmodel import col
 
 from hub.identity import PersonView
 from hub.memory.recall import RecallScope
-from hub.messages import Address, AddressKind, DeliveryKind, DeliveryStatus, utcnow
-from hub.outbox import Delivery, insert_delivery
+from hub.messages import Address, AddressKind
 from hub.store.db import Database
-from hub.store.models import AuditEntry, Identity, InboxItem, Person
+from hub.store.models import Identity, InboxItem, Person
 
 DM_PREFIX = "dm:"
 _DM_RE = re.compile(r"^dm:(?P<platform>[a-z0-9_-]+):(?P<user>[^\s,/#]+)$")
@@ -200,40 +197,3 @@ def _owned(
         person.default_anima,
     )
     return Resolved(written, address, view)
-
-
-def record_undeliverable(
-    conn: Connection, target: Resolved, text: str, kind: DeliveryKind, anima: str, key: str
-) -> None:
-    """A post that could not even be addressed: a failed delivery (counted by heartbeats
-    and `/anima status`, listed by the API) and an audit entry, in the caller's
-    transaction. A repeat of the same run raises IntegrityError on the key."""
-    now = utcnow()
-    row = Delivery(
-        id=str(uuid.uuid4()),
-        idempotency_key=key,
-        address=target.written,
-        channel_key=target.written,
-        address_kind=(
-            AddressKind.DM if target.written.startswith(DM_PREFIX) else AddressKind.CHANNEL
-        ).value,
-        text=text,
-        kind=kind.value,
-        anima=anima,
-        status=DeliveryStatus.FAILED.value,
-        error=target.error,
-        created_at=now,
-        next_attempt_at=now,
-    )
-    insert_delivery(conn, row)
-    detail: dict[str, Any] = {"error": target.error, "kind": kind.value}
-    conn.execute(
-        insert(AuditEntry).values(
-            at=now,
-            actor=f"anima:{anima}",
-            where=target.written,
-            action="delivery.failed",
-            target=row.id,
-            detail=detail,
-        )
-    )

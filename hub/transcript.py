@@ -6,12 +6,15 @@ from sqlalchemy import or_
 from sqlmodel import col, select
 
 from hub.adapter import TranscriptEntry
+from hub.inbox import WAITING
+from hub.memory.redact import redact
 from hub.messages import Address, DeliveryStatus
 from hub.outbox import as_utc
 from hub.store.db import Database
-from hub.store.models import DeliveryRow, InboxItem
+from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 
-_SHOWN_INBOX = ("received", "processing", "held", "done", "failed", "unrouted")
+# What people see of the inbox: all but what no Anima was meant to answer.
+_SHOWN_INBOX = (*WAITING, InboxStatus.DONE, InboxStatus.FAILED, InboxStatus.UNROUTED)
 
 
 def transcript(db: Database, address: Address, limit: int) -> list[TranscriptEntry]:
@@ -21,9 +24,9 @@ def transcript(db: Database, address: Address, limit: int) -> list[TranscriptEnt
         # A hub command (`/whoami`) is done without an Anima; its answer went to the sender
         # alone, so the command is not shown to the channel either.
         inbox_q = inbox_q.where(
-            or_(col(InboxItem.status) != "done", col(InboxItem.anima).is_not(None))
+            or_(col(InboxItem.status) != InboxStatus.DONE, col(InboxItem.anima).is_not(None))
         )
-        sent_q = select(DeliveryRow).where(DeliveryRow.status == DeliveryStatus.SENT.value)
+        sent_q = select(DeliveryRow).where(DeliveryRow.status == DeliveryStatus.SENT)
         if address.thread:
             inbox_q = inbox_q.where(InboxItem.conversation == str(address))
             sent_q = sent_q.where(DeliveryRow.address == str(address))
@@ -38,7 +41,8 @@ def transcript(db: Database, address: Address, limit: int) -> list[TranscriptEnt
                 address=row.address,
                 author=row.sender_name or row.sender_key,
                 author_kind="person",
-                text=row.text,
+                # A row is stored redacted once answered; one still waiting is shown so too.
+                text=redact(row.text)[0],
                 at=as_utc(row.received_at).isoformat(),
             )
             for row in inbox

@@ -16,19 +16,28 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlmodel import col
 
 from hub.animas import Anima, AnimaRegistry
 from hub.commands.parse import USAGE, parse_command
-from hub.commands.state import HELD, AnimaStates
+from hub.commands.state import AnimaStates
 from hub.identity import IdentityService, PersonView
+from hub.inbox import OPEN, WAITING, Inbox
 from hub.mailbox import TurnJob
-from hub.messages import AddressKind, Command, Inbound, utcnow
+from hub.messages import AddressKind, Command, DeliveryStatus, Inbound, utcnow
 from hub.outbox import as_utc
 from hub.settings import Settings
 from hub.store.db import Database
-from hub.store.models import AuditEntry, ChannelBinding, DeliveryRow, Identity, InboxItem, Turn
+from hub.store.models import (
+    AuditEntry,
+    ChannelBinding,
+    DeliveryRow,
+    Identity,
+    InboxItem,
+    InboxStatus,
+    Turn,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +63,7 @@ class CommandService:
     def __init__(
         self,
         db: Database,
+        inbox: Inbox,
         settings: Settings,
         animas: AnimaRegistry,
         identity: IdentityService,
@@ -62,6 +72,7 @@ class CommandService:
         heartbeat: HeartbeatTrigger,
     ) -> None:
         self._db = db
+        self._inbox = inbox
         self._settings = settings
         self._animas = animas
         self._identity = identity
@@ -77,25 +88,19 @@ class CommandService:
         if duplicate:
             return _again(row)
         if inbound.sender.is_bot:
-            self._close(row.id, "ignored", None, "a command sent by a bot")
+            self._inbox.close_now(row, InboxStatus.IGNORED, "a command sent by a bot")
             return "Commands sent by bots are not run."
         person = self._identity.resolve(inbound.sender)
         try:
             reply = await self.handle(inbound, person)
         except Exception as exc:
             log.exception("command %r from %s failed", inbound.text, inbound.sender.key)
-            self._close(row.id, "failed", person.id, f"the command failed: {exc!r}")
-            return f"Sorry, that command failed ({exc}). The details are in the hub log."
-        self._close(row.id, "done", person.id, None)
-        return reply
-
-    def _close(self, inbox_id: str, status: str, person_id: str | None, error: str | None) -> None:
-        with self._db.write() as conn:
-            conn.execute(
-                update(InboxItem)
-                .where(col(InboxItem.id) == inbox_id)
-                .values(status=status, person_id=person_id, error=error, finished_at=utcnow())
+            self._inbox.close_now(
+                row, InboxStatus.FAILED, f"the command failed: {exc!r}", person_id=person.id
             )
+            return f"Sorry, that command failed ({exc}). The details are in the hub log."
+        self._inbox.close_now(row, InboxStatus.DONE, None, person_id=person.id)
+        return reply
 
     # commands ---------------------------------------------------------------------------
 
@@ -177,7 +182,7 @@ class CommandService:
                     select(col(InboxItem.status), func.count())
                     .where(
                         col(InboxItem.anima) == name,
-                        col(InboxItem.status).in_(("received", "processing", HELD)),
+                        col(InboxItem.status).in_(WAITING),
                     )
                     .group_by(col(InboxItem.status))
                 ).all()
@@ -185,9 +190,11 @@ class CommandService:
             failed = conn.execute(
                 select(func.count())
                 .select_from(DeliveryRow)
-                .where(col(DeliveryRow.anima) == name, col(DeliveryRow.status) == "failed")
+                .where(
+                    col(DeliveryRow.anima) == name, col(DeliveryRow.status) == DeliveryStatus.FAILED
+                )
             ).scalar()
-        pending = int(inbox.get("received", 0)) + int(inbox.get("processing", 0))
+        pending = sum(int(inbox.get(status, 0)) for status in OPEN)
         title = f"{spec.role}: {role.title}" if role else spec.role
         return "\n".join(
             [
@@ -196,7 +203,7 @@ class CommandService:
                 f"supervisor: {spec.supervisor or 'none'}",
                 f"bound to: {bound}",
                 f"last turn: {_when(last_turn, person.timezone)}",
-                f"inbox: {pending} pending, {int(inbox.get(HELD, 0))} held",
+                f"inbox: {pending} pending, {int(inbox.get(InboxStatus.HELD, 0))} held",
                 f"failed deliveries: {int(failed or 0)}",
                 f"heartbeat: every {beat.interval_minutes} min, active hours {hours}, "
                 f"channels {channels}",
@@ -339,11 +346,11 @@ class CommandService:
 
 
 def _again(row: InboxItem) -> str:
-    if row.status == "done":
+    if row.status == InboxStatus.DONE:
         return "Already done: this command was run when it first arrived."
-    if row.status in ("received", "processing"):
+    if row.status in OPEN:
         return "Already received: this command is still being run."
-    if row.status == "failed":
+    if row.status == InboxStatus.FAILED:
         return f"This command failed when it first arrived ({row.error}); send it again."
     return f"This command was not run ({row.error or row.status})."
 

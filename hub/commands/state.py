@@ -1,11 +1,11 @@
 """Paused Animas (`/anima pause`, `/anima resume`) and the messages held while they are.
 
-A message routed to a paused Anima is kept in the inbox with status "held" instead of being
+A message routed to a paused Anima is kept in the inbox held (hub/inbox.py) instead of being
 answered; its sender is told once (per pause, per channel) through a notice delivery. The
 state and the held rows are in the database, so both survive a restart: recovery only
-resubmits "received" and "processing" rows, and a held row is neither. Resuming flips the
-Anima's state and its held rows back to "received" in one transaction, so a crash right
-after it leaves rows that recovery answers, never rows held for a running Anima.
+resubmits open rows, and a held row is not open. Resuming flips the Anima's state and
+releases its held rows in one transaction, so a crash right after it leaves rows that
+recovery answers, never rows held for a running Anima.
 """
 
 from __future__ import annotations
@@ -18,16 +18,15 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
+from hub.inbox import Inbox
 from hub.mailbox import TurnJob
 from hub.messages import Address, DeliveryKind, utcnow
-from hub.outbox import Outbox, insert_delivery, new_delivery
+from hub.outbox import Outbox
 from hub.store.db import Database
-from hub.store.models import AnimaState, DeliveryRow, InboxItem
+from hub.store.models import AnimaState, DeliveryRow, InboxItem, InboxStatus
 
 log = logging.getLogger(__name__)
 
-HELD = "held"
-_CLAIMABLE = ("received", "processing")
 _PAUSED = select(col(AnimaState.name), col(AnimaState.changed_at)).where(
     col(AnimaState.paused).is_(True)
 )
@@ -44,8 +43,9 @@ class AnimaStates:
     turn: this object is the only writer, as one hub holds its database (hub/runfile.py).
     """
 
-    def __init__(self, db: Database, outbox: Outbox) -> None:
+    def __init__(self, db: Database, inbox: Inbox, outbox: Outbox) -> None:
         self._db = db
+        self._inbox = inbox
         self._outbox = outbox
         self._paused_since: dict[str, datetime] | None = None  # loaded on first use
 
@@ -107,20 +107,8 @@ class AnimaStates:
                 .where(col(AnimaState.name) == name, col(AnimaState.paused).is_(True))
                 .values(paused=False, changed_by=by, changed_at=utcnow())
             ).rowcount
-            released = conn.execute(
-                update(InboxItem)
-                .where(col(InboxItem.anima) == name, col(InboxItem.status) == HELD)
-                .values(status="received", error=None)
-                .returning(
-                    col(InboxItem.id),
-                    col(InboxItem.conversation),
-                    col(InboxItem.person_id),
-                    col(InboxItem.received_at),
-                )
-            ).all()
+            jobs = self._inbox.release_held(conn, name)
         self._paused_map().pop(name, None)
-        ordered = sorted(released, key=lambda r: (r.received_at, r.id))
-        jobs = [TurnJob(r.id, name, r.conversation, r.person_id) for r in ordered]
         return bool(changed), jobs
 
     def held_count(self, name: str) -> int:
@@ -128,7 +116,7 @@ class AnimaStates:
             count = conn.execute(
                 select(func.count())
                 .select_from(InboxItem)
-                .where(col(InboxItem.anima) == name, col(InboxItem.status) == HELD)
+                .where(col(InboxItem.anima) == name, col(InboxItem.status) == InboxStatus.HELD)
             ).scalar()
         return int(count or 0)
 
@@ -141,25 +129,10 @@ class AnimaStates:
         if paused_at is None:
             return None
         notice = paused_notice(job.anima)
-        changes: dict[str, object] = {"status": HELD, "anima": job.anima, "error": notice}
-        if job.person_id:
-            changes["person_id"] = job.person_id
-        claim = (
-            update(InboxItem)
-            .where(col(InboxItem.id) == job.inbox_id, col(InboxItem.status).in_(_CLAIMABLE))
-            .values(**changes)
-            .returning(
-                col(InboxItem.sender_key),
-                col(InboxItem.channel_key),
-                col(InboxItem.address),
-                col(InboxItem.address_kind),
-                col(InboxItem.event_id),
-            )
-        )
         # Told once per pause, sender and channel: the pause time is part of the key.
         stamp = paused_at.isoformat()
         with self._db.write() as conn:
-            row = conn.execute(claim).first()
+            row = self._inbox.hold(conn, job, notice)
             if row is None:
                 return None  # answered or held already; the runtime's claim will say so
             digest = hashlib.sha256(
@@ -172,7 +145,8 @@ class AnimaStates:
             if told is None:
                 # No inbox_id: the row's own answer comes after the resume, and the web
                 # chat's stored outcome must find that reply, not this notice.
-                delivery = new_delivery(
+                self._outbox.enqueue(
+                    conn,
                     Address.parse(row.address, row.address_kind),
                     notice,
                     DeliveryKind.NOTICE,
@@ -180,8 +154,5 @@ class AnimaStates:
                     key,
                     reply_to=row.event_id,
                 )
-                insert_delivery(conn, self._outbox.prepare(delivery))
         log.info("held %s: %s is paused", job.inbox_id, job.anima, extra={"anima": job.anima})
-        if told is None:
-            self._outbox.wake()
         return notice

@@ -3,13 +3,46 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import JSON, Column, DateTime, Dialect, Index, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Dialect, Index, String, UniqueConstraint
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
-from hub.messages import utcnow
+from hub.messages import DeliveryKind, DeliveryStatus, utcnow
+
+
+class InboxStatus(StrEnum):
+    """Where an inbox row is in its life; only hub/inbox.py moves a row between them."""
+
+    RECEIVED = "received"  # persisted, not yet claimed by a turn (or released for a retry)
+    PROCESSING = "processing"  # a turn claimed it
+    HELD = "held"  # routed to a paused Anima; released when it resumes
+    DONE = "done"  # answered (a reply delivery was committed with it) or command run
+    FAILED = "failed"  # given up on, the sender told why
+    IGNORED = "ignored"  # kept, not for an Anima: from a bot, an edit, not addressed
+    UNROUTED = "unrouted"  # addressed, but no Anima could take it
+
+
+E = TypeVar("E", bound=StrEnum)
+
+
+class StrEnumColumn(TypeDecorator[E], Generic[E]):
+    """A StrEnum stored as its plain string value and read back as the enum."""
+
+    impl = String(16)
+    cache_ok = True
+
+    def __init__(self, enum: type[E]) -> None:
+        super().__init__()
+        self._enum = enum
+
+    def process_bind_param(self, value: E | str | None, dialect: Dialect) -> str | None:
+        return None if value is None else self._enum(value).value
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> E | None:
+        return None if value is None else self._enum(value)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -106,7 +139,9 @@ class InboxItem(SQLModel, table=True):
     addressed: bool = True
     attachments: list[dict[str, Any]] = _json(_new_list)
     raw: dict[str, Any] = _json(_new_dict)
-    status: str = Field(default="received", max_length=16)
+    status: InboxStatus = Field(
+        default=InboxStatus.RECEIVED, sa_column=Column(StrEnumColumn(InboxStatus), nullable=False)
+    )
     anima: str | None = Field(default=None, max_length=64)
     person_id: str | None = Field(default=None, max_length=64)
     attempts: int = 0
@@ -126,11 +161,14 @@ class DeliveryRow(SQLModel, table=True):
     channel_key: str = Field(max_length=300, index=True)
     address_kind: str = Field(max_length=16)
     text: str
-    kind: str = Field(max_length=16)
+    kind: DeliveryKind = Field(sa_column=Column(StrEnumColumn(DeliveryKind), nullable=False))
     anima: str = Field(max_length=64)
     inbox_id: str | None = Field(default=None, max_length=36, index=True)
     reply_to: str | None = Field(default=None, max_length=200)
-    status: str = Field(default="pending", max_length=16)
+    status: DeliveryStatus = Field(
+        default=DeliveryStatus.PENDING,
+        sa_column=Column(StrEnumColumn(DeliveryStatus), nullable=False),
+    )
     attempts: int = 0
     next_attempt_at: datetime = _ts(nullable=False)
     chunks: list[str] = _json(_new_list)

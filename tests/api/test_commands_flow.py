@@ -16,11 +16,11 @@ from sqlmodel import col, select
 
 from hub.app import Hub
 from hub.commands import parse_command
-from hub.commands.state import HELD, paused_notice
+from hub.commands.state import paused_notice
 from hub.mailbox import TurnJob
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.settings import Settings
-from hub.store.models import AuditEntry, ChannelBinding, DeliveryRow, InboxItem, Turn
+from hub.store.models import AuditEntry, ChannelBinding, DeliveryRow, InboxItem, InboxStatus, Turn
 from tests.conftest import add_demo_animas, make_settings
 
 ROOT = PlatformUser("web", "root", "root")  # an admin in these settings
@@ -180,7 +180,7 @@ async def test_pause_holds_messages_across_a_restart_and_resume_answers_them_in_
 
         for receipt in (one, two):
             row = inbox(first, receipt.inbox_id)
-            assert (row.status, row.anima, row.person_id) == (HELD, "aria", "alice")
+            assert (row.status, row.anima, row.person_id) == (InboxStatus.HELD, "aria", "alice")
         assert inbox(first, kai.inbox_id).status == "done"  # only aria is paused
         notices = rows(first, DeliveryRow, DeliveryRow.kind == "notice")
         assert [(n.text, n.address, n.status) for n in notices] == [
@@ -197,8 +197,8 @@ async def test_pause_holds_messages_across_a_restart_and_resume_answers_them_in_
     try:
         assert again.dispatcher.recover() == 0
         await settle(again)
-        assert inbox(again, one.inbox_id).status == HELD
-        assert inbox(again, two.inbox_id).status == HELD
+        assert inbox(again, one.inbox_id).status == InboxStatus.HELD
+        assert inbox(again, two.inbox_id).status == InboxStatus.HELD
         assert user_turns(again, "aria") == []
 
         resumed = await again.receive(cmd("/anima resume aria"))
@@ -222,7 +222,7 @@ async def test_a_message_already_queued_when_paused_is_held_too(hub: Hub) -> Non
     await hub.receive(cmd("/anima pause aria"))
     await hub.runtime.handle(TurnJob(row.id, "aria", row.conversation, None))
 
-    assert inbox(hub, row.id).status == HELD
+    assert inbox(hub, row.id).status == InboxStatus.HELD
     assert user_turns(hub, "aria") == []
 
 

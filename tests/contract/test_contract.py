@@ -16,7 +16,6 @@ from sqlmodel import select
 
 from hub.adapter import PlatformState
 from hub.messages import DeliveryKind
-from hub.outbox import insert_delivery, new_delivery
 from hub.platforms import Backoff, PlatformStatus
 from hub.store.models import DeliveryRow, InboxItem
 from tests.contract.harness import (
@@ -77,12 +76,10 @@ async def answered_marker(h: Harness, channel: str = "general") -> None:
 def proactive(h: Harness, channel: str, text: str, key: str) -> str:
     """A post that answers no message (a heartbeat), enqueued as the hub's agenda does; a
     plain send, never a streamed preview edited into place. Returns the delivery id."""
-    row = h.hub.outbox.prepare(
-        new_delivery(h.address(channel), text, DeliveryKind.HEARTBEAT, "mika", key)
-    )
     with h.hub.db.write() as conn:
-        insert_delivery(conn, row)
-    h.hub.outbox.wake()
+        row = h.hub.outbox.enqueue(
+            conn, h.address(channel), text, DeliveryKind.HEARTBEAT, "mika", key
+        )
     return row.id
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, func, select
 
@@ -21,7 +23,7 @@ from hub.adapter import (
     TransientDeliveryError,
 )
 from hub.messages import Address, DeliveryKind, DeliveryStatus, OutboundChunk
-from hub.outbox import DELIVERY_FIELDS, Delivery, Outbox, as_utc, insert_delivery, new_delivery
+from hub.outbox import DELIVERY_FIELDS, Delivery, Outbox, as_utc
 from hub.settings import OutboxSection
 from hub.store.db import Database
 from hub.store.models import AuditEntry, DeliveryRow
@@ -107,11 +109,21 @@ def add_delivery(
     order: int = 0,
 ) -> Delivery:
     """A pending delivery, due now, created `order` microseconds after the clock's now."""
-    row = new_delivery(address, text, DeliveryKind.REPLY, "aria", key, reply_to="parent-1")
-    row.created_at = clock.now + timedelta(microseconds=order)
-    row.next_attempt_at = clock.now
+    row = Delivery(
+        id=str(uuid.uuid4()),
+        idempotency_key=key,
+        address=str(address),
+        channel_key=address.channel_key,
+        address_kind=address.kind.value,
+        text=text,
+        kind=DeliveryKind.REPLY,
+        anima="aria",
+        reply_to="parent-1",
+        created_at=clock.now + timedelta(microseconds=order),
+        next_attempt_at=clock.now,
+    )
     with db.write() as conn:
-        insert_delivery(conn, row)
+        conn.execute(insert(DeliveryRow), [{n: getattr(row, n) for n in DELIVERY_FIELDS}])
     return row
 
 

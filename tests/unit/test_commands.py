@@ -19,12 +19,21 @@ from sqlmodel import col, select
 from hub.animas import AnimaRegistry
 from hub.commands import USAGE, is_command_text, parse_command
 from hub.commands.handler import CommandService
-from hub.commands.state import HELD, AnimaStates, paused_notice
+from hub.commands.state import AnimaStates, paused_notice
 from hub.identity import IdentityService
+from hub.inbox import Inbox
 from hub.ingress import Ingress
 from hub.mailbox import TurnJob
-from hub.messages import Address, AddressKind, Command, DeliveryKind, Inbound, PlatformUser
-from hub.outbox import DELIVERY_FIELDS, Outbox, new_delivery
+from hub.messages import (
+    Address,
+    AddressKind,
+    Command,
+    DeliveryKind,
+    DeliveryStatus,
+    Inbound,
+    PlatformUser,
+)
+from hub.outbox import Outbox
 from hub.roles import load_roles
 from hub.settings import Settings
 from hub.store.db import Database
@@ -35,6 +44,7 @@ from hub.store.models import (
     DeliveryRow,
     Identity,
     InboxItem,
+    InboxStatus,
     Turn,
 )
 from hub.targets import DirectTarget, parse_target
@@ -120,9 +130,11 @@ def parts(db: Database, home: Path) -> Iterator[Parts]:
     for name, role, supervisor in DEMO:
         animas.create(name, role, supervisor)
     identity = IdentityService(db, home / "shared" / "users", ["slack:UROOT"], "Asia/Tokyo", "ja")
-    states = AnimaStates(db, Outbox(db, {}, settings.outbox))
+    states = AnimaStates(db, Inbox(db), Outbox(db, {}, settings.outbox))
     calls = Recorder()
-    service = CommandService(db, settings, animas, identity, states, calls.submit, calls.heartbeat)
+    service = CommandService(
+        db, Inbox(db), settings, animas, identity, states, calls.submit, calls.heartbeat
+    )
     yield Parts(db, settings, animas, identity, states, service, calls)
 
 
@@ -194,7 +206,7 @@ async def test_status_reports_model_state_bindings_counts_and_heartbeat(parts: P
     await run(parts, "/anima bind aria")
     inbox_row(db, CHANNEL, "aria", "received")
     inbox_row(db, CHANNEL, "aria", "processing")
-    inbox_row(db, CHANNEL, "aria", HELD)
+    inbox_row(db, CHANNEL, "aria", InboxStatus.HELD)
     inbox_row(db, CHANNEL, "aria", "done")  # finished: not counted
     inbox_row(db, CHANNEL, "kai", "received")  # another Anima's
     with db.session() as session:
@@ -209,9 +221,19 @@ async def test_status_reports_model_state_bindings_counts_and_heartbeat(parts: P
             )
         )
         for status in ("failed", "failed", "sent"):
-            row = new_delivery(CHANNEL, "x", DeliveryKind.REPLY, "aria", f"k-{next(_ids)}")
-            row.status = status
-            session.add(DeliveryRow(**{n: getattr(row, n) for n in DELIVERY_FIELDS}))
+            session.add(
+                DeliveryRow(
+                    id=f"d-{next(_ids)}",
+                    idempotency_key=f"k-{next(_ids)}",
+                    address=str(CHANNEL),
+                    channel_key=CHANNEL.channel_key,
+                    address_kind=CHANNEL.kind.value,
+                    text="x",
+                    kind=DeliveryKind.REPLY,
+                    anima="aria",
+                    status=DeliveryStatus(status),
+                )
+            )
 
     reply = await run(parts, "/anima status aria", sender=ALICE)
 
@@ -431,9 +453,9 @@ async def test_pause_and_resume_change_the_state_and_release_held_messages(
     assert await run(parts, "/anima pause aria") == "aria is already paused."
     state = parts.states.get("aria")
     assert state is not None and state.changed_by == "slack:UROOT"
-    first = inbox_row(db, CHANNEL, "aria", HELD)
-    second = inbox_row(db, OTHER, "aria", HELD)
-    other = inbox_row(db, CHANNEL, "kai", HELD)
+    first = inbox_row(db, CHANNEL, "aria", InboxStatus.HELD)
+    second = inbox_row(db, OTHER, "aria", InboxStatus.HELD)
+    other = inbox_row(db, CHANNEL, "kai", InboxStatus.HELD)
 
     reply = await run(parts, "/anima resume aria")
 
@@ -443,7 +465,7 @@ async def test_pause_and_resume_change_the_state_and_release_held_messages(
     assert all(j.anima == "aria" for j in parts.calls.submitted)
     with db.session() as session:
         assert session.get(InboxItem, first).status == "received"  # type: ignore[union-attr]
-        assert session.get(InboxItem, other).status == HELD  # type: ignore[union-attr]
+        assert session.get(InboxItem, other).status == InboxStatus.HELD  # type: ignore[union-attr]
     assert await run(parts, "/anima resume aria") == "aria was not paused."
     entries = audit(db)
     assert [(e.action, e.target, e.detail.get("changed")) for e in entries] == [
@@ -578,7 +600,7 @@ async def test_hold_keeps_the_message_and_tells_each_sender_once_per_channel(
     )
     for inbox_id in rows:
         row = stored(db, inbox_id)
-        assert (row.status, row.anima, row.person_id) == (HELD, "aria", "p1")
+        assert (row.status, row.anima, row.person_id) == (InboxStatus.HELD, "aria", "p1")
     with db.session() as session:
         sent = session.exec(select(DeliveryRow).order_by(col(DeliveryRow.address))).all()
     assert [(d.address, d.kind, d.text, d.inbox_id) for d in sent] == [
@@ -598,7 +620,7 @@ async def test_hold_keeps_the_message_and_tells_each_sender_once_per_channel(
 
 
 def test_pause_state_survives_a_new_connection(db: Database, database_url: str, home: Path) -> None:
-    states = AnimaStates(db, Outbox(db, {}, make_settings(home).outbox))
+    states = AnimaStates(db, Inbox(db), Outbox(db, {}, make_settings(home).outbox))
     assert states.pause("aria", "slack:UROOT")
     again = Database(database_url)
     try:

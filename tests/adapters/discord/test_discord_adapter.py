@@ -26,7 +26,6 @@ from hub.messages import (
     Inbound,
     OutboundChunk,
 )
-from hub.outbox import insert_delivery, new_delivery
 from hub.store.models import DeliveryRow, InboxItem
 from tests.contract.discord_harness import MESSAGES_ROUTE, DiscordHarness, open_harness
 from tests.contract.harness import eventually
@@ -67,12 +66,9 @@ def inbox(h: DiscordHarness) -> list[InboxItem]:
 
 
 def queue_delivery(h: DiscordHarness, address: Address, text: str, key: str) -> str:
-    row = h.hub.outbox.prepare(new_delivery(address, text, DeliveryKind.NOTICE, "mika", key))
     with h.hub.db.write() as conn:
-        insert_delivery(conn, row)
-    h.hub.outbox.wake()
-    delivery_id = row.id
-    return delivery_id
+        row = h.hub.outbox.enqueue(conn, address, text, DeliveryKind.NOTICE, "mika", key)
+    return row.id
 
 
 def delivery(h: DiscordHarness, delivery_id: str) -> DeliveryRow | None:

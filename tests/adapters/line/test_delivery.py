@@ -15,7 +15,6 @@ from adapters.line import LineAdapter, LineSettings
 from hub.adapter import Adapter
 from hub.llm import TurnContext
 from hub.messages import Address, AddressKind, DeliveryKind
-from hub.outbox import insert_delivery, new_delivery
 from hub.settings import Settings
 from tests.adapters.line.helpers import reply_to, settled_row
 from tests.contract.harness import ScriptedResponder, eventually
@@ -41,10 +40,8 @@ class HugeResponder(ScriptedResponder):
 def proactive(h: LineHarness, chat: str, text: str, key: str, kind: AddressKind) -> str:
     """A heartbeat-style post (no message it answers), enqueued as the hub enqueues one."""
     address = Address("line", BOT_USER, chat, None, kind)
-    row = h.hub.outbox.prepare(new_delivery(address, text, DeliveryKind.HEARTBEAT, "mika", key))
     with h.hub.db.write() as conn:
-        insert_delivery(conn, row)
-    h.hub.outbox.wake()
+        row = h.hub.outbox.enqueue(conn, address, text, DeliveryKind.HEARTBEAT, "mika", key)
     return row.id
 
 
