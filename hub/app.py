@@ -49,6 +49,7 @@ from hub.settings import Settings
 from hub.store.cursors import load_cursor, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
+from hub.supervise import Supervisor
 from hub.tools import ToolRegistry, builtin_tools
 from hub.transcript import transcript
 
@@ -86,12 +87,18 @@ class Hub:
             adapter = factory(settings)
             if adapter is not None:
                 self.adapters[name] = adapter
+        self.supervisor = Supervisor(self.clock.now)
         self.platforms = Platforms(self.adapters)
         self.events = EventBus()
         self.ingress = Ingress(self.db, settings.runtime.max_message_bytes)
         self.inbox = Inbox(self.db, self.clock.now)
         self.outbox = Outbox(
-            self.db, self.adapters, settings.outbox, self.clock.now, ready=self.platforms.ready
+            self.db,
+            self.adapters,
+            settings.outbox,
+            self.clock.now,
+            ready=self.platforms.ready,
+            senders=self.supervisor.part("outbox senders"),
         )
         self.platforms.on_change(self._platform_changed)
         self.tools = tools or builtin_tools()
@@ -126,6 +133,7 @@ class Hub:
             self.memory,
             hold=self.anima_states.hold,
             now=self.clock.now,
+            health=self.supervisor.part("turns"),
         )
         self.dispatcher = Dispatcher(
             self.inbox,
@@ -133,6 +141,7 @@ class Hub:
             Router(self.db, settings.hub.default_anima),
             self.animas,
             self.runtime,
+            self.supervisor.part("turns"),
         )
         self.commands = CommandService(
             self.db,
@@ -159,7 +168,7 @@ class Hub:
         self.scheduler = Scheduler(self.db, self.clock, self.agenda.run)
         self._planned: tuple[str, ...] | None = None
         self._sessions_checked: datetime | None = None
-        self._outbox_task: asyncio.Task[None] | None = None
+        self._catch_up: asyncio.Task[None] | None = None
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -174,11 +183,27 @@ class Hub:
         if self.model_workers is not None and self._uses_a_model():
             self.model_workers.start()  # litellm imports in the workers while the hub starts
         self.dispatcher.recover()
-        self._outbox_task = asyncio.create_task(self.outbox.run(), name="outbox")
+        self.supervisor.start("outbox", self.outbox.run)
+        memory = self.memory
+        if memory is not None:
+            self.supervisor.start("memory access log", lambda part: memory.flush_forever(part.ok))
         if self.settings.scheduler.enabled:
             self.scheduler.open()
+            # Not awaited: what is due after a pause (idle sessions to summarise, missed
+            # heartbeats) runs once the server answers; health says "catching up" meanwhile.
+            self._catch_up = asyncio.create_task(self._catch_up_then_tick(), name="catch-up")
+
+    async def _catch_up_then_tick(self) -> None:
+        await asyncio.sleep(0)  # let the server finish starting first
+        try:
             await self.on_tick()
+            await self.scheduler.run_due()
+        finally:
             self.scheduler.run_forever(self.settings.scheduler.tick_s, self.on_tick)
+
+    @property
+    def catching_up(self) -> bool:
+        return self._catch_up is not None and not self._catch_up.done()
 
     def _uses_a_model(self) -> bool:
         return bool(self.settings.llm.model) or any(anima.spec.model for anima in self.animas.all())
@@ -197,13 +222,14 @@ class Hub:
             await close_idle_sessions(self.db, self.consolidator, now, idle)
 
     async def stop(self) -> None:
+        if self._catch_up is not None:
+            self._catch_up.cancel()
+            await asyncio.gather(self._catch_up, return_exceptions=True)
         await self.scheduler.close()
         await self.runtime.mailboxes.close()
         if self.model_workers is not None:
             await self.model_workers.stop()
-        if self._outbox_task is not None:
-            self._outbox_task.cancel()
-            await asyncio.gather(self._outbox_task, return_exceptions=True)
+        await self.supervisor.stop()
         await self.outbox.close()
         await self.platforms.stop()
         if self.memory is not None:

@@ -246,13 +246,25 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
         model += f" ({workers['ready']} of {workers['configured']} model workers ready)"
     deliveries = health["deliveries"]
     waiting = {name: n for name, n in health["mailboxes"].items() if n}
+    database = health["database"]
+    if health.get("database_error"):
+        database += f"  unreachable: {health['database_error']}"
+    status = health["status"]
+    if health.get("problems"):
+        status += f" ({', '.join(health['problems'])})"
     rows = [
-        ("status", health["status"]),
+        ("status", status),
         ("model", model),
-        ("database", health["database"]),
+        ("database", database),
         ("platforms", _platform_lines(health.get("platforms", {}))),
+        ("parts", _part_lines(health.get("parts", {}))),
         ("animas", ", ".join(health["animas"])),
-        ("deliveries", ", ".join(f"{n} {k}" for k, n in sorted(deliveries.items())) or "none"),
+        (
+            "deliveries",
+            "unknown (no database)"
+            if deliveries is None
+            else ", ".join(f"{n} {k}" for k, n in sorted(deliveries.items())) or "none",
+        ),
         ("turns waiting", ", ".join(f"{a}: {n}" for a, n in sorted(waiting.items())) or "none"),
     ]
     for key, value in rows:
@@ -269,6 +281,19 @@ def _platform_lines(platforms: dict[str, Any]) -> str:
             line += f": {p['reason']}"
         if p["next_retry_at"]:
             line += f" (next try {p['next_retry_at'][11:19]} UTC)"
+        lines.append(line)
+    return "\n".join(lines) or "none"
+
+
+def _part_lines(parts: dict[str, Any]) -> str:
+    """`outbox  failing since 12:00:05 UTC: OperationalError: … (restarted 3 times)`."""
+    lines = []
+    for name, p in sorted(parts.items()):
+        line = f"{name}  {p['state']}"
+        if p["state"] != "running":
+            line += f" since {p['since'][11:19]} UTC: {p['reason']}"
+        if p["restarts"]:
+            line += f" (restarted {p['restarts']} times)"
         lines.append(line)
     return "\n".join(lines) or "none"
 

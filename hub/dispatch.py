@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+
+from sqlalchemy.exc import DBAPIError
 
 from hub.animas import AnimaRegistry
 from hub.commands.parse import is_command_text
 from hub.identity import IdentityService
-from hub.inbox import Inbox
+from hub.inbox import OPEN, Inbox
 from hub.ingress import from_row
 from hub.mailbox import TurnJob
 from hub.messages import Inbound
 from hub.routing import Router
 from hub.runtime import Runtime
 from hub.store.models import InboxItem, InboxStatus
+from hub.supervise import Backoff, Part
 
 log = logging.getLogger(__name__)
 _INTERRUPTED_COMMAND = "the hub restarted before this command finished; send it again"
@@ -27,15 +31,40 @@ class Dispatcher:
         router: Router,
         animas: AnimaRegistry,
         runtime: Runtime,
+        health: Part | None = None,
     ) -> None:
         self._inbox = inbox
         self._identity = identity
         self._router = router
         self._animas = animas
         self._runtime = runtime
+        self._health = health or Part("turns")
+        self._backoff = Backoff(base_s=1.0, max_s=30.0)
 
     def dispatch(self, row: InboxItem, inbound: Inbound) -> str | None:
-        """Route one new inbound; return the Anima it went to, or None."""
+        """Route one new inbound; return the Anima it went to, or None. The row is already
+        stored, so if the database fails now routing is tried again later: a redelivery
+        would be taken for a duplicate and never routed."""
+        try:
+            return self._route(row, inbound)
+        except DBAPIError as exc:
+            failures = self._health.failing(f"the database failed routing: {exc.orig}")
+            delay = self._backoff.delay(failures)
+            log.error("routing %s failed (%s); trying again in %.1f s", row.id, exc.orig, delay)
+            asyncio.get_running_loop().call_later(delay, self._again, row.id)
+            return None
+
+    def _again(self, inbox_id: str) -> None:
+        try:
+            row = self._inbox.get(inbox_id)
+        except DBAPIError as exc:
+            delay = self._backoff.delay(self._health.failing(f"the database: {exc.orig}"))
+            asyncio.get_running_loop().call_later(delay, self._again, inbox_id)
+            return
+        if row is not None and row.status in OPEN and not row.anima:
+            self.dispatch(row, from_row(row))
+
+    def _route(self, row: InboxItem, inbound: Inbound) -> str | None:
         if inbound.sender.is_bot:
             self._inbox.close_now(row, InboxStatus.IGNORED, "sent by a bot")
             return None

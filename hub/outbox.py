@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, update
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import col, func, select
 
 from hub.adapter import (
@@ -43,6 +44,7 @@ from hub.messages import (
 from hub.settings import OutboxSection
 from hub.store.db import Database
 from hub.store.models import AuditEntry, DeliveryRow
+from hub.supervise import Backoff, Part
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
@@ -154,6 +156,7 @@ class Outbox:
         settings: OutboxSection,
         clock: Clock = utcnow,
         ready: Callable[[str], bool] = lambda _platform: True,
+        senders: Part | None = None,
     ) -> None:
         self._db = db
         self._adapters = adapters
@@ -165,6 +168,9 @@ class Outbox:
         self._busy: dict[str, asyncio.Task[None]] = {}  # one sender per address keeps order
         self._missed = False
         self._sent_listeners: list[Callable[[Delivery], None]] = []
+        # The senders' health: a write they could not make, a sender that crashed.
+        self._senders = senders or Part("outbox senders", clock)
+        self._backoff_db = Backoff(base_s=0.5, max_s=30.0)
 
     def enqueue(
         self,
@@ -251,11 +257,14 @@ class Outbox:
     def wake(self) -> None:
         self._wake.set()
 
-    async def run(self) -> None:
-        """The worker loop; cancel it to stop."""
+    async def run(self, part: Part | None = None) -> None:
+        """The worker loop; cancel it to stop. Run it under a `Supervisor`: an error (the
+        database is gone) ends the loop, which the supervisor reports and restarts."""
         while True:
             self._wake.clear()
             self.dispatch_due()
+            if part is not None:
+                part.ok()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self._settings.poll_interval_s)
 
@@ -285,6 +294,13 @@ class Outbox:
             for row in rows:
                 if not await self.deliver(row):
                     return
+        except Exception as exc:
+            # A bug: logged with its traceback and reported; the rows are still pending and
+            # are tried again after a pause, never in a hot loop.
+            failures = self._senders.failing(f"{type(exc).__name__}: {exc}")
+            delay = self._backoff_db.delay(failures)
+            log.exception("the sender for %s crashed; trying again in %.1f s", address, delay)
+            asyncio.get_running_loop().call_later(delay, self.wake)
         finally:
             del self._busy[address]
             if self._missed:
@@ -295,7 +311,7 @@ class Outbox:
         """Send what is left of one delivery. True when it is finished (sent or failed)."""
         adapter = self._adapters.get(row.address.split(":", 1)[0])
         if adapter is None:
-            self._fail(row, "no adapter is running for this platform")
+            await self._fail(row, "no adapter is running for this platform")
             return True
         if not row.chunks:  # composed while its adapter was not running
             row.chunks = _split(adapter, row.text)
@@ -304,27 +320,27 @@ class Outbox:
             while len(row.message_ids) < len(row.chunks):
                 row.message_ids = [*row.message_ids, *await self._send_next(adapter, row, address)]
                 if len(row.message_ids) < len(row.chunks):  # the last is saved with the status
-                    self._save(row)
+                    await self._save(row)
         except RateLimited as exc:
-            self._retry(row, exc.retry_after, str(exc))
+            await self._retry(row, exc.retry_after, str(exc))
             return False
         except PermanentDeliveryError as exc:
-            self._fail(row, str(exc))
+            await self._fail(row, str(exc))
             return True
         except OutcomeUnknown as exc:
             # Sending it again could double it; an admin sees it failed and can resend.
-            self._fail(row, f"outcome unknown, not repeated: {exc}")
+            await self._fail(row, f"outcome unknown, not repeated: {exc}")
             return True
         except DeliveryError as exc:
-            return self._backoff(row, str(exc))
+            return await self._backoff(row, str(exc))
         except Exception as exc:
             # translate: logged with its traceback, retried with backoff, then failed visibly.
             log.exception("adapter %s raised while sending %s", adapter.name, row.id)
-            return self._backoff(row, f"{type(exc).__name__}: {exc}")
+            return await self._backoff(row, f"{type(exc).__name__}: {exc}")
         row.status = DeliveryStatus.SENT
         row.sent_at = self._clock()
         row.error = None
-        self._save(row)
+        await self._save(row)
         for listener in self._sent_listeners:
             listener(row)
         return True
@@ -355,36 +371,55 @@ class Outbox:
             idempotency_key=f"{row.idempotency_key}:{index}",
         )
 
-    def _backoff(self, row: Delivery, error: str) -> bool:
+    async def _backoff(self, row: Delivery, error: str) -> bool:
         row.attempts += 1
         if row.attempts >= self._settings.max_attempts:
-            self._fail(row, f"gave up after {row.attempts} attempts: {error}")
+            await self._fail(row, f"gave up after {row.attempts} attempts: {error}")
             return True
         delay = min(
             self._settings.backoff_max_s, self._settings.backoff_base_s * 2 ** (row.attempts - 1)
         )
-        self._retry(row, delay * random.uniform(0.8, 1.2), error)
+        await self._retry(row, delay * random.uniform(0.8, 1.2), error)
         return False
 
-    def _retry(self, row: Delivery, delay: float, error: str) -> None:
+    async def _retry(self, row: Delivery, delay: float, error: str) -> None:
         row.next_attempt_at = self._clock() + timedelta(seconds=delay)
         row.error = error
-        self._save(row)
+        await self._save(row)
         log.warning("delivery %s to %s retrying in %.1fs: %s", row.id, row.address, delay, error)
         asyncio.get_running_loop().call_later(delay, self.wake)
 
-    def _fail(self, row: Delivery, error: str) -> None:
+    async def _fail(self, row: Delivery, error: str) -> None:
         row.status = DeliveryStatus.FAILED
         row.error = error
         log.error("delivery %s to %s failed: %s", row.id, row.address, error)
-        with self._db.write() as conn:
-            conn.execute(_SAVE, _progress(row))
-            conn.execute(_AUDIT, [_failure_audit(row, error, self._clock())])
+        audit = _failure_audit(row, error, self._clock())
+        await self._store(row, lambda conn: conn.execute(_AUDIT, [audit]))
 
-    def _save(self, row: Delivery) -> None:
+    async def _save(self, row: Delivery) -> None:
         """Write back what sending changes: progress, status, retry time, error."""
-        with self._db.write() as conn:
-            conn.execute(_SAVE, _progress(row))
+        await self._store(row)
+
+    async def _store(self, row: Delivery, also: Callable[[Connection], object] = bool) -> None:
+        """Record a delivery's progress, retried until the database takes it. The sender
+        holds the row meanwhile and sends nothing more to its address: a chunk sent but not
+        recorded would be sent again by the next sender."""
+        values = _progress(row)
+        while True:
+            try:
+                with self._db.write() as conn:
+                    conn.execute(_SAVE, values)
+                    also(conn)
+            except DBAPIError as exc:
+                failures = self._senders.failing(f"the database refused a write: {exc.orig}")
+                delay = self._backoff_db.delay(failures)
+                log.error(
+                    "cannot record delivery %s (%s); retrying in %.1f s", row.id, exc.orig, delay
+                )
+                await asyncio.sleep(delay)
+                continue
+            self._senders.ok()
+            return
 
     def counts(self) -> dict[str, int]:
         with self._db.session() as session:

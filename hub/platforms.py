@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,21 +26,10 @@ from hub.adapter import (
     PlatformUnavailable,
 )
 from hub.messages import utcnow
+from hub.supervise import Backoff
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Delay before retry n (1-based): base·2^(n-1), capped, times a jitter in [0.5, 1]."""
-
-    base_s: float = 1.0
-    max_s: float = 300.0
-
-    def delay(self, attempt: int) -> float:
-        ceiling = min(self.max_s, self.base_s * 2 ** min(attempt - 1, 30))
-        return float(ceiling * random.uniform(0.5, 1.0))
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from sqlalchemy import insert
+from sqlalchemy.exc import DBAPIError
 
 from hub.adapter import TurnEvent
 from hub.animas import Anima, AnimaRegistry
@@ -33,6 +34,7 @@ from hub.roles import Role
 from hub.settings import Settings
 from hub.store.db import Database
 from hub.store.models import InboxStatus, Turn
+from hub.supervise import Backoff, Part
 from hub.tools import ToolContext
 from hub.working_memory import WorkingMemory, estimate_tokens
 
@@ -62,6 +64,7 @@ class Runtime:
         memory: MemoryService | None = None,
         hold: Callable[[TurnJob], str | None] | None = None,
         now: Callable[[], datetime] = utcnow,
+        health: Part | None = None,
     ) -> None:
         self._db = db
         self._settings = settings
@@ -78,6 +81,8 @@ class Runtime:
         self._hold = hold
         self._now = now  # the hub's clock: turns and episodes are dated by it
         self.mailboxes = Mailboxes(self.handle)
+        self._health = health or Part("turns", now)
+        self._db_backoff = Backoff(base_s=1.0, max_s=30.0)
 
     def submit(self, job: TurnJob) -> None:
         self._events.open(job.inbox_id)
@@ -86,6 +91,35 @@ class Runtime:
         self.mailboxes.put(job, min(limit, self._settings.runtime.max_concurrent_turns))
 
     async def handle(self, job: TurnJob) -> None:
+        """Run one turn. If the database fails under it, the inbox row is still open (the
+        reply is committed with the row's close, or not at all), so the turn is simply run
+        again once the database is back: nothing lost, nothing doubled."""
+        try:
+            await self._turn(job)
+        except DBAPIError as exc:
+            failures = self._health.failing(f"the database failed a turn: {exc.orig}")
+            delay = self._db_backoff.delay(failures)
+            log.error(
+                "turn %s: the database failed (%s); trying again in %.1f s",
+                job.inbox_id,
+                exc.orig,
+                delay,
+                extra={"anima": job.anima},
+            )
+            asyncio.get_running_loop().call_later(delay, self.submit, job)
+            self._events.publish(
+                job.inbox_id,
+                TurnEvent(
+                    "error",
+                    "The hub cannot reach its database right now. Your message is kept and "
+                    "will be answered in this conversation.",
+                    job.anima,
+                ),
+            )
+            return
+        self._health.ok()
+
+    async def _turn(self, job: TurnJob) -> None:
         if self._hold is not None:
             notice = self._hold(job)
             if notice is not None:

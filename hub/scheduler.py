@@ -84,7 +84,7 @@ def _not_run_by_apscheduler(*args: Any) -> None:
 
 
 class Scheduler:
-    def __init__(self, db: Database, clock: Clock, runner: Runner) -> None:
+    def __init__(self, db: Database, clock: Clock, runner: Runner, max_parallel: int = 4) -> None:
         self._clock = clock
         self._runner = runner
         self._store = SQLAlchemyJobStore(engine=db.engine, tablename=TABLE)
@@ -92,6 +92,9 @@ class Scheduler:
         self._aps.add_jobstore(self._store, _STORE)
         self._running: dict[str, asyncio.Task[None]] = {}
         self._loop: asyncio.Task[None] | None = None
+        # Paces catch-up: after a pause fifty heartbeats may be due at once, and running
+        # them all together would starve the rest of the hub (chat turns, health).
+        self._slots = asyncio.Semaphore(max_parallel)
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -202,7 +205,8 @@ class Scheduler:
 
     async def _run_one(self, fire: Fire) -> None:
         try:
-            await self._runner(fire)
+            async with self._slots:
+                await self._runner(fire)
         except Exception:
             # One failing run (a bug, a full disk) must not stop the schedule or retry in a
             # hot loop: it is logged with its traceback in the Anima's log, and the job

@@ -8,6 +8,7 @@ conversation and Anima, the last turn a summary covered, so nothing is summarize
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from datetime import datetime, timedelta
 
@@ -33,6 +34,7 @@ async def close_idle_sessions(
     """Summarize every conversation idle for `idle` with turns no summary covers yet."""
     closed = 0
     for conversation, anima, last_id in _idle(db, now, idle):
+        await asyncio.sleep(0)  # paced: after a pause there may be dozens to summarise
         session = _session(db, conversation, anima, last_id)
         if session is None:
             continue

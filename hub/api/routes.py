@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import DBAPIError
 
 from hub import __version__
 from hub.animas import Anima
@@ -121,13 +122,26 @@ def list_deliveries(
 
 @router.get("/system/health")
 def health(hub: HubDep) -> dict[str, Any]:
-    deliveries = hub.outbox.counts()
+    try:
+        deliveries: dict[str, int] | None = hub.outbox.counts()
+        database_error = ""
+    except DBAPIError as exc:
+        deliveries, database_error = None, f"{type(exc.orig).__name__}: {exc.orig}"
     platforms = {name: status.as_dict() for name, status in hub.platforms.status().items()}
-    down = sorted(name for name, p in platforms.items() if p["state"] != "up")
+    parts = {name: status.as_dict() for name, status in hub.supervisor.status().items()}
+    problems = [f"platform {name}" for name, p in platforms.items() if p["state"] != "up"]
+    problems += [name for name, p in parts.items() if p["state"] != "running"]
+    if database_error:
+        problems.append("database")
     return {
-        # degraded: the hub runs, but a platform is not connected (it is retried, or
-        # refused its credentials); `platforms` says which and why.
-        "status": "degraded" if down else "ok",
+        # degraded: the hub runs, but a platform is not connected, a part of it is failing
+        # (and being restarted) or the database cannot be reached; `problems` says which,
+        # `platforms`, `parts` and `database_error` say why. catching up: what fell due
+        # while the hub was stopped (idle sessions, heartbeats) is still being run.
+        "status": "degraded" if problems else ("catching up" if hub.catching_up else "ok"),
+        "problems": problems,
+        "parts": parts,
+        "database_error": database_error,
         "version": __version__,
         "animas": hub.animas.names(),
         "adapters": sorted(hub.adapters),
@@ -137,6 +151,6 @@ def health(hub: HubDep) -> dict[str, Any]:
         "model_workers": hub.model_workers.status() if hub.model_workers else None,
         "database": hub.db.engine.dialect.name,
         "deliveries": deliveries,
-        "failed_deliveries": deliveries.get("failed", 0),
+        "failed_deliveries": deliveries.get("failed", 0) if deliveries is not None else None,
         "mailboxes": hub.runtime.mailboxes.pending(),
     }

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 
 from hub import __version__
 from hub.adapter import MessageTooLarge
@@ -59,6 +60,16 @@ def create_app(hub: Hub) -> FastAPI:
     @app.exception_handler(MessageTooLarge)
     async def too_large(_request: Request, exc: MessageTooLarge) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=413)
+
+    @app.exception_handler(DBAPIError)
+    async def no_database(_request: Request, exc: DBAPIError) -> JSONResponse:
+        # Nothing was accepted: the client (or the platform, which redelivers) sends again.
+        log.error("request failed: the database is unavailable (%s)", exc.orig)
+        return JSONResponse(
+            {"detail": "the hub's database is unavailable; nothing was stored, try again"},
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
 
     @app.exception_handler(AnimaError)
     async def bad_anima(_request: Request, exc: AnimaError) -> JSONResponse:

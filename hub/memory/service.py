@@ -106,7 +106,6 @@ class MemoryService:
         self.profiles = Profiles(home / "shared" / "users")
         self._graphs: dict[str, KnowledgeGraph] = {}
         self._access: dict[str, AccessLog] = {}
-        self._flusher: asyncio.Task[None] | None = None
 
     @classmethod
     def from_settings(
@@ -140,12 +139,15 @@ class MemoryService:
             if empty and _has_markdown(self.anima_dir(anima)):
                 log.warning("index of %s is empty: rebuilding it from markdown", anima)
                 await self.rebuild(anima)
-        self._flusher = asyncio.get_running_loop().create_task(self._flush_every(_FLUSH_S))
 
-    async def _flush_every(self, seconds: float) -> None:
+    async def flush_forever(self, worked: Callable[[], None]) -> None:
+        """Write the access counts every few seconds, calling `worked` after each write; the
+        hub runs it under its `Supervisor` (a full disk raises, is reported, and the loop
+        is restarted)."""
         while True:
-            await asyncio.sleep(seconds)
+            await asyncio.sleep(_FLUSH_S)
             self.flush_access()
+            worked()
 
     def access(self, anima: str) -> AccessLog:
         if anima not in self._access:
@@ -163,9 +165,6 @@ class MemoryService:
 
     async def stop(self) -> None:
         """Finish queued indexing, write the access counts, close the index."""
-        if self._flusher is not None:
-            self._flusher.cancel()
-            await asyncio.gather(self._flusher, return_exceptions=True)
         await self.drain()
         self.close()
 

@@ -42,7 +42,7 @@ async def test_unfinished_inbox_and_pending_delivery_survive_a_restart(home: Pat
     await first.start()
     add_demo_animas(first)
     await first.outbox.close()
-    first._outbox_task.cancel()  # type: ignore[union-attr]  # simulate a crash before sending
+    await first.supervisor.stop()  # the outbox worker stops: a crash before sending
     receipt = await first.receive(inbound("e1", "first message"))
     events = [e async for e in first.subscribe(receipt.inbox_id)]
     assert events[-1].type == "done"

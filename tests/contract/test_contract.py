@@ -16,8 +16,9 @@ from sqlmodel import select
 
 from hub.adapter import PlatformState
 from hub.messages import DeliveryKind
-from hub.platforms import Backoff, PlatformStatus
+from hub.platforms import PlatformStatus
 from hub.store.models import DeliveryRow, InboxItem
+from hub.supervise import Backoff
 from tests.contract.harness import (
     FENCE,
     LONG_REPLY,

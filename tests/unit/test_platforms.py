@@ -20,7 +20,8 @@ from hub.adapter import (
     TurnEvent,
 )
 from hub.messages import Address, Inbound, OutboundChunk
-from hub.platforms import Backoff, Platforms
+from hub.platforms import Platforms
+from hub.supervise import Backoff
 from tests.contract.harness import eventually
 
 
