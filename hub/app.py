@@ -32,6 +32,7 @@ from hub.ingress import Ingress
 from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill_llm import anima_distillers
+from hub.memory.redact import redact
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, Inbound, PlatformUser
@@ -243,7 +244,7 @@ class Hub:
         if inbound.command is not None:
             # Answered at once as the platform's command response: no turn, no outbox.
             reply = await self.commands.answer(row, inbound, duplicate)
-            return Receipt(row.id, duplicate, reply=reply)
+            return Receipt(row.id, duplicate, reply=redact(reply)[0])
         if not duplicate:
             self.dispatcher.dispatch(row, inbound)
         return Receipt(row.id, duplicate)

@@ -1,6 +1,8 @@
 """Logging: the console, <home>/logs/hub.log, and one file per Anima for `animahub logs`.
 
 A record that carries `extra={"anima": name}` also lands in <home>/logs/animas/<name>.log.
+Every line is written redacted (hub/memory/redact.py), tracebacks included: an error about
+a message, or a database error quoting its parameters, must not put a pasted key on disk.
 """
 
 from __future__ import annotations
@@ -11,7 +13,27 @@ from pathlib import Path
 
 from rich.logging import RichHandler
 
+from hub.memory.redact import redact
+
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats as usual, then redacts the whole text (message, traceback, stack)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))[0]
+
+
+class RedactingFilter(logging.Filter):
+    """For handlers that format by themselves (the console): redacts the message."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean, kinds = redact(message)
+        if kinds:
+            record.msg, record.args = clean, None
+        return True
 
 
 def anima_log_path(home: Path, anima: str) -> Path:
@@ -25,7 +47,7 @@ class AnimaFileHandler(logging.Handler):
         super().__init__()
         self._home = home
         self._files: dict[str, RotatingFileHandler] = {}
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(message)s"))
+        self.setFormatter(RedactingFormatter("%(asctime)s %(levelname)-7s %(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
         anima = getattr(record, "anima", None)
@@ -54,11 +76,13 @@ def configure(home: Path, level: str = "INFO", console: bool = True) -> None:
         handler.close()
     (home / "logs").mkdir(parents=True, exist_ok=True)
     hub_file = RotatingFileHandler(home / "logs" / "hub.log", maxBytes=10_000_000, backupCount=3)
-    hub_file.setFormatter(logging.Formatter(FORMAT))
+    hub_file.setFormatter(RedactingFormatter(FORMAT))
     root.addHandler(hub_file)
     root.addHandler(AnimaFileHandler(home))
     if console:
-        root.addHandler(RichHandler(show_path=False, rich_tracebacks=True))
+        console_handler = RichHandler(show_path=False, rich_tracebacks=True)
+        console_handler.addFilter(RedactingFilter())
+        root.addHandler(console_handler)
     # apscheduler: the hub logs what its jobs do (hub/agenda.py); the store's bookkeeping is noise
     for noisy in ("LiteLLM", "httpx", "uvicorn.access", "alembic", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

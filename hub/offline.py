@@ -10,6 +10,7 @@ import re
 from collections.abc import AsyncIterator
 
 from hub.llm import TurnContext
+from hub.memory.redact import redact
 
 _WORD_RE = re.compile(r"\S+\s*")
 _HOW_TO = (
@@ -21,7 +22,8 @@ _HOW_TO = (
 
 
 def _quote(text: str, limit: int = 120) -> str:
-    flat = " ".join(text.split())
+    """The person's words as the reply repeats them: never with a secret they pasted."""
+    flat = " ".join(redact(text)[0].split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

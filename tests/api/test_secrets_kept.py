@@ -1,0 +1,139 @@
+"""Secrets a person pastes are kept nowhere after the turn: not in the database (turn log,
+inbox, deliveries, audit), the logs, the memory files or any API answer, and the offline
+mode and the model's reply never repeat one to the chat."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import inspect, text
+
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.logs import configure
+from tests.api.test_chat_api import chat, sse_events
+from tests.conftest import add_demo_animas, make_settings
+
+# Each one a format the redactor knows (hub/memory/redact.py); values made up.
+SECRETS = {
+    "openai": "sk-proj-Q7fLm2Xv9TzR4kWp8NbY3cHd6JsA1eGu",
+    "aws": "AKIAQ3EXAMPLE7KEY9ZZ",
+    "github": "ghp_Zx8Yw7Vu6Ts5Rq4Po3Nm2Lk1Jh0GfEdCbA98",
+    "password": "Tr0ub4dor&3-horse",
+    "dsn": "s3cr3t-Pg-pass",
+}
+MESSAGES = [
+    f"our OpenAI key is {SECRETS['openai']} for the demo",
+    f"AWS access key {SECRETS['aws']} goes in the vault",
+    f"use token ghp for CI: {SECRETS['github']}",
+    f"the staging password: {SECRETS['password']} rotates monthly",
+    f"connect with postgresql://deploy:{SECRETS['dsn']}@db.internal:5432/app",
+]
+
+
+@pytest.fixture
+def logs_to_home(home: Path) -> Iterator[None]:
+    configure(home, level="DEBUG", console=False)
+    try:
+        yield
+    finally:
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+            handler.close()
+
+
+@pytest.fixture(params=["offline", "model"])
+async def talk(
+    request: pytest.FixtureRequest, home: Path, logs_to_home: None, fake_openai: Any
+) -> AsyncIterator[tuple[httpx.AsyncClient, Hub, str]]:
+    llm: dict[str, Any] = {}
+    if request.param == "model":
+        llm = {"model": "openai/fake", "api_base": f"{fake_openai.url}/v1", "api_key": "x"}
+        llm["workers"] = 0
+    hub = Hub(make_settings(home, hub={"default_anima": "mika", "admins": ["web:root"]}, llm=llm))
+    await hub.start()
+    add_demo_animas(hub)
+    transport = httpx.ASGITransport(app=create_app(hub))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+            yield http, hub, request.param
+    finally:
+        await hub.stop()
+
+
+def leaks(where: str, found: str) -> list[str]:
+    lowered = found.casefold()  # a command may lowercase what it repeats
+    return [f"{name} in {where}" for name, value in SECRETS.items() if value.casefold() in lowered]
+
+
+def database_leaks(hub: Hub) -> list[str]:
+    """Each secret found in a row of any table."""
+    found: list[str] = []
+    with hub.db.engine.connect() as conn:
+        for table in inspect(conn).get_table_names():
+            rows = conn.execute(text(f'SELECT * FROM "{table}"'))
+            dump = "\n".join(json.dumps([str(v) for v in row]) for row in rows)
+            found += leaks(f"the {table} table", dump)
+    return found
+
+
+def files_text(root: Path) -> str:
+    return "\n".join(
+        path.read_text(errors="replace") for path in sorted(root.rglob("*")) if path.is_file()
+    )
+
+
+async def test_pasted_secrets_are_kept_nowhere(
+    talk: tuple[httpx.AsyncClient, Hub, str], fake_openai: Any, home: Path
+) -> None:
+    client, hub, mode = talk
+    streamed = []
+    for i, message in enumerate(MESSAGES):
+        if mode == "model":
+            # The worst model: it repeats what it was told.
+            fake_openai.queue_reply(f"Understood, I noted: {message}")
+        response = await chat(client, "aria", message=message, message_id=f"m{i}")
+        assert response.status_code == 200
+        events = sse_events(response.text)
+        assert events[-1] == {"type": "done"}, events
+        streamed.append("".join(e.get("text", "") for e in events))
+    # a failing command quoting its argument, and a channel post
+    await chat(client, "aria", message=f"/anima status {SECRETS['openai']}", message_id="c1")
+    post = await client.post(
+        "/api/channels/general/posts",
+        json={"text": f"@aria the password: {SECRETS['password']}", "user": "alice"},
+    )
+    assert post.status_code in (200, 201, 202), post.text
+    for _ in range(500):  # the channel post's turn runs on after its 202
+        if not hub.inbox.unfinished():
+            break
+        await asyncio.sleep(0.02)
+    assert hub.memory is not None
+    await hub.memory.drain()
+    hub.memory.flush_access()
+
+    found = []
+    found += leaks("the streamed replies", "\n".join(streamed))
+    history = await client.get(
+        "/api/chat/aria/history", params={"session_id": "s1", "user": "alice"}
+    )
+    assert history.status_code == 200 and len(history.json()["messages"]) >= len(MESSAGES)
+    found += leaks("the history API", history.text)
+    found += leaks("the channel API", (await client.get("/api/channels/general/posts")).text)
+    found += leaks("the deliveries API", (await client.get("/api/deliveries")).text)
+    search = await client.get("/api/animas/aria/memory/search", params={"q": "key password"})
+    found += leaks("the memory search API", search.text)
+    found += database_leaks(hub)
+    found += leaks("the logs", files_text(home / "logs"))
+    found += leaks("the memory files", files_text(home / "animas") + files_text(home / "shared"))
+    assert found == []
+    # Redacted, not dropped: what was said is still there around the placeholder.
+    assert "[REDACTED:openai_key]" in history.text and "for the demo" in history.text
