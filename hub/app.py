@@ -40,6 +40,7 @@ from hub.model_client import LiteLLMCalls, ModelClient
 from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
+from hub.pacing import Pacer, Pacing, Rate, flood_reporter
 from hub.platforms import Platforms
 from hub.roles import load_roles
 from hub.routing import Router
@@ -136,6 +137,13 @@ class Hub:
             now=self.clock.now,
             health=self.supervisor.part("turns"),
         )
+        paced = settings.runtime
+        self.pacing = Pacing(
+            Pacer(Rate(paced.person_messages_per_minute, paced.person_burst)),
+            Pacer(Rate(paced.channel_messages_per_minute, paced.channel_burst)),
+            self.runtime.submit,
+            flood_reporter(self.db, self.outbox),
+        )
         self.dispatcher = Dispatcher(
             self.inbox,
             self.identity,
@@ -143,6 +151,7 @@ class Hub:
             self.animas,
             self.runtime,
             self.supervisor.part("turns"),
+            self.pacing,
         )
         self.commands = CommandService(
             self.db,

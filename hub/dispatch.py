@@ -14,6 +14,7 @@ from hub.inbox import OPEN, Inbox
 from hub.ingress import from_row
 from hub.mailbox import TurnJob
 from hub.messages import Inbound
+from hub.pacing import Pacing
 from hub.routing import Router
 from hub.runtime import Runtime
 from hub.store.models import InboxItem, InboxStatus
@@ -32,6 +33,7 @@ class Dispatcher:
         animas: AnimaRegistry,
         runtime: Runtime,
         health: Part | None = None,
+        pacing: Pacing | None = None,
     ) -> None:
         self._inbox = inbox
         self._identity = identity
@@ -40,6 +42,7 @@ class Dispatcher:
         self._runtime = runtime
         self._health = health or Part("turns")
         self._backoff = Backoff(base_s=1.0, max_s=30.0)
+        self._pacing = pacing
 
     def dispatch(self, row: InboxItem, inbound: Inbound) -> str | None:
         """Route one new inbound; return the Anima it went to, or None. The row is already
@@ -91,8 +94,14 @@ class Dispatcher:
             return None
         # The runtime records the Anima and person on the row when the turn starts, in the
         # same write that marks it processing; until then recovery simply routes it again.
-        self._runtime.submit(TurnJob(row.id, anima, row.conversation, person.id))
+        self._submit(row, TurnJob(row.id, anima, row.conversation, person.id))
         return anima
+
+    def _submit(self, row: InboxItem, job: TurnJob) -> None:
+        if self._pacing is None:
+            self._runtime.submit(job)
+        else:
+            self._pacing.submit(row, job)
 
     def recover(self) -> int:
         """Resubmit every inbound a previous run accepted but did not finish."""
@@ -106,7 +115,7 @@ class Dispatcher:
                 )
                 log.warning("command %s was interrupted by a restart; not run", row.id)
             elif row.anima:
-                self._runtime.submit(TurnJob(row.id, row.anima, row.conversation, row.person_id))
+                self._submit(row, TurnJob(row.id, row.anima, row.conversation, row.person_id))
             else:
                 self.dispatch(row, from_row(row))
         if rows:

@@ -117,6 +117,12 @@ class RuntimeSection(SettingsSection):
     max_concurrent_turns: int = Field(default=8, ge=1)
     # The largest attachment an Anima may read (the read_attachment tool).
     max_attachment_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
+    # Inbound pacing (hub/pacing.py): past a burst, one person's messages (and one channel's)
+    # are answered at most this many a minute; the rest wait their turn, none is dropped.
+    person_messages_per_minute: float = Field(default=20.0, gt=0)
+    person_burst: int = Field(default=10, ge=1)
+    channel_messages_per_minute: float = Field(default=60.0, gt=0)
+    channel_burst: int = Field(default=30, ge=1)
 
 
 class OutboxSection(SettingsSection):

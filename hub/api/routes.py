@@ -153,4 +153,6 @@ def health(hub: HubDep) -> dict[str, Any]:
         "deliveries": deliveries,
         "failed_deliveries": deliveries.get("failed", 0) if deliveries is not None else None,
         "mailboxes": hub.runtime.mailboxes.pending(),
+        # messages from people sending faster than their rate, waiting for their slot
+        "paced": hub.pacing.waiting,
     }
