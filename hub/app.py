@@ -209,7 +209,10 @@ class Hub:
             await self.on_tick()
             await self.scheduler.run_due()
         finally:
-            self.scheduler.run_forever(self.settings.scheduler.tick_s, self.on_tick)
+            tick_s = self.settings.scheduler.tick_s
+            self.supervisor.start(
+                "scheduler", lambda part: self.scheduler.every(tick_s, self.on_tick, part.ok)
+            )
 
     @property
     def catching_up(self) -> bool:

@@ -91,7 +91,6 @@ class Scheduler:
         self._aps = AsyncIOScheduler(timezone="UTC")
         self._aps.add_jobstore(self._store, _STORE)
         self._running: dict[str, asyncio.Task[None]] = {}
-        self._loop: asyncio.Task[None] | None = None
         # Paces catch-up: after a pause fifty heartbeats may be due at once, and running
         # them all together would starve the rest of the hub (chat turns, health).
         self._slots = asyncio.Semaphore(max_parallel)
@@ -103,10 +102,11 @@ class Scheduler:
         if not self._aps.running:
             self._aps.start(paused=True)
 
-    def run_forever(self, tick_s: float, on_tick: Callable[[], Awaitable[None]]) -> None:
-        self._loop = asyncio.create_task(self._every(tick_s, on_tick), name="scheduler")
-
-    async def _every(self, tick_s: float, on_tick: Callable[[], Awaitable[None]]) -> None:
+    async def every(
+        self, tick_s: float, on_tick: Callable[[], Awaitable[None]], worked: Callable[[], None]
+    ) -> None:
+        """Tick forever; the hub runs this under its `Supervisor`, which restarts it if the
+        job store fails (the database is gone) and reports it meanwhile."""
         while True:
             try:
                 await on_tick()
@@ -115,10 +115,11 @@ class Scheduler:
                 # its traceback; the jobs already planned keep running.
                 log.exception("scheduler tick failed")
             self.tick()
+            worked()
             await self._clock.sleep(tick_s)
 
     async def close(self) -> None:
-        tasks = [t for t in (self._loop, *self._running.values()) if t is not None]
+        tasks = list(self._running.values())
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -86,7 +86,8 @@ Work = Callable[[Part], Awaitable[None]]
 class Supervisor:
     def __init__(self, clock: Clock = utcnow, backoff: Backoff | None = None) -> None:
         self._clock = clock
-        self._backoff = backoff or Backoff(base_s=1.0, max_s=60.0)
+        # At most 10 s between tries: a database back from an outage is found quickly.
+        self._backoff = backoff or Backoff(base_s=1.0, max_s=10.0)
         self._parts: dict[str, Part] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
 

@@ -24,7 +24,16 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    # Bounded waits: the hub calls the database from its event loop, and a server that is
+    # shutting down accepts a connection and never answers it.
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=10,
+        max_overflow=10,
+        pool_timeout=10,
+        connect_args={"connect_timeout": 5},
+    )
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
