@@ -26,12 +26,12 @@ from collections.abc import AsyncIterator
 
 from adapters.web import WebAdapter
 from hub.app import Hub
+from hub.deliveries import Delivery
 from hub.llm import LiteLLMResponder, TurnContext
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls
 from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
-from hub.outbox import Delivery
 from hub.runtime import Responders
 from hub.settings import load_settings
 from hub.tools import builtin_tools
@@ -152,6 +152,14 @@ async def main(args: argparse.Namespace) -> list[dict[str, Any]]:
             },
             storage=storage,
             outbox={"poll_interval_s": 1.0},
+            # One simulated person sends thousands of messages: pacing (hub/pacing.py)
+            # would rightly slow them to a human rate, which is not what is measured here.
+            runtime={
+                "person_messages_per_minute": 1e9,
+                "person_burst": 10**9,
+                "channel_messages_per_minute": 1e9,
+                "channel_burst": 10**9,
+            },
             # The message path alone: recall's query embedding (bench/priming_latency.py)
             # would otherwise dominate every figure here.
             memory={"enabled": False},

@@ -15,11 +15,9 @@ import logging
 import random
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from datetime import datetime, timedelta
 
-from sqlalchemy import Connection, bindparam, insert, update
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import col, func, select
 
@@ -32,6 +30,17 @@ from hub.adapter import (
     RateLimited,
 )
 from hub.chunking import split_text
+from hub.deliveries import (
+    AUDIT,
+    DUE,
+    INSERT,
+    SAVE,
+    Delivery,
+    as_values,
+    failure_audit,
+    loaded,
+    progress,
+)
 from hub.memory.redact import redact
 from hub.messages import (
     Address,
@@ -43,105 +52,11 @@ from hub.messages import (
 )
 from hub.settings import OutboxSection
 from hub.store.db import Database
-from hub.store.models import AuditEntry, DeliveryRow
+from hub.store.models import DeliveryRow
 from hub.supervise import Backoff, Part
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
-_BATCH = 200
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; everything the hub stores is UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-# Built once: the outbox saves every chunk it sends (see runtime._CLAIM for why).
-_SAVE = (
-    update(DeliveryRow)
-    .where(col(DeliveryRow.id) == bindparam("row_id"))
-    .values(
-        status=bindparam("new_status"),
-        attempts=bindparam("tries"),
-        next_attempt_at=bindparam("retry_at"),
-        chunks=bindparam("parts"),  # takes the column's JSON type
-        message_ids=bindparam("sent_ids"),
-        error=bindparam("reason"),
-        sent_at=bindparam("at"),
-    )
-)
-
-
-@dataclass(slots=True)
-class Delivery:
-    """One outbound message as the outbox works on it; stored as a `delivery` row
-    (`DeliveryRow`, same fields). A plain dataclass, because every message makes one and
-    loading or building an ORM object costs several times more than sending it."""
-
-    id: str
-    idempotency_key: str
-    address: str
-    channel_key: str
-    address_kind: str
-    text: str
-    kind: DeliveryKind
-    anima: str
-    inbox_id: str | None = None
-    reply_to: str | None = None
-    status: DeliveryStatus = DeliveryStatus.PENDING
-    attempts: int = 0
-    next_attempt_at: datetime = field(default_factory=utcnow)
-    chunks: list[str] = field(default_factory=list)
-    message_ids: list[str] = field(default_factory=list)
-    error: str | None = None
-    created_at: datetime = field(default_factory=utcnow)
-    sent_at: datetime | None = None
-
-
-DELIVERY_FIELDS = tuple(f.name for f in fields(Delivery))
-_INSERT = insert(DeliveryRow)
-_AUDIT = insert(AuditEntry)
-_DUE = (
-    select(*(DeliveryRow.__table__.c[name] for name in DELIVERY_FIELDS))  # type: ignore[attr-defined]
-    .where(col(DeliveryRow.status) == DeliveryStatus.PENDING.value)
-    .order_by(col(DeliveryRow.created_at))
-    .limit(_BATCH)
-)
-
-
-def _row(delivery: Delivery) -> dict[str, object]:
-    return {name: getattr(delivery, name) for name in DELIVERY_FIELDS}
-
-
-def _loaded(values: Mapping[Any, Any]) -> Delivery:
-    """A delivery as read back: the database hands back plain strings for the enums."""
-    row = Delivery(**values)
-    row.kind, row.status = DeliveryKind(row.kind), DeliveryStatus(row.status)
-    return row
-
-
-def _progress(row: Delivery) -> dict[str, object]:
-    return {
-        "row_id": row.id,
-        "new_status": row.status,
-        "tries": row.attempts,
-        "retry_at": row.next_attempt_at,
-        "parts": row.chunks,
-        "sent_ids": row.message_ids,
-        "reason": row.error,
-        "at": row.sent_at,
-    }
-
-
-def _failure_audit(row: Delivery, error: str, at: datetime) -> dict[str, object]:
-    return {
-        "at": at,
-        "actor": f"anima:{row.anima}",
-        "where": row.address,
-        "action": "delivery.failed",
-        "target": row.id,
-        "detail": {"error": error, "kind": row.kind.value},
-    }
 
 
 def _split(adapter: Adapter, text: str) -> list[str]:
@@ -208,7 +123,7 @@ class Outbox:
         adapter = self._adapters.get(address.platform)
         if adapter is not None:
             row.chunks = _split(adapter, row.text)
-        conn.execute(_INSERT, [_row(row)])
+        conn.execute(INSERT, [as_values(row)])
         self._wake_soon()
         return row
 
@@ -241,8 +156,8 @@ class Outbox:
             created_at=now,
             next_attempt_at=now,
         )
-        conn.execute(_INSERT, [_row(row)])
-        conn.execute(_AUDIT, [_failure_audit(row, error, now)])
+        conn.execute(INSERT, [as_values(row)])
+        conn.execute(AUDIT, [failure_audit(row, error, now)])
         return row
 
     def _wake_soon(self) -> None:
@@ -272,7 +187,7 @@ class Outbox:
         """Start a sender for every address with due deliveries (one sender per address)."""
         now = self._clock()
         with self._db.engine.connect() as conn:
-            pending = [_loaded(row) for row in conn.execute(_DUE).mappings()]
+            pending = [loaded(row) for row in conn.execute(DUE).mappings()]
         by_address: dict[str, list[Delivery]] = {}
         for row in pending:
             by_address.setdefault(row.address, []).append(row)
@@ -393,8 +308,8 @@ class Outbox:
         row.status = DeliveryStatus.FAILED
         row.error = error
         log.error("delivery %s to %s failed: %s", row.id, row.address, error)
-        audit = _failure_audit(row, error, self._clock())
-        await self._store(row, lambda conn: conn.execute(_AUDIT, [audit]))
+        audit = failure_audit(row, error, self._clock())
+        await self._store(row, lambda conn: conn.execute(AUDIT, [audit]))
 
     async def _save(self, row: Delivery) -> None:
         """Write back what sending changes: progress, status, retry time, error."""
@@ -404,11 +319,11 @@ class Outbox:
         """Record a delivery's progress, retried until the database takes it. The sender
         holds the row meanwhile and sends nothing more to its address: a chunk sent but not
         recorded would be sent again by the next sender."""
-        values = _progress(row)
+        values = progress(row)
         while True:
             try:
                 with self._db.write() as conn:
-                    conn.execute(_SAVE, values)
+                    conn.execute(SAVE, values)
                     also(conn)
             except DBAPIError as exc:
                 failures = self._senders.failing(f"the database refused a write: {exc.orig}")

@@ -15,10 +15,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from hub.deliveries import as_utc
 from hub.memory.consolidation import Consolidator, Session, SessionTurn
 from hub.memory.recall import RecallScope
 from hub.messages import Address
-from hub.outbox import as_utc
 from hub.runtime import describe
 from hub.store.db import Database
 from hub.store.models import InboxItem, SessionMark, Turn

@@ -6,10 +6,10 @@ from sqlalchemy import or_
 from sqlmodel import col, select
 
 from hub.adapter import TranscriptEntry
+from hub.deliveries import as_utc
 from hub.inbox import WAITING
 from hub.memory.redact import redact
 from hub.messages import Address, DeliveryStatus
-from hub.outbox import as_utc
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 

@@ -22,11 +22,11 @@ from sqlmodel import col
 from hub.animas import Anima, AnimaRegistry
 from hub.commands.parse import USAGE, parse_command
 from hub.commands.state import AnimaStates
+from hub.deliveries import as_utc
 from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, WAITING, Inbox
 from hub.mailbox import TurnJob
 from hub.messages import AddressKind, Command, DeliveryStatus, Inbound, utcnow
-from hub.outbox import as_utc
 from hub.settings import Settings
 from hub.store.db import Database
 from hub.store.models import (

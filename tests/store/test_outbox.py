@@ -22,8 +22,9 @@ from hub.adapter import (
     RateLimited,
     TransientDeliveryError,
 )
+from hub.deliveries import DELIVERY_FIELDS, Delivery, as_utc
 from hub.messages import Address, DeliveryKind, DeliveryStatus, OutboundChunk
-from hub.outbox import DELIVERY_FIELDS, Delivery, Outbox, as_utc
+from hub.outbox import Outbox
 from hub.settings import OutboxSection
 from hub.store.db import Database
 from hub.store.models import AuditEntry, DeliveryRow

@@ -13,7 +13,7 @@ from alembic.script import ScriptDirectory
 from sqlmodel import SQLModel, col, select
 
 import hub.store.models  # noqa: F401  (registers every table on SQLModel.metadata)
-from hub.outbox import as_utc
+from hub.deliveries import as_utc
 from hub.store.db import MIGRATIONS, Database
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Person
 

@@ -1,0 +1,114 @@
+"""A delivery row as the outbox works on it, and the statements that store it.
+
+`Delivery` is a plain dataclass with the `delivery` table's fields: every message makes one,
+and building an ORM object costs several times more than sending it. The statements are
+built once (`bench/README.md`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import bindparam, insert, update
+from sqlmodel import col, select
+
+from hub.messages import DeliveryKind, DeliveryStatus, utcnow
+from hub.store.models import AuditEntry, DeliveryRow
+
+_BATCH = 200
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; everything the hub stores is UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+# The outbox saves every chunk it sends.
+SAVE = (
+    update(DeliveryRow)
+    .where(col(DeliveryRow.id) == bindparam("row_id"))
+    .values(
+        status=bindparam("new_status"),
+        attempts=bindparam("tries"),
+        next_attempt_at=bindparam("retry_at"),
+        chunks=bindparam("parts"),  # takes the column's JSON type
+        message_ids=bindparam("sent_ids"),
+        error=bindparam("reason"),
+        sent_at=bindparam("at"),
+    )
+)
+
+
+@dataclass(slots=True)
+class Delivery:
+    """One outbound message as the outbox works on it; stored as a `delivery` row
+    (`DeliveryRow`, same fields). A plain dataclass, because every message makes one and
+    loading or building an ORM object costs several times more than sending it."""
+
+    id: str
+    idempotency_key: str
+    address: str
+    channel_key: str
+    address_kind: str
+    text: str
+    kind: DeliveryKind
+    anima: str
+    inbox_id: str | None = None
+    reply_to: str | None = None
+    status: DeliveryStatus = DeliveryStatus.PENDING
+    attempts: int = 0
+    next_attempt_at: datetime = field(default_factory=utcnow)
+    chunks: list[str] = field(default_factory=list)
+    message_ids: list[str] = field(default_factory=list)
+    error: str | None = None
+    created_at: datetime = field(default_factory=utcnow)
+    sent_at: datetime | None = None
+
+
+DELIVERY_FIELDS = tuple(f.name for f in fields(Delivery))
+INSERT = insert(DeliveryRow)
+AUDIT = insert(AuditEntry)
+DUE = (
+    select(*(DeliveryRow.__table__.c[name] for name in DELIVERY_FIELDS))  # type: ignore[attr-defined]
+    .where(col(DeliveryRow.status) == DeliveryStatus.PENDING.value)
+    .order_by(col(DeliveryRow.created_at))
+    .limit(_BATCH)
+)
+
+
+def as_values(delivery: Delivery) -> dict[str, object]:
+    return {name: getattr(delivery, name) for name in DELIVERY_FIELDS}
+
+
+def loaded(values: Mapping[Any, Any]) -> Delivery:
+    """A delivery as read back: the database hands back plain strings for the enums."""
+    row = Delivery(**values)
+    row.kind, row.status = DeliveryKind(row.kind), DeliveryStatus(row.status)
+    return row
+
+
+def progress(row: Delivery) -> dict[str, object]:
+    return {
+        "row_id": row.id,
+        "new_status": row.status,
+        "tries": row.attempts,
+        "retry_at": row.next_attempt_at,
+        "parts": row.chunks,
+        "sent_ids": row.message_ids,
+        "reason": row.error,
+        "at": row.sent_at,
+    }
+
+
+def failure_audit(row: Delivery, error: str, at: datetime) -> dict[str, object]:
+    return {
+        "at": at,
+        "actor": f"anima:{row.anima}",
+        "where": row.address,
+        "action": "delivery.failed",
+        "target": row.id,
+        "detail": {"error": error, "kind": row.kind.value},
+    }
