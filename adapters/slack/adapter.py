@@ -23,6 +23,7 @@ from adapters.slack.normalize import Normalizer
 from adapters.slack.outbound import Outbound, web_client
 from adapters.slack.render import to_mrkdwn
 from adapters.slack.settings import SlackSettings
+from adapters.slack.verify import event_problem
 from adapters.streaming import AnimaTap, EditStreamer
 from hub.adapter import (
     Capabilities,
@@ -102,6 +103,7 @@ class SlackAdapter:
         self._outbound = Outbound(shared, own)
         self._normalizer = Normalizer(Directory(shared), self._outbound.bots)
         secret = settings.signing_secret.get_secret_value() if settings.signing_secret else ""
+        self._secret = secret
         self._app = build_app(shared, secret, self._on_event, self._on_command)
         self._socket = (
             SocketMode(self._app, settings.app_token.get_secret_value(), web_client(None, api_url))
@@ -172,7 +174,7 @@ class SlackAdapter:
     def routers(self) -> Sequence[APIRouter]:
         if not self._http:
             return []
-        return [events_router(self._app, lambda: self._hub is not None)]
+        return [events_router(self._app, self._secret, lambda: self._hub is not None)]
 
     # inbound ----------------------------------------------------------------------------
 
@@ -180,6 +182,11 @@ class SlackAdapter:
         """Normalize and hand the event to the hub; Bolt acknowledges it afterwards."""
         event = body.get("event")
         if not isinstance(event, dict):
+            return
+        # Over HTTP a malformed event was refused already; over Socket Mode it is dropped.
+        malformed = event_problem(event)
+        if malformed is not None:
+            log.warning("Slack event %s dropped: %s", body.get("event_id"), malformed)
             return
         await self._ingest(event, str(body.get("team_id") or event.get("team") or ""))
 

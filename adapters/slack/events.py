@@ -1,8 +1,9 @@
 """Slack's two ways in, both through slack-bolt: the Events API and Socket Mode.
 
-Bolt verifies what arrives over HTTP (v0 HMAC-SHA256 of `v0:{ts}:{body}` with the signing
-secret, timestamp within five minutes: anything else is answered 401 before a listener
-runs), answers Slack's `url_verification` challenge, and skips our shared bot's own events.
+What arrives over HTTP is verified by the route before Bolt sees it (verify.py: v0
+HMAC-SHA256 of `v0:{ts}:{body}` with the signing secret, timestamp within five minutes, else
+401; a signed body that is not a request Slack would send, 400), then by Bolt, which
+answers Slack's `url_verification` challenge and skips our shared bot's own events.
 With `process_before_response=True` an event is acknowledged only once the hub has stored
 it (normalizing and persisting take milliseconds; cached user lookups aside), so a crash can
 never lose an event Slack believes delivered. If that ever takes longer than Slack's three
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,6 +29,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.errors import call
+from adapters.slack.verify import body_problem, signature_problem
 from hub.adapter import (
     DeliveryError,
     PermanentDeliveryError,
@@ -92,11 +95,33 @@ async def _answer_later(work: asyncio.Future[str], respond: AsyncRespond) -> Non
     await respond(text=reply, response_type="ephemeral")
 
 
-def events_router(app: AsyncApp, ready: Callable[[], bool]) -> APIRouter:
-    """`POST /slack/events`: the Request URL for events, and for slash commands over HTTP."""
+def events_router(
+    app: AsyncApp,
+    signing_secret: str,
+    ready: Callable[[], bool],
+    clock: Callable[[], float] = time.time,
+) -> APIRouter:
+    """`POST /slack/events`: the Request URL for events, and for slash commands over HTTP.
+    Verified and checked here first (verify.py), then handed to Bolt."""
     handler = AsyncSlackRequestHandler(app)
 
     async def slack_events(request: Request) -> Response:
+        body = await request.body()  # Starlette keeps it: Bolt reads the same bytes
+        headers = request.headers
+        refused = signature_problem(
+            signing_secret,
+            body,
+            headers.get("X-Slack-Request-Timestamp"),
+            headers.get("X-Slack-Signature"),
+            clock(),
+        )
+        if refused is not None:
+            log.warning("refused a Slack request: %s", refused)
+            return JSONResponse({"detail": refused}, status_code=401)
+        malformed = body_problem(headers.get("Content-Type", ""), body)
+        if malformed is not None:
+            log.warning("refused a signed Slack request: %s", malformed)
+            return JSONResponse({"detail": malformed}, status_code=400)
         if not ready():  # not acknowledged, so Slack delivers it again once the hub runs
             return JSONResponse({"detail": "the hub is not running"}, status_code=503)
         return await handler.handle(request)

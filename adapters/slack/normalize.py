@@ -112,7 +112,7 @@ def to_commonmark(text: str, names: Mapping[str, str], bots: Bots) -> Converted:
 def _sent_at(ts: str) -> datetime:
     try:
         return datetime.fromtimestamp(float(ts), UTC)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError, OSError):  # not a time this platform has
         return datetime.now(UTC)
 
 
