@@ -8,19 +8,22 @@ read from its raw `data` into `Command(name, args)` and the text `/anima bind ar
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import discord
 from discord import app_commands
 
-from adapters.discord.normalize import PLATFORM, address_of, address_of_raw
+from adapters.discord.normalize import PLATFORM, THREAD_TYPES, address_of, address_of_raw
 from hub.messages import Address, AddressKind, Command, Inbound, PlatformUser
 
 EPHEMERAL = 1 << 6  # message flag: only the invoking person sees the answer
 NO_REPLY = "Received."  # what a command is answered with when the hub has nothing to say
 _MAX_REPLY = 2000
 _GROUP_TYPES = (1, 2)  # SUB_COMMAND, SUB_COMMAND_GROUP
+_SNOWFLAKE = re.compile(r"[0-9]{1,20}")
+_COMMAND_NAME = re.compile(r"[-_\w]{1,32}")  # Discord's rule for command and option names
 
 # name, description, whether it takes an Anima's name
 ANIMA_SUBCOMMANDS: tuple[tuple[str, str, bool], ...] = (
@@ -69,19 +72,48 @@ def _command(
 
 def command_of(data: Mapping[str, Any]) -> Command:
     """`{"name": "anima", "options": [{"name": "bind", "type": 1, "options": [{"name":
-    "name", "value": "aria"}]}]}` -> Command("anima", ("bind", "aria"))."""
-    return Command(str(data["name"]), tuple(_args(data.get("options") or ())))
+    "name", "value": "aria"}]}]}` -> Command("anima", ("bind", "aria")).
+    Raises ValueError when `data` is not a command Discord would send."""
+    data = _mapping(data, "data")
+    return Command(_name(data.get("name")), tuple(_args(data.get("options"), depth=0)))
 
 
-def _args(options: Sequence[Mapping[str, Any]]) -> list[str]:
+def _args(options: object, depth: int) -> list[str]:
+    if options is None:
+        return []
+    if not isinstance(options, list) or depth > 2:  # Discord nests a group, then a command
+        raise ValueError("command options are not a list of options")
     args: list[str] = []
     for option in options:
+        option = _mapping(option, "a command option")
         if option.get("type") in _GROUP_TYPES:
-            args.append(str(option["name"]))
-            args.extend(_args(option.get("options") or ()))
+            args.append(_name(option.get("name")))
+            args.extend(_args(option.get("options"), depth + 1))
         else:
-            args.append(str(option.get("value", "")))
+            value = option.get("value", "")
+            if not isinstance(value, str | int | float):
+                raise ValueError("a command option's value is not a scalar")
+            args.append(str(value))
     return args
+
+
+def _name(value: object) -> str:
+    if not isinstance(value, str) or _COMMAND_NAME.fullmatch(value) is None:
+        raise ValueError("not a command name")
+    return value
+
+
+def _mapping(value: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{what} is not an object")
+    return value
+
+
+def _snowflake(value: object, what: str) -> str:
+    text = str(value) if isinstance(value, str | int) and not isinstance(value, bool) else ""
+    if _SNOWFLAKE.fullmatch(text) is None:
+        raise ValueError(f"{what} is not a snowflake")
+    return text
 
 
 def command_text(command: Command) -> str:
@@ -120,13 +152,43 @@ def gateway_inbound(interaction: discord.Interaction) -> Inbound:
 
 def http_inbound(payload: Mapping[str, Any]) -> Inbound:
     """An application command that arrived at the HTTP interactions endpoint (raw JSON).
-    Raises KeyError, TypeError or ValueError on a malformed payload."""
-    guild_id = payload.get("guild_id")
-    channel = payload.get("channel") or {
-        "id": payload["channel_id"],
-        "type": 0 if guild_id else 1,
+    Raises ValueError on a payload Discord would not send: every id a snowflake, every
+    object an object, so nothing malformed is stored."""
+    payload = _mapping(payload, "the interaction")
+    interaction_id = _snowflake(payload.get("id"), "id")
+    guild = payload.get("guild_id")
+    guild_id = _snowflake(guild, "guild_id") if guild is not None else None
+    channel = _channel(payload, guild_id)
+    member = payload.get("member")
+    if member is not None:
+        user = _mapping(_mapping(member, "member").get("user"), "member.user")
+    else:
+        user = _mapping(payload.get("user"), "user")
+    name = user.get("global_name") or user.get("username")
+    if not isinstance(name, str) or not name:
+        raise ValueError("the user has no name")
+    user_id = _snowflake(user.get("id"), "user.id")
+    sender = PlatformUser(PLATFORM, user_id, name[:100], user.get("bot") is True)
+    data = _mapping(payload.get("data"), "data")
+    return _inbound(interaction_id, address_of_raw(channel, guild_id), sender, data)
+
+
+def _channel(payload: Mapping[str, Any], guild_id: str | None) -> Mapping[str, Any]:
+    raw = payload.get("channel")
+    if raw is None:
+        return {
+            "id": _snowflake(payload.get("channel_id"), "channel_id"),
+            "type": 0 if guild_id else 1,
+        }
+    channel = _mapping(raw, "channel")
+    kind = channel.get("type", 0)
+    if not isinstance(kind, int) or isinstance(kind, bool):
+        raise ValueError("channel.type is not a number")
+    parent = channel.get("parent_id")
+    if kind in THREAD_TYPES and parent is None:
+        raise ValueError("a thread without its parent_id")
+    return {
+        "id": _snowflake(channel.get("id"), "channel.id"),
+        "type": kind,
+        "parent_id": _snowflake(parent, "channel.parent_id") if parent is not None else None,
     }
-    user = (payload.get("member") or {}).get("user") or payload["user"]
-    name = user.get("global_name") or user["username"]
-    sender = PlatformUser(PLATFORM, str(user["id"]), str(name), bool(user.get("bot", False)))
-    return _inbound(payload["id"], address_of_raw(channel, guild_id), sender, payload["data"])
