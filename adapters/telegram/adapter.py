@@ -31,6 +31,7 @@ from adapters.telegram.normalize import Me, replied_message_id, to_inbound
 from adapters.telegram.outbound import Outbound, Pacer, retry_after_s
 from adapters.telegram.render import MAX_TEXT, to_html
 from adapters.telegram.settings import TelegramSettings
+from adapters.telegram.shape import update_problem
 from adapters.telegram.webhook import WEBHOOK_PATH, router
 from hub.adapter import (
     AttachmentUnavailable,
@@ -257,9 +258,17 @@ class TelegramAdapter:
             data = json.loads(body)
         except ValueError:
             return None
-        if not isinstance(data, dict) or not isinstance(data.get("update_id"), int):
+        malformed = update_problem(data)
+        if malformed is not None:
+            log.warning("refused a Telegram webhook body: %s", malformed)
             return None
-        return Update.de_json(data, self._bot)
+        try:
+            return Update.de_json(data, self._bot)
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            # PTB's parser on an object of the right type but not Telegram's fields
+            # (a `from` without `first_name`): not an update either.
+            log.warning("refused a Telegram webhook body: %r", exc)
+            return None
 
     @property
     def running(self) -> bool:
