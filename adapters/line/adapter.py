@@ -2,7 +2,8 @@
 
 Events arrive at `POST /webhooks/line`. The `X-Line-Signature` (base64 HMAC-SHA256 of the
 raw body with the channel secret) is checked before anything is parsed: a forged or
-unsigned request gets 401 and touches nothing. Each message event is normalized
+unsigned request gets 401 and touches nothing; a signed body not of LINE's shape, 400
+(webhook.py). Each message event is normalized
 (normalize.py) and stored by the hub before LINE hears 200, so a crash before then makes
 LINE redeliver it (`deliveryContext.isRedelivery`, same `webhookEventId`), and the hub's
 dedup answers it once.
@@ -36,7 +37,7 @@ from linebot.v3.messaging import ApiException
 from linebot.v3.webhook import WebhookParser
 from linebot.v3.webhooks import MessageEvent
 
-from adapters.line import files
+from adapters.line import files, webhook
 from adapters.line.normalize import Source, source_of, to_inbound
 from adapters.line.outbound import NothingSent, Outbound, ReplyTokenInvalid
 from adapters.line.render import to_plain
@@ -165,7 +166,8 @@ class LineAdapter:
     ) -> None:
         if settings.channel_secret is None or settings.channel_access_token is None:
             raise ValueError("the LINE adapter needs line.channel_secret and channel_access_token")
-        self._parser = WebhookParser(settings.channel_secret.get_secret_value())
+        self._secret = settings.channel_secret.get_secret_value()
+        self._parser = WebhookParser(self._secret)
         self._token = settings.channel_access_token.get_secret_value()
         self._data_api_url = settings.data_api_url
         self._outbound = Outbound(self._token, settings.api_url)
@@ -260,19 +262,28 @@ class LineAdapter:
         signature = request.headers.get("X-Line-Signature")
         if not signature:
             return JSONResponse({"detail": "missing X-Line-Signature"}, status_code=401)
-        try:
-            text = body.decode("utf-8")
-            payload = self._parser.parse(text, signature, as_payload=True)
-        except InvalidSignatureError:
+        if not webhook.signed(self._secret, body, signature):  # on the raw bytes
             log.warning("LINE webhook with a wrong signature refused")
             return JSONResponse({"detail": "invalid signature"}, status_code=401)
-        except (UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
-            return JSONResponse({"detail": f"not a LINE webhook: {exc}"}, status_code=400)
         hub = self._hub
         if hub is None:  # not acknowledged: LINE redelivers once the hub runs
             return JSONResponse({"detail": "the hub is not running"}, status_code=503)
-        raw_events = json.loads(text).get("events") or []
-        raws = {str(e.get("webhookEventId")): e for e in raw_events if isinstance(e, dict)}
+        try:
+            text = body.decode("utf-8")
+            data = json.loads(text)
+        except ValueError:  # UnicodeDecodeError is one
+            return JSONResponse({"detail": "not a LINE webhook: not JSON"}, status_code=400)
+        malformed = webhook.payload_problem(data)
+        if malformed is not None:
+            log.warning("refused a signed LINE webhook: %s", malformed)
+            return JSONResponse({"detail": f"not a LINE webhook: {malformed}"}, status_code=400)
+        try:
+            payload = self._parser.parse(text, signature, as_payload=True)
+        except InvalidSignatureError:
+            return JSONResponse({"detail": "invalid signature"}, status_code=401)
+        except (ValueError, KeyError, TypeError) as exc:
+            return JSONResponse({"detail": f"not a LINE webhook: {exc}"}, status_code=400)
+        raws = {str(e["webhookEventId"]): e for e in data["events"]}
         destination = str(payload.destination or self.bot_user_id)
         for event in payload.events or ():
             if isinstance(event, MessageEvent):
