@@ -427,6 +427,14 @@ class FakeDiscord:
         """Deliver an event again, as Discord may after a resume."""
         await self.dispatch(event, data)
 
+    async def reconnect(self) -> None:
+        """Ask every gateway session to reconnect (op 7 RECONNECT, as Discord does before it
+        moves a session). The client resumes; this fake keeps no sessions to resume, so it
+        is told to identify anew (op 9) and gets a new READY."""
+        for session in list(self._sessions):
+            if session.identified and not session.ws.closed:
+                await session.send({"op": 7, "s": None, "t": None, "d": None})
+
     # faults ----------------------------------------------------------------------------
 
     def rate_limit(self, method: str, route: str, times: int, retry_after: float) -> None:

@@ -665,6 +665,18 @@ class FakeSlack:
         self._spawn(self.sockets[-1].send_json(envelope))
         return envelope_id
 
+    async def refresh_sockets(self) -> None:
+        """Tell every Socket Mode connection to reconnect, as Slack does before it moves or
+        refreshes one (`disconnect`, `refresh_requested`): the client opens a new socket
+        (`apps.connections.open`, a new hello) and Slack retries what was not acknowledged."""
+        disconnect = {
+            "type": "disconnect",
+            "reason": "refresh_requested",
+            "debug_info": {"host": "fake-slack"},
+        }
+        for ws in list(self.sockets):
+            await ws.send_json(disconnect)
+
     async def ack(self, envelope_id: str, timeout_s: float = 10.0) -> JSON | None:
         """Wait for the acknowledgement of an envelope; its payload, if it had one."""
         event = self._acked.setdefault(envelope_id, asyncio.Event())
