@@ -22,7 +22,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import postgres_url
+from tests.contract import line_harness
 from tests.contract.harness import eventually
+from tests.contract.test_contract import answered_marker, replies_containing
+from tests.fakes.line_server import sign
 from tests.security import redelivery_targets as targets
 from tests.security.common import deliveries, inbox
 from tests.security.redelivery_targets import Message, Opener, Target
@@ -133,3 +136,34 @@ def test_the_schedule_sends_two_and_three_copies_interleaved() -> None:
     assert [i for i, _ in order] != sorted(i for i, _ in order)  # messages interleaved
     for i in range(10):
         assert [c for j, c in order if j == i] == list(range(per_message[i]))
+
+
+async def test_a_line_batch_redelivered_whole_and_overlapping_is_answered_once(
+    tmp_path: Path,
+) -> None:
+    """LINE packs several events into one request and redelivers a request it got no 200
+    for as a whole: a batch whose events were partly stored already, sent again alongside
+    a batch that overlaps it, concurrently."""
+    async with line_harness.open_harness(tmp_path) as h:
+        fake = h.fake
+        events = [fake.text_event(line_harness.user_id("bob"), f"batched {i}.") for i in range(6)]
+        first = await fake.deliver(*events[:3])
+        assert first.status == 200
+
+        def again(batch: list[dict[str, object]]) -> bytes:
+            marked = [{**e, "deliveryContext": {"isRedelivery": True}} for e in batch]
+            return fake.payload(marked)
+
+        batches = [again(events[:3]), again(events[1:5]), again(events), again(events[3:])]
+        sent = await asyncio.gather(
+            *(fake.post_webhook(raw, sign(line_harness.CHANNEL_SECRET, raw)) for raw in batches)
+        )
+        assert [d.status for d in sent] == [200] * len(batches)
+        await eventually(
+            lambda: all(replies_containing(h, f"echo: batched {i}.") for i in range(6))
+        )
+        await answered_marker(h)
+        rows = Counter(row.text for row in inbox(h.hub))
+        for i in range(6):
+            assert rows[f"batched {i}."] == 1, rows
+            assert len(replies_containing(h, f"echo: batched {i}.")) == 1
