@@ -7,6 +7,8 @@ the `message` and the `app_mention` event of a mention; Discord as the same gate
 Telegram as the same update by webhook or by getUpdates; LINE with `isRedelivery` and the
 same `webhookEventId`; the web chat with the same `message_id`. `interrupt` is what happens
 between the rounds: Slack refreshes the socket, Discord asks the gateway to reconnect.
+Messages come from several people, a few each and each in their own chat, so the hub's
+inbound pacing (a burst of 10 a person, 30 a channel) never holds them: this is about copies.
 """
 
 from __future__ import annotations
@@ -38,7 +40,9 @@ class Message:
 class Target(Protocol):
     hub: Hub
 
-    def prepare(self, text: str) -> Message: ...
+    def prepare(self, text: str, person: int) -> Message:
+        """Person number `person`'s message `text`, in a chat of their own (not sent yet)."""
+        ...
 
     async def deliver(self, message: Message, copy: int) -> int:
         """Deliver `message` (again, for copy > 0); the status it was acknowledged with."""
@@ -71,9 +75,15 @@ class SlackTarget(_Platform):
         super().__init__(harness)
         self.fake = harness.fake
 
-    def prepare(self, text: str) -> Message:
-        who = slack_harness.user_id("alice")
-        event = self.fake.message_event(who, "C0GENERAL", f"<@U0BOT> {text}")
+    def prepare(self, text: str, person: int) -> Message:
+        """A mention in the person's own team channel (Slack sends no app_mention in DMs)."""
+        who, channel = f"U0P{person}", f"C0TEAM{person}"
+        if who not in self.fake.users:
+            self.fake.add_user(
+                who, f"p{person}", display_name=f"P{person}", real_name=f"P {person}"
+            )
+            self.fake.add_channel(channel, f"team-{person}", "channel")
+        event = self.fake.message_event(who, channel, f"<@U0BOT> {text}")
         bodies = [self.fake.callback(e) for e in (event, self.fake.mention_event(event))]
         return Message(text, bodies)
 
@@ -106,11 +116,10 @@ class DiscordTarget(_Platform):
         super().__init__(harness)
         self.fake = harness.fake
 
-    def prepare(self, text: str) -> Message:
+    def prepare(self, text: str, person: int) -> Message:
         fake = self.fake
-        content = f"<@{fake.bot['id']}> {text}"
-        author, channel = fake.user("alice"), fake.channel_id("general")
-        return Message(text, fake.message_payload(author, channel, content, mentions=(fake.bot,)))
+        author = fake.user(f"person{person}")
+        return Message(text, fake.message_payload(author, fake.dm_channel(author), text))
 
     async def deliver(self, message: Message, copy: int) -> int:
         if copy == 0:
@@ -138,8 +147,10 @@ class TelegramTarget(_Platform):
         self.fake = harness.fake
         self._update_ids: dict[str, int] = {}
 
-    def prepare(self, text: str) -> Message:
-        uid = telegram_harness.PEOPLE["alice"]
+    def prepare(self, text: str, person: int) -> Message:
+        uid = 5000 + person
+        if uid not in self.fake.users:
+            self.fake.add_user(uid, f"P{person}", f"p{person}")
         message = self.fake.message(uid, uid, text)
         return Message(text, self.fake.update("message", message) if self.webhook else message)
 
@@ -163,8 +174,11 @@ class LineTarget(_Platform):
         super().__init__(harness)
         self.fake = harness.fake
 
-    def prepare(self, text: str) -> Message:
-        return Message(text, self.fake.text_event(line_harness.user_id("alice"), text))
+    def prepare(self, text: str, person: int) -> Message:
+        who = line_harness.user_id(f"p{person}")
+        if who not in self.fake.users:
+            self.fake.add_user(who, f"P{person}")
+        return Message(text, self.fake.text_event(who, text))
 
     async def deliver(self, message: Message, copy: int) -> int:
         event = message.payload
@@ -181,9 +195,9 @@ class WebTarget:
         self.http = http
         self._ids = 0
 
-    def prepare(self, text: str) -> Message:
+    def prepare(self, text: str, person: int) -> Message:
         self._ids += 1
-        body = {"message": text, "session_id": f"s{self._ids}", "user": "alice"}
+        body = {"message": text, "session_id": f"s{self._ids}", "user": f"p{person}"}
         return Message(text, {**body, "message_id": f"web-{self._ids}-{time.time_ns()}"})
 
     async def deliver(self, message: Message, copy: int) -> int:

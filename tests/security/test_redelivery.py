@@ -34,6 +34,7 @@ from tests.sizes import size
 N = size(ci=10, full=100)  # distinct messages per platform
 COPIES = (2, 3)  # message i is delivered COPIES[i % 2] times
 CONCURRENCY = 8
+PEOPLE = max(1, N // 4)  # who send them, a few each: under the hub's pacing burst
 SEED = 20261129
 
 OPENERS: dict[str, Opener] = {
@@ -85,7 +86,7 @@ async def check_answered_once(target: Target, messages: list[Message]) -> None:
 
     await eventually(lambda: all(replies_to(m) for m in messages), timeout_s=20 + N * 0.5)
     # Whatever a late copy set going has finished once one more message is answered.
-    settle = target.prepare("settled after the copies")
+    settle = target.prepare("settled after the copies", PEOPLE)
     assert await target.deliver(settle, 0) == 200
     await eventually(lambda: replies_to(settle))
 
@@ -106,7 +107,7 @@ async def test_every_event_delivered_two_or_three_times_is_answered_once(
     platform: str, tmp_path: Path
 ) -> None:
     async with OPENERS[platform](tmp_path) as target:
-        messages = [target.prepare(f"{platform} message {i}.") for i in range(N)]
+        messages = [target.prepare(f"{platform} message {i}.", i % PEOPLE) for i in range(N)]
         statuses = await deliver_all(target, messages)
         assert set(statuses) == {200}, Counter(statuses)
         assert len(statuses) == sum(COPIES[i % 2] for i in range(N))
@@ -123,7 +124,7 @@ async def test_web_chat_resent_with_the_same_message_id_is_answered_once(
     first; on PostgreSQL too, where two inserts of one key race for the unique index."""
     url = f"sqlite:///{tmp_path / 'hub.db'}" if database == "sqlite" else postgres_url()
     async with targets.web(url)(tmp_path) as target:
-        messages = [target.prepare(f"web message {i}.") for i in range(N)]
+        messages = [target.prepare(f"web message {i}.", i % PEOPLE) for i in range(N)]
         statuses = await deliver_all(target, messages)
         assert set(statuses) == {200}, Counter(statuses)
         await check_answered_once(target, messages)
