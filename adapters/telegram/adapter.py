@@ -182,11 +182,19 @@ class TelegramAdapter:
                 hub.report(NAME, PlatformState.UP)
                 failures = 0
             for update in updates:
-                await self.handle(update)  # stored by the hub before the offset moves past it
+                try:
+                    await self.handle(update)  # stored by the hub before the offset moves on
+                    hub.save_cursor(CURSOR, str(update.update_id + 1))
+                except Exception as exc:
+                    # The hub could not take it (its database is gone, or a bug): polling
+                    # must not die. Logged, reported, and the same update fetched again.
+                    failures += 1
+                    log.exception("Telegram update %d was not stored", update.update_id)
+                    await self._poll_failed(hub, exc, failures)
+                    break
                 offset = update.update_id + 1
-                hub.save_cursor(CURSOR, str(offset))
 
-    async def _poll_failed(self, hub: HubPort, exc: TelegramError, failures: int) -> None:
+    async def _poll_failed(self, hub: HubPort, exc: Exception, failures: int) -> None:
         first, cap = self.poll_backoff_s
         delay = min(cap, first * 2 ** min(failures - 1, 10))
         if isinstance(exc, Conflict):
@@ -194,8 +202,10 @@ class TelegramAdapter:
                 "409 Conflict: another program is polling with this bot token (or a webhook "
                 "is set); only one may receive its updates"
             )
-        else:
+        elif isinstance(exc, TelegramError):
             reason = f"getUpdates failed: {exc}"
+        else:
+            reason = f"an update could not be stored: {type(exc).__name__}: {exc}"
         # The hub logs the first report of an outage (one line); repeats are only debug.
         log.debug("Telegram %s (attempt %d); next poll in %.1f s", reason, failures, delay)
         hub.report(NAME, PlatformState.DOWN, reason)

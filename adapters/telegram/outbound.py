@@ -156,7 +156,7 @@ class Outbound:
     ) -> str:
         """Send one message (HTML, or its plain text if Telegram refuses the HTML) to the
         address's chat and topic; its message id."""
-        chat_id = int(address.channel)
+        chat_id = chat_of(address)
         kwargs: dict[str, Any] = {"link_preview_options": LinkPreviewOptions(is_disabled=True)}
         if thread and address.thread:
             kwargs["message_thread_id"] = int(address.thread)
@@ -171,7 +171,7 @@ class Outbound:
         return str(message.message_id)
 
     async def edit(self, address: Address, message_id: str, html: str) -> None:
-        chat_id = int(address.channel)
+        chat_id = chat_of(address)
 
         async def edit(text: str, mode: str | None) -> bool:
             await self.bot.edit_message_text(
@@ -207,3 +207,11 @@ class Outbound:
                 return await self._paced(address, lambda: call(to_plain(text), None))
         except TelegramError as exc:
             raise delivery_error(method, exc) from exc
+
+
+def chat_of(address: Address) -> int:
+    """The chat id of an address; one that is not a number can never be sent to."""
+    try:
+        return int(address.channel)
+    except ValueError:
+        raise PermanentDeliveryError(f"{address.channel!r} is not a Telegram chat id") from None

@@ -379,3 +379,21 @@ def chunk(address: Address, markdown: str, reply_to: str | None = None) -> Outbo
         reply_to=reply_to,
         idempotency_key="k:0",
     )
+
+
+async def test_polling_survives_a_hub_that_cannot_store_an_update(tmp_path: Path) -> None:
+    from tests.unit.test_supervise import table_gone
+
+    async with open_harness(tmp_path, webhook=False) as h:
+        h.adapter.poll_backoff_s = (0.05, 0.2)
+        with table_gone(h.hub.db, "inbox"):  # the hub's database refuses the update
+            await h.fake.push("message", h.fake.message(ALICE, ALICE, "kept for later"))
+
+            def down() -> bool:
+                status = h.hub.platforms.status()["telegram"]
+                return status.state is PlatformState.DOWN and "not be stored" in status.reason
+
+            await eventually(down)
+        await posted(h, "echo: kept for later")  # the same update, fetched again and stored
+        await eventually(lambda: h.hub.platforms.status()["telegram"].state is PlatformState.UP)
+        assert count(h, "echo: kept for later") == 1
