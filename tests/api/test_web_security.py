@@ -1,111 +1,47 @@
-"""The HTTP edge (hub/api/guard.py): security headers on every response, CORS closed unless
-configured, body limits counted as the bytes stream in (webhooks too), no cross-site or
-DNS-rebinding access to the unauthenticated loopback hub, and uvicorn's connection limits."""
+"""The HTTP edge (hub/api/guard.py), in process: security headers on every response, CORS
+closed unless configured, body limits counted as the bytes stream in, no cross-site or
+DNS-rebinding access to the unauthenticated loopback hub, and the settings' checks."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
+import os
 import re
-import socket
-from collections.abc import AsyncIterator, Generator
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-import uvicorn
+import pytest_asyncio
 
-from adapters.telegram.webhook import SECRET_HEADER
 from adapters.web.adapter import STATIC
 from hub.api.guard import DOCS_CSP, PAGE_CSP
-from hub.api.server import MAX_HEAD_BYTES, create_app, uvicorn_config
-from hub.app import Hub
 from hub.settings import ConfigError
-from tests.conftest import add_demo_animas, make_settings
-from tests.contract import line_harness, slack_harness, telegram_harness
-from tests.contract.harness import eventually
-from tests.fakes.line_server import sign
+from tests.api.web_edge import (
+    EVIL,
+    LIMIT,
+    assert_secured,
+    chat,
+    chunks,
+    serving,
+    stored,
+)
+from tests.conftest import make_settings
 
-EVIL = "https://evil.example"
-LIMIT = 4096  # [server] max_body_bytes in these tests
-SECURITY = {
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-    "x-frame-options": "DENY",
-    "cross-origin-opener-policy": "same-origin",
-}
-
-
-@contextlib.asynccontextmanager
-async def serving(home: Path, **server: Any) -> AsyncIterator[tuple[Hub, httpx.AsyncClient]]:
-    """A started hub (web chat on, offline, no memory) and a client on its ASGI app."""
-    settings = make_settings(
-        home,
-        hub={"default_anima": "mika"},
-        memory={"enabled": False},
-        scheduler={"enabled": False},
-        server={"max_body_bytes": LIMIT, **server},
-    )
-    hub = Hub(settings)
-    await hub.start()
-    add_demo_animas(hub)
-    app = create_app(hub)
-    app.add_api_route("/boom", _boom)  # an endpoint that fails: the 500 path
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
-            yield hub, http
-    finally:
-        await hub.stop()
+# One hub for the tests that need no setting of their own (a hub start is most of a test's
+# time); each checks what it changed against a snapshot, so their order does not matter.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def _boom() -> None:
-    raise RuntimeError("an endpoint failed")
-
-
-@pytest.fixture
-async def web(home: Path) -> AsyncIterator[tuple[Hub, httpx.AsyncClient]]:
-    async with serving(home) as pair:
-        yield pair
-
-
-@pytest.fixture
-async def client(web: tuple[Hub, httpx.AsyncClient]) -> httpx.AsyncClient:
-    return web[1]
-
-
-def chat(text: str = "hello") -> dict[str, str]:
-    return {"message": text, "session_id": "s1", "user": "alice"}
-
-
-async def chunks(total: int, size: int = 1024) -> AsyncIterator[bytes]:
-    """A body of `total` bytes sent chunked: no Content-Length for a guard to read."""
-    sent = 0
-    while sent < total:
-        piece = min(size, total - sent)
-        sent += piece
-        yield b"x" * piece
-
-
-async def assert_nothing_stored(client: httpx.AsyncClient) -> None:
-    """No message was taken in and no Anima created by a refused request."""
-    history = await client.get(
-        "/api/chat/aria/history", params={"session_id": "s1", "user": "alice"}
-    )
-    assert history.json() == {"messages": []}
-    assert (await client.get("/api/channels/general/posts")).json() == {"posts": []}
-    assert len((await client.get("/api/animas")).json()) == 3
-
-
-def assert_secured(response: httpx.Response) -> None:
-    for name, value in SECURITY.items():
-        assert response.headers.get(name) == value, (name, response.request.url)
-    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
-    assert "camera=()" in response.headers["permissions-policy"]
-    assert "strict-transport-security" not in response.headers  # not over https
-    assert not [h for h in response.headers if h.startswith("access-control-")]
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def client(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[httpx.AsyncClient]:
+    home = tmp_path_factory.mktemp("web") / "home"
+    home.mkdir()
+    with pytest.MonkeyPatch.context() as env:  # as conftest's _clean_env, for this scope
+        for key in [k for k in os.environ if k.startswith("ANIMAHUB_")]:
+            env.delenv(key)
+        async with serving(home) as (_hub, http):
+            yield http
 
 
 # security headers ------------------------------------------------------------------------
@@ -160,7 +96,7 @@ async def test_the_page_gets_a_strict_policy_and_only_the_docs_a_looser_one(
     assert api.headers["content-security-policy"] == PAGE_CSP
 
 
-def test_the_page_as_it_is_needs_nothing_the_policy_refuses() -> None:
+async def test_the_page_as_it_is_needs_nothing_the_policy_refuses() -> None:
     """PAGE_CSP allows only same-origin scripts and styles: no inline <script> or <style>,
     no style="" or on*="" attributes, no external URL (headless Chromium confirms it:
     scripts/csp_check.py)."""
@@ -233,6 +169,7 @@ async def test_cors_opens_to_exactly_the_configured_origins(home: Path) -> None:
 async def test_a_chunked_body_over_the_limit_is_refused_as_it_streams(
     client: httpx.AsyncClient,
 ) -> None:
+    before = await stored(client)
     for path in (
         "/api/chat/aria",
         "/api/channels/general/posts",
@@ -248,7 +185,7 @@ async def test_a_chunked_body_over_the_limit_is_refused_as_it_streams(
         detail = f"request body over {LIMIT} bytes ([server] max_body_bytes)"
         assert response.json() == {"detail": detail}
         assert_secured(response)
-    await assert_nothing_stored(client)
+    assert await stored(client) == before
 
 
 async def test_a_declared_length_over_the_limit_is_refused_before_reading(
@@ -282,6 +219,7 @@ async def test_a_chunked_body_within_the_limit_goes_through(client: httpx.AsyncC
 
 async def test_a_simple_cross_site_post_is_refused(client: httpx.AsyncClient) -> None:
     """What a form or fetch(no-cors) on another site can send without a CORS preflight."""
+    before = await stored(client)
     body = json.dumps(chat()).encode()  # JSON text inside a "simple" request
     for content_type in (
         "text/plain",
@@ -298,7 +236,7 @@ async def test_a_simple_cross_site_post_is_refused(client: httpx.AsyncClient) ->
         plain = await client.post("/api/chat/aria", content=body, headers=headers)
         assert plain.status_code == 415, content_type
         assert plain.json()["detail"].startswith("send application/json")
-    await assert_nothing_stored(client)
+    assert await stored(client) == before
 
 
 async def test_a_cross_site_post_without_a_body_is_refused(client: httpx.AsyncClient) -> None:
@@ -320,6 +258,7 @@ async def test_the_page_own_chat_request_goes_through(client: httpx.AsyncClient)
 
 async def test_a_foreign_host_is_refused_on_loopback(client: httpx.AsyncClient) -> None:
     """A page whose own name was rebound to 127.0.0.1 sends its own name as Host."""
+    before = await stored(client)
     for host in (
         "evil.example",
         "evil.example:18500",
@@ -335,7 +274,7 @@ async def test_a_foreign_host_is_refused_on_loopback(client: httpx.AsyncClient) 
             response = await client.request(method, path, json=chat(), headers={"Host": host})
             assert response.status_code == 400, (host, path)
             assert_secured(response)
-    await assert_nothing_stored(client)
+    assert await stored(client) == before
 
 
 async def test_loopback_hosts_are_accepted(client: httpx.AsyncClient) -> None:
@@ -367,123 +306,10 @@ async def test_off_loopback_the_token_guards_and_any_host_is_answered(home: Path
     assert api.status_code == 401
 
 
-# webhooks, over real HTTP ----------------------------------------------------------------
-
-DEFAULT_LIMIT = 1024 * 1024  # the harnesses' hubs run with the default max_body_bytes
-
-
-@contextlib.asynccontextmanager
-async def platform_hub(platform: str, tmp_path: Path) -> AsyncIterator[str]:
-    """A hub with one platform on its fake, served by uvicorn; yields the webhook's URL."""
-    if platform == "line":
-        async with line_harness.open_harness(tmp_path) as line:
-            yield f"{line.hub_url}/webhooks/line"
-    elif platform == "slack":
-        async with slack_harness.open_harness(tmp_path) as slack:
-            yield f"{slack.hub_url}/slack/events"
-    else:
-        async with telegram_harness.open_harness(tmp_path) as telegram:
-            yield telegram.fake.webhook_target
-
-
-WEBHOOK_HEADERS = {
-    "line": {"X-Line-Signature": "bm90IGNoZWNrZWQgeWV0"},
-    "slack": {"X-Slack-Signature": "v0=00", "X-Slack-Request-Timestamp": "1700000000"},
-    "telegram": {SECRET_HEADER: telegram_harness.SECRET},
-}
-
-
-@pytest.mark.parametrize("platform", ["line", "slack", "telegram"])
-async def test_a_webhook_body_over_the_limit_is_refused_as_it_streams(
-    tmp_path: Path, platform: str
-) -> None:
-    async with platform_hub(platform, tmp_path) as url, httpx.AsyncClient(timeout=30) as http:
-        response = await http.post(
-            url,
-            content=chunks(DEFAULT_LIMIT + 1, 64 * 1024),
-            headers={"Content-Type": "application/json", **WEBHOOK_HEADERS[platform]},
-        )
-        assert "content-length" not in response.request.headers
-        assert response.status_code == 413
-        assert str(DEFAULT_LIMIT) in response.json()["detail"]
-        assert_secured(response)
-        foreign = await http.post(url, json={}, headers={"Host": "evil.example"})
-        assert foreign.status_code == 400  # a proxy forwarding its Host needs allowed_hosts
-
-
-async def test_a_chunked_webhook_within_the_limit_is_taken_in(tmp_path: Path) -> None:
-    async with line_harness.open_harness(tmp_path) as line:
-        raw = line.fake.payload([line.fake.text_event(line_harness.user_id("alice"), "hi")])
-
-        async def stream() -> AsyncIterator[bytes]:
-            for start in range(0, len(raw), 100):
-                yield raw[start : start + 100]
-
-        headers = {
-            "Content-Type": "application/json",
-            "X-Line-Signature": sign(line_harness.CHANNEL_SECRET, raw),
-        }
-        async with httpx.AsyncClient(timeout=30) as http:
-            response = await http.post(
-                f"{line.hub_url}/webhooks/line", content=stream(), headers=headers
-            )
-        assert response.status_code == 200
-        assert_secured(response)
-
-
-# uvicorn's own limits, as `animahub start` configures it ---------------------------------
-
-
-class _InLoop(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield  # signals stay with pytest
-
-
-async def _status_of_raw_get(port: int, extra: str = "", *, ended: bool = True) -> int:
-    """`ended=False`: the head's blank line is not sent (yet), as by a slow client."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    end = "\r\n" if ended else ""
-    writer.write(f"GET /api/animas HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}{end}".encode())
-    await writer.drain()
-    status_line = await asyncio.wait_for(reader.readline(), 10)
-    writer.close()
-    return int(status_line.split()[1])
-
-
-async def test_uvicorn_bounds_connections_and_request_heads(home: Path) -> None:
-    async with serving(home, max_connections=8) as (hub, _client):
-        config = uvicorn_config(create_app(hub), hub.settings.server)
-        config.lifespan = "off"  # the hub is already started
-        server = _InLoop(config)
-        listening = socket.socket()
-        listening.bind(("127.0.0.1", 0))
-        port = listening.getsockname()[1]
-        task = asyncio.create_task(server.serve(sockets=[listening]))
-        try:
-            await eventually(lambda: server.started)
-            assert await _status_of_raw_get(port) == 200
-            idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(8)]
-            assert await _status_of_raw_get(port) == 503  # past max_connections
-            for _reader, writer in idle:
-                writer.close()
-            await eventually(lambda: not server.server_state.connections)
-            assert await _status_of_raw_get(port) == 200
-            fits = f"X-Pad: {'a' * (MAX_HEAD_BYTES // 2)}\r\n"
-            assert await _status_of_raw_get(port, fits) == 200
-            # h11 holds at most MAX_HEAD_BYTES of a head that has not ended.
-            too_big = f"X-Pad: {'a' * MAX_HEAD_BYTES}\r\n"
-            assert await _status_of_raw_get(port, too_big, ended=False) == 400
-        finally:
-            server.should_exit = True
-            await task
-            listening.close()
-
-
 # settings --------------------------------------------------------------------------------
 
 
-def test_hosts_and_origins_are_checked_and_normalised(home: Path) -> None:
+async def test_hosts_and_origins_are_checked_and_normalised(home: Path) -> None:
     server = make_settings(
         home, server={"allowed_hosts": ["Hub.Example.COM", "::1", "*.corp.example"]}
     ).server
