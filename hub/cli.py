@@ -114,7 +114,7 @@ def start(
     import uvicorn
 
     from hub import logs
-    from hub.api.server import create_app
+    from hub.api.server import create_app, uvicorn_config
     from hub.app import Hub
 
     server: dict[str, object] = {}
@@ -131,7 +131,7 @@ def start(
             listening = _listen(settings.server.host, settings.server.port)
             console.print(f"AnimaHub on [bold]{url}[/] (data: {settings.home})")
             console.print(f"Open [bold]{url}/[/] to chat; API docs at {url}/docs")
-            config = uvicorn.Config(create_app(Hub(settings)), log_config=None)
+            config = uvicorn_config(create_app(Hub(settings)), settings.server)
             uvicorn.Server(config).run(sockets=[listening])
     except HubBusy as exc:
         raise fail(f"{exc}; is a hub already running?") from None

@@ -53,7 +53,7 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(
                 transport=transport,
-                base_url="http://in-process",
+                base_url="http://localhost",  # a Host the hub answers to (hub/api/guard.py)
                 headers=auth_headers(settings),
                 timeout=None,
             ) as client:

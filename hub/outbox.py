@@ -180,8 +180,11 @@ class Outbox:
             self.dispatch_due()
             if part is not None:
                 part.ok()
+            # asyncio.timeout, not wait_for: on 3.11 wait_for loses a cancel that arrives as
+            # the wake-up does, and then this loop never ends (Hub.stop hung on it).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._settings.poll_interval_s)
+                async with asyncio.timeout(self._settings.poll_interval_s):
+                    await self._wake.wait()
 
     def dispatch_due(self) -> None:
         """Start a sender for every address with due deliveries (one sender per address)."""

@@ -42,6 +42,9 @@ CONFIG_NAME = "hub.toml"
 SECRETS_NAME = "secrets.env"
 _ENV_REF = "env:"
 _IDENTITY_RE = re.compile(r"^[a-z0-9_-]+:.+$")
+_ORIGIN_RE = re.compile(r"^https?://([a-z0-9.-]+|\[[0-9a-f:.]+\])(:[0-9]{1,5})?$")
+_LABEL = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+_HOSTNAME_RE = re.compile(rf"^(\*\.)?{_LABEL}(\.{_LABEL})*$")
 
 
 class ConfigError(Exception):
@@ -81,6 +84,34 @@ class ServerSection(SettingsSection):
     host: str = "127.0.0.1"
     port: int = Field(default=DEFAULT_PORT, ge=1, le=65535)
     api_token: SecretStr | None = None
+    # Every request body on every route (API, webhooks), counted as it streams in.
+    max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
+    # Host names the hub answers to besides localhost/127.0.0.1/[::1] (DNS rebinding):
+    # the public name when a proxy forwards its own Host, e.g. ["hub.example.com"].
+    allowed_hosts: list[str] = Field(default_factory=list)
+    # Origins whose pages may call the API (CORS); empty: none, no CORS headers at all.
+    cors_origins: list[str] = Field(default_factory=list)
+    # People reach the hub over https (a TLS proxy in front): send Strict-Transport-Security.
+    https: bool = False
+    # Open connections uvicorn serves at once; beyond it, new requests get 503.
+    max_connections: int = Field(default=256, ge=8)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_form(cls, value: list[str]) -> list[str]:
+        return [_host_pattern(entry) for entry in value]
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _origin_form(cls, value: list[str]) -> list[str]:
+        origins = [entry.strip().lower() for entry in value]  # browsers send them lowercase
+        for entry in origins:
+            if not _ORIGIN_RE.match(entry):
+                raise ValueError(
+                    f"{entry!r} is not an origin: scheme://host[:port], no path, no wildcard "
+                    f"(e.g. https://intranet.example.com)"
+                )
+        return origins
 
     @model_validator(mode="after")
     def _token_off_loopback(self) -> ServerSection:
@@ -304,6 +335,22 @@ def _resolve(value: Any, secrets: _SecretLookup, path: tuple[str, ...]) -> Any:
             raise ValueError(f"{key} refers to env:{name}, which is not set")
         return found
     return value
+
+
+def _host_pattern(entry: str) -> str:
+    """A host name, IP address or "*.domain" as the Host header carries it (IPv6 bracketed,
+    no port)."""
+    host = entry.strip().lower()
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        if _HOSTNAME_RE.match(host):
+            return host
+        raise ValueError(
+            f"{entry!r} is not a host name or address (no scheme, no port; "
+            f"a wildcard only as *.example.com)"
+        ) from None
+    return f"[{address}]" if address.version == 6 else str(address)
 
 
 def is_loopback(host: str) -> bool:

@@ -97,7 +97,7 @@ async def hub(settings: Settings) -> AsyncIterator[Hub]:
 async def client(hub: Hub) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(hub)  # the hub is already started; ASGITransport skips the lifespan
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         yield http
 
 

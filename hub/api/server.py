@@ -1,24 +1,62 @@
-"""Builds the FastAPI app around a Hub: auth, errors, lifespan, routes."""
+"""Builds the FastAPI app around a Hub: the HTTP edge, errors, lifespan, routes; and the
+uvicorn settings `animahub start` serves it with."""
 
 from __future__ import annotations
 
-import hmac
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
+from starlette.types import ASGIApp
 
 from hub import __version__
 from hub.adapter import MessageTooLarge
 from hub.animas import AnimaError
-from hub.api import memory_routes, routes
+from hub.api import guard, memory_routes, routes
 from hub.app import Hub
+from hub.settings import ServerSection
+
+if TYPE_CHECKING:
+    import uvicorn
 
 log = logging.getLogger(__name__)
-_MAX_BODY = 1024 * 1024  # whole request bodies; message text has its own, smaller limit
+# The request line plus headers, in bytes: browsers send 1-4 KB, webhooks under 2 KB. It is
+# h11's own default, set here so it is a decision (uvicorn answers 400 beyond it).
+MAX_HEAD_BYTES = 16 * 1024
+# An idle keep-alive connection is closed after this many seconds, freeing its slot among
+# `[server] max_connections`; the page's next request opens a new one. uvicorn's default.
+KEEP_ALIVE_S = 5
+
+
+class _HubApp(FastAPI):
+    def __init__(self, server: ServerSection, **kwargs: Any) -> None:
+        super().__init__(max_body_size=server.max_body_bytes, **kwargs)
+        self.server = server
+
+    def build_middleware_stack(self) -> ASGIApp:
+        # Edge goes outside the stack's ServerErrorMiddleware, so a 500 has the headers too.
+        docs = (self.docs_url, self.redoc_url, self.swagger_ui_oauth2_redirect_url)
+        paths = [path for path in docs if path is not None]
+        return guard.Edge(super().build_middleware_stack(), self.server, paths)
+
+
+def uvicorn_config(app: ASGIApp, server: ServerSection) -> uvicorn.Config:
+    """How `animahub start` serves the app: bounded connections, headers and idle time."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        # Open connections, idle ones included: a flood of slow clients gets 503 for new
+        # requests instead of exhausting the hub's file descriptors.
+        limit_concurrency=server.max_connections,
+        timeout_keep_alive=KEEP_ALIVE_S,
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    )
 
 
 def create_app(hub: Hub) -> FastAPI:
@@ -30,32 +68,15 @@ def create_app(hub: Hub) -> FastAPI:
         finally:
             await hub.stop()
 
-    app = FastAPI(
+    app = _HubApp(
+        hub.settings.server,
         title="AnimaHub",
         version=__version__,
         lifespan=lifespan,
         description="REST API of an AnimaHub: Animas, chat, channels, system health.",
     )
     app.state.hub = hub
-    token = hub.settings.server.api_token
-
-    @app.middleware("http")
-    async def guard(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        length = request.headers.get("content-length")
-        if length and length.isdigit() and int(length) > _MAX_BODY:
-            return JSONResponse({"detail": "request body too large"}, status_code=413)
-        if token is not None and request.url.path.startswith("/api/"):
-            given = request.headers.get("authorization", "")
-            expected = f"Bearer {token.get_secret_value()}"
-            if not hmac.compare_digest(given.encode(), expected.encode()):
-                return JSONResponse(
-                    {"detail": "missing or wrong bearer token"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
-        return await call_next(request)
+    guard.secure(app, hub.settings.server)
 
     @app.exception_handler(MessageTooLarge)
     async def too_large(_request: Request, exc: MessageTooLarge) -> JSONResponse:

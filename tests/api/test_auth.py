@@ -22,7 +22,7 @@ async def guarded(home: Path) -> AsyncIterator[httpx.AsyncClient]:
     add_demo_animas(hub)
     transport = httpx.ASGITransport(app=create_app(hub))
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             yield http
     finally:
         await hub.stop()

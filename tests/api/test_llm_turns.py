@@ -36,7 +36,7 @@ async def llm_client(
     add_demo_animas(hub)
     transport = httpx.ASGITransport(app=create_app(hub))
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             yield http, hub
     finally:
         await hub.stop()

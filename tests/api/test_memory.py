@@ -129,7 +129,7 @@ async def test_a_lost_or_broken_index_is_rebuilt_from_markdown(
     await first.start()
     add_demo_animas(first)
     transport = httpx.ASGITransport(app=create_app(first))
-    async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         for i, food in enumerate(("ramen", "pierogi", "tamales")):
             await chat(http, "aria", message=f"My favourite food is {food}", user=f"u{i}")
         await first.memory.drain()  # type: ignore[union-attr]

@@ -63,7 +63,7 @@ async def talk(
     add_demo_animas(hub)
     transport = httpx.ASGITransport(app=create_app(hub))
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             yield http, hub, request.param
     finally:
         await hub.stop()

@@ -49,7 +49,7 @@ async def test_missed_heartbeats_run_after_start_and_health_says_catching_up(
     try:
         await asyncio.wait_for(model.asked.wait(), 30)  # the catch-up is running
         transport = httpx.ASGITransport(app=create_app(hub))
-        async with httpx.AsyncClient(transport=transport, base_url="http://hub") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             health = (await client.get("/api/system/health")).json()
             assert health["status"] == "catching up"
             model.answer.set()

@@ -267,7 +267,7 @@ def web(database_url: str) -> Opener:
             from hub.api.server import create_app
 
             transport = httpx.ASGITransport(app=create_app(hub))
-            async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
                 yield WebTarget(hub, http)
         finally:
             await hub.stop()

@@ -117,7 +117,7 @@ async def test_every_api_route_refuses_a_request_without_the_token(home: Path) -
     assert len(routes) >= 15, routes
     transport = httpx.ASGITransport(app=app)
     refused = []
-    async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
         for path, method in routes:
             url = path.replace("{name}", "aria")
             for headers in ({}, {"Authorization": "Bearer not-the-token"}):

@@ -137,7 +137,7 @@ async def open_surface(tmp_path: Path) -> AsyncIterator[WebSurface]:
     add_demo_animas(hub)
     try:
         transport = httpx.ASGITransport(app=create_app(hub))
-        async with httpx.AsyncClient(transport=transport, base_url="http://hub") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
             yield WebSurface(hub, http)
     finally:
         await hub.stop()

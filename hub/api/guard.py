@@ -1,0 +1,220 @@
+"""The hub's HTTP edge: security headers, request body limits, Host and cross-site checks.
+
+Layers, outermost first (`hub/api/server.py` stacks them):
+- `Edge`, outside Starlette's ServerErrorMiddleware, so even a 500 carries the security
+  headers; it also refuses a declared Content-Length over `[server] max_body_bytes`.
+- FastAPI's own body limit (`max_body_size`, Starlette's RequestBodyLimitMiddleware) counts
+  the bytes as they stream in, chunked bodies too; `secure` makes its 413 name the setting.
+- TrustedHostMiddleware: the Host header must be one the hub answers to (DNS rebinding).
+- CORSMiddleware, only when `[server] cors_origins` names origins.
+- `ApiGuard` on /api/*: the bearer token, then unsafe methods from another site and
+  non-JSON bodies are refused (a cross-site page can send those without a CORS preflight).
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Collection, Sequence
+from urllib.parse import urlsplit
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from hub.settings import ServerSection, is_loopback
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+# The web chat (adapters/web/static) loads only its own script and stylesheet, sets styles
+# through the CSSOM (allowed without 'unsafe-inline'), uses a data: favicon and fetches the
+# API on its own origin.
+PAGE_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+# FastAPI's /docs and /redoc pages: an inline bootstrap script, assets from jsDelivr, ReDoc's
+# Google fonts and blob: worker. Only these paths get it; they take no input.
+DOCS_CSP = (
+    "default-src 'none'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
+    "font-src https://fonts.gstatic.com; img-src 'self' data: https://fastapi.tiangolo.com "
+    "https://cdn.redoc.ly; worker-src blob:; connect-src 'self'; base-uri 'none'; "
+    "frame-ancestors 'none'"
+)
+# Features the hub's pages never use, denied to them and to anything they might embed.
+PERMISSIONS_POLICY = "camera=(), microphone=(), geolocation=(), payment=(), usb=()"
+HSTS = "max-age=31536000"  # a year, no includeSubDomains: other hosts of the domain are not ours
+
+
+def security_headers(https: bool) -> list[tuple[str, str]]:
+    """Headers every response carries, apart from its Content-Security-Policy."""
+    headers = [
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("X-Frame-Options", "DENY"),
+        ("Cross-Origin-Opener-Policy", "same-origin"),
+        ("Cross-Origin-Resource-Policy", "same-origin"),
+        ("Permissions-Policy", PERMISSIONS_POLICY),
+    ]
+    if https:  # over plain http a browser ignores it, and it would pin a name to https
+        headers.append(("Strict-Transport-Security", HSTS))
+    return headers
+
+
+def too_large(limit: int) -> JSONResponse:
+    return JSONResponse(
+        {"detail": f"request body over {limit} bytes ([server] max_body_bytes)"},
+        status_code=413,
+    )
+
+
+class Edge:
+    """Adds the security headers to every HTTP response, and refuses a body whose declared
+    length is over the limit before anything reads it."""
+
+    def __init__(self, app: ASGIApp, server: ServerSection, docs_paths: Collection[str]) -> None:
+        self.app = app
+        self.limit = server.max_body_bytes
+        common = security_headers(server.https)
+        self._page = [*common, ("Content-Security-Policy", PAGE_CSP)]
+        self._docs = [*common, ("Content-Security-Policy", DOCS_CSP)]
+        self._docs_paths = frozenset(docs_paths)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        extra = self._docs if scope["path"] in self._docs_paths else self._page
+
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in extra:
+                    if name not in headers:  # a route's own choice wins
+                        headers.append(name, value)
+            await send(message)
+
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > self.limit:
+            # Answered here, as JSON: Starlette's limiter would answer such a request in
+            # plain text. A chunked body is counted by that limiter as it arrives.
+            await too_large(self.limit)(scope, receive, send_secured)
+            return
+        await self.app(scope, receive, send_secured)
+
+
+class ApiGuard:
+    """/api/*: the bearer token (when set), and no unsafe request from another site.
+
+    A browser sends a cross-site POST without asking first (no CORS preflight) when it has
+    no body or a form/text body, so CORS alone does not stop a page from driving the
+    unauthenticated loopback hub; the Origin header and a JSON-only body do."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str | None,
+        own_hosts: Sequence[str],
+        cors_origins: Collection[str],
+    ) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode() if token is not None else None
+        self._own_hosts = tuple(own_hosts)
+        self._cors_origins = frozenset(cors_origins)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"].startswith("/api/"):
+            refusal = self._refusal(scope["method"], Headers(scope=scope))
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _refusal(self, method: str, headers: Headers) -> JSONResponse | None:
+        if self._expected is not None:
+            given = headers.get("authorization", "").encode()
+            if not hmac.compare_digest(given, self._expected):
+                return JSONResponse(
+                    {"detail": "missing or wrong bearer token"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+        if method in SAFE_METHODS:
+            return None
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_allowed(origin, headers.get("host", "")):
+            return JSONResponse(
+                {"detail": f"cross-site request from {origin} refused"}, status_code=403
+            )
+        content_type = headers.get("content-type")
+        if content_type is not None and not _is_json(content_type):
+            return JSONResponse(
+                {"detail": f"send application/json, not {content_type}"}, status_code=415
+            )
+        return None
+
+    def _origin_allowed(self, origin: str, host: str) -> bool:
+        if origin in self._cors_origins:
+            return True
+        parts = urlsplit(origin)  # "null" (sandboxed frames, file://) has no netloc
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return False
+        if parts.netloc.lower() == host.lower():
+            return True  # the hub's own page
+        # Behind a proxy that rewrites Host, the page's origin is a name in allowed_hosts.
+        name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        return any(_host_matches(name, pattern) for pattern in self._own_hosts)
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def _host_matches(host: str, pattern: str) -> bool:
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:])
+    return host == pattern
+
+
+def trusted_hosts(server: ServerSection) -> list[str]:
+    """The Host values the hub answers to. On loopback, only loopback names, the bound
+    address and the configured names: a page whose name was rebound to 127.0.0.1 must not
+    reach the unauthenticated hub. Elsewhere the API token guards it: any, unless set."""
+    if not is_loopback(server.host) and not server.allowed_hosts:
+        return ["*"]
+    bound = f"[{server.host}]" if ":" in server.host else server.host.lower()
+    return list(dict.fromkeys([*LOOPBACK_HOSTS, bound, *server.allowed_hosts]))
+
+
+def secure(app: FastAPI, server: ServerSection) -> None:
+    """Adds the inner layers to `app` (Edge is added by the app's own middleware stack)."""
+    token = server.api_token.get_secret_value() if server.api_token else None
+    app.add_middleware(
+        ApiGuard, token=token, own_hosts=server.allowed_hosts, cors_origins=server.cors_origins
+    )
+    if server.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=server.cors_origins,
+            allow_methods=("GET", "POST"),
+            allow_headers=("Authorization", "Content-Type"),
+            allow_credentials=False,  # the API uses a bearer token, never cookies
+        )
+    app.add_middleware(
+        TrustedHostMiddleware, allowed_hosts=trusted_hosts(server), www_redirect=False
+    )
+    limit = server.max_body_bytes
+
+    async def body_too_large(_request: Request, _exc: Exception) -> JSONResponse:
+        return too_large(limit)
+
+    # Starlette's limiter raises HTTPException(413) when a streamed body passes the limit;
+    # nothing else in the hub raises one.
+    app.add_exception_handler(413, body_too_large)
