@@ -107,7 +107,9 @@ def chat(hub: HubProcess, message_id: str, timeout: float = 60) -> httpx.Respons
 
 
 def health(hub: HubProcess) -> dict[str, Any]:
-    return httpx.get(f"{hub.url}/api/system/health", timeout=10).json()  # type: ignore[no-any-return]
+    # Generous: while the database is gone the hub's loop waits on its connects (see
+    # docs/reliability.md, known limits), so an answer may take seconds.
+    return httpx.get(f"{hub.url}/api/system/health", timeout=45).json()  # type: ignore[no-any-return]
 
 
 def replies_by_message(pg: PrivatePostgres) -> dict[str, list[str]]:
