@@ -3,6 +3,7 @@ every turn's prompt is made of."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -47,8 +48,15 @@ def system_prompt(ctx: TurnContext) -> str:
     )
 
 
+_TAG = re.compile(r"<(/?message)", re.IGNORECASE)
+
+
 def wrap_user_text(ctx: TurnContext) -> str:
-    return f'<message from="{ctx.person.display_name}">\n{ctx.text}\n</message>'
+    # Neither the text nor the sender's display name (both the sender's to choose) may close
+    # the wrapper and forge a message from someone else (tests/privacy).
+    name = " ".join("".join(" " if c in '"<>' else c for c in ctx.person.display_name).split())
+    text = _TAG.sub(lambda m: "<\\" + m.group(1), ctx.text)
+    return f'<message from="{name}">\n{text}\n</message>'
 
 
 def litellm_kwargs(s: LLMSection, model: str) -> dict[str, Any]:

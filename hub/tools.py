@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+log = logging.getLogger(__name__)
+# Whose data a tool reaches comes from the ToolContext, never from the model's arguments
+# (DESIGN §7.3): an argument a tool does not declare is refused, not silently dropped, so
+# a model talked into "scopes": ["person:dana"] learns that no argument can widen it.
+_NOT_WIDENED = (
+    "tools act only for the person and conversation of this turn; no argument changes "
+    "whose memory, files or rights they reach"
+)
+_SHAPES: dict[str, type] = {"object": dict, "array": list}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +83,7 @@ class ToolRegistry:
         tool = self._tools.get(name)
         if tool is None or not tool.offered(ctx):
             offered = [n for n in self.names() if self._tools[n].offered(ctx)]
+            log.info("refused %s for %s: not a tool of this turn", name, ctx.person_id)
             return f"error: no tool named {name!r} here; available: {', '.join(offered)}"
         try:
             args = json.loads(arguments or "{}")
@@ -79,7 +91,33 @@ class ToolRegistry:
             return f"error: arguments are not valid JSON ({exc.msg})"
         if not isinstance(args, dict):
             return "error: arguments must be a JSON object"
+        problem = check_arguments(tool.parameters, args)
+        if problem is not None:
+            log.info("refused %s%s for %s: %s", name, args, ctx.person_id, problem)
+            return f"error: {name}: {problem}"
         return await tool.handler(args, ctx)
+
+
+def check_arguments(schema: dict[str, Any], args: dict[str, Any], at: str = "") -> str | None:
+    """What is wrong with `args` against an object schema's declared properties: an
+    undeclared argument, or an object or array given as something else (scalars are left
+    to the handlers, which read them leniently, e.g. 1 for "1"). None when they fit."""
+    declared = schema.get("properties")
+    if not isinstance(declared, dict):
+        return None  # a schema that declares nothing constrains nothing
+    for key, value in args.items():
+        spec = declared.get(key)
+        if spec is None:
+            known = ", ".join(declared) or "none"
+            return f"no argument '{at}{key}' (arguments: {known}); {_NOT_WIDENED}"
+        shape = _SHAPES.get(str(spec.get("type")))
+        if shape is not None and value is not None and not isinstance(value, shape):
+            return f"{at}{key} must be a JSON {spec['type']}, not {json.dumps(value)}"
+        if shape is dict and isinstance(value, dict):
+            problem = check_arguments(spec, value, f"{at}{key}.")
+            if problem is not None:
+                return problem
+    return None
 
 
 async def _current_time(args: dict[str, Any], ctx: ToolContext) -> str:

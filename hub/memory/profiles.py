@@ -1,7 +1,10 @@
 """Interpersonal memory: what Animas learn about a person, in shared/users/<person>.md.
 
 Facts go under the profile's "What Animas have learned" heading as bullets, each with who
-learned it and when; the front matter (identities, roles) belongs to hub/identity.
+learned it and when, and "in a DM" when it was learned in a direct conversation: such a fact
+is recalled only in that person's DMs (with any Anima, on any platform), never in a channel,
+where others hear the reply (DESIGN §7.4). Unmarked lines (hand-written, or older) count as
+shared. The front matter (identities, roles) belongs to hub/identity.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from hub.files import read_document, write_document
 from hub.memory.redact import redact
 
 LEARNED = "## What Animas have learned"
+IN_DM = ", in a DM)_"  # how a bullet learned in a DM ends
 # First-person statements worth keeping when no language model is there to judge.
 _SELF_STATEMENT = re.compile(
     r"(?:^|(?<=[.!?]\s))((?:I am|I'm|I work|I live|I like|I love|I prefer|I hate|I don't like|"
@@ -31,16 +35,19 @@ class Profiles:
     def __init__(self, users_dir: Path) -> None:
         self._dir = users_dir
 
-    def learned(self, person_id: str) -> list[str]:
+    def learned(self, person_id: str, *, in_dm: bool = True) -> list[str]:
+        """The facts, as written; outside a DM (`in_dm=False`) without those learned in one."""
         path = self._dir / f"{person_id}.md"
         if not path.exists():
             return []
         _meta, body = read_document(path)
         section = body.split(LEARNED, 1)[1] if LEARNED in body else ""
-        return [ln[2:].strip() for ln in section.splitlines() if ln.startswith("- ")]
+        facts = [ln[2:].strip() for ln in section.splitlines() if ln.startswith("- ")]
+        return facts if in_dm else [f for f in facts if not f.endswith(IN_DM)]
 
-    def add(self, person_id: str, fact: str, anima: str, day: date) -> bool:
-        """Append one fact (secrets redacted); False if it was already there or no profile."""
+    def add(self, person_id: str, fact: str, anima: str, day: date, *, private: bool) -> bool:
+        """Append one fact (secrets redacted); False if it was already there or no profile.
+        `private`: learned in a DM with the person, so kept to their DMs."""
         path = self._dir / f"{person_id}.md"
         if not path.exists():
             return False
@@ -50,6 +57,7 @@ class Profiles:
             return False
         if LEARNED not in body:
             body = body.rstrip() + f"\n\n{LEARNED}\n"
-        body = body.rstrip() + f"\n- {clean} _({anima}, {day.isoformat()})_\n"
+        where = IN_DM if private else ")_"
+        body = body.rstrip() + f"\n- {clean} _({anima}, {day.isoformat()}{where}\n"
         write_document(path, meta, body)
         return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -157,9 +158,18 @@ class Priming:
         for title, lines in self.sections.items():
             if lines:
                 parts.append(f"## {title}")
-                parts.extend(f"- {line}" for line in lines)
+                parts.extend(f"- {_inert(line)}" for line in lines)
         parts.append("</recalled-memory>")
         return "\n".join(parts)
+
+
+_WRAPPER = re.compile(r"<(/?recalled-memory)", re.IGNORECASE)
+
+
+def _inert(line: str) -> str:
+    """A remembered line (what anyone once said) cannot close the untrusted-data wrapper
+    and speak as the system after it (tests/privacy)."""
+    return _WRAPPER.sub(lambda m: "<\\" + m.group(1), line)
 
 
 def when(ts: float) -> str:

@@ -197,7 +197,13 @@ class MemoryService:
             self._index_later(turn.anima, [item])
         if turn.learn_self_statements and turn.person_id:
             for fact in self_statements(user_text):
-                self.profiles.add(turn.person_id, fact, turn.anima, turn.at.date())
+                self.profiles.add(
+                    turn.person_id,
+                    fact,
+                    turn.anima,
+                    turn.at.date(),
+                    private=turn.scope.startswith("person:"),
+                )
         return item
 
     def record_note(
@@ -387,7 +393,7 @@ class MemoryService:
         linked = self.graph(scope.anima).neighbours(seeds, scope.filter_scopes())
         return Priming(
             {
-                PROFILE: fit(self._profile_lines(scope.person_id), s.budget_profile),
+                PROFILE: fit(self._profile_lines(scope), s.budget_profile),
                 f"Recent activity (last {s.recent_hours:g} hours)": fit(
                     [_line(r) for r in sorted(recent, key=lambda r: r.ts)], s.budget_recent
                 ),
@@ -405,10 +411,11 @@ class MemoryService:
             }
         )
 
-    def _profile_lines(self, person_id: str | None) -> list[str]:
-        if not person_id:
+    def _profile_lines(self, scope: RecallScope) -> list[str]:
+        """What Animas learned about the person; in a channel, not what they said in DMs."""
+        if not scope.person_id:
             return []
-        return self.profiles.learned(person_id)
+        return self.profiles.learned(scope.person_id, in_dm=scope.is_dm)
 
 
 def _has_markdown(folder: Path) -> bool:

@@ -34,7 +34,10 @@ def search_memory_tool(memory: MemoryService) -> Tool:
             return "error: query is required"
         kind = str(args.get("scope") or "all")
         if kind not in _LAYERS:
-            return f"error: scope must be one of {', '.join(_LAYERS)}"
+            return (
+                f"error: scope must be one of {', '.join(_LAYERS)}: it picks the kind of "
+                "memory; whose memory is searched is this conversation's, never chosen here"
+            )
         window = args.get("time_range") or {}
         try:
             since = _moment(window.get("since"), "time_range.since")
@@ -85,7 +88,8 @@ def remember_about_person_tool(memory: MemoryService) -> Tool:
         if not ctx.person_id:
             return "error: there is no person in this conversation"
         day = memory.now().date()
-        if memory.profiles.add(ctx.person_id, fact, ctx.anima, day):
+        # Noted in a DM, it stays in their DMs; in a channel, everyone there heard it.
+        if memory.profiles.add(ctx.person_id, fact, ctx.anima, day, private=ctx.is_dm):
             return "noted in their profile"
         return "already known"
 

@@ -20,22 +20,39 @@ def make_profile(folder: Path) -> None:
 def test_facts_are_appended_once_with_who_and_when(tmp_path: Path) -> None:
     make_profile(tmp_path)
     profiles = Profiles(tmp_path)
-    assert profiles.add("alice", "Prefers short answers", "aria", date(2026, 11, 29))
-    assert not profiles.add("alice", "Prefers short answers", "kai", date(2026, 11, 30))
-    assert profiles.add("alice", "Works on the billing team", "kai", date(2026, 11, 30))
+    assert profiles.add("alice", "Prefers short answers", "aria", date(2026, 11, 29), private=False)
+    assert not profiles.add(
+        "alice", "Prefers short answers", "kai", date(2026, 11, 30), private=False
+    )
+    assert profiles.add(
+        "alice", "Works on the billing team", "kai", date(2026, 11, 30), private=False
+    )
     assert profiles.learned("alice") == [
         "Prefers short answers _(aria, 2026-11-29)_",
         "Works on the billing team _(kai, 2026-11-30)_",
     ]
     text = (tmp_path / "alice.md").read_text()
     assert "Hand-written note stays." in text and "id: alice" in text
-    assert not profiles.add("nobody", "x", "aria", date(2026, 11, 29))
+    assert not profiles.add("nobody", "x", "aria", date(2026, 11, 29), private=False)
 
 
 def test_secrets_never_reach_a_profile(tmp_path: Path) -> None:
     make_profile(tmp_path)
-    Profiles(tmp_path).add("alice", "her token is ghp_" + "a1B2" * 9, "aria", date(2026, 1, 1))
+    token = "ghp_" + "a1B2" * 9
+    Profiles(tmp_path).add("alice", f"her token is {token}", "aria", date(2026, 1, 1), private=True)
     assert "ghp_" not in (tmp_path / "alice.md").read_text()
+
+
+def test_what_was_learned_in_a_dm_is_left_out_of_channels(tmp_path: Path) -> None:
+    make_profile(tmp_path)
+    profiles = Profiles(tmp_path)
+    assert profiles.add("alice", "My locker code is 4471", "aria", date(2026, 1, 1), private=True)
+    assert profiles.add("alice", "Leads the QA team", "kai", date(2026, 1, 2), private=False)
+    assert profiles.learned("alice", in_dm=True) == [
+        "My locker code is 4471 _(aria, 2026-01-01, in a DM)_",
+        "Leads the QA team _(kai, 2026-01-02)_",
+    ]
+    assert profiles.learned("alice", in_dm=False) == ["Leads the QA team _(kai, 2026-01-02)_"]
 
 
 def test_self_statements_are_found() -> None:
