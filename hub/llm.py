@@ -52,10 +52,15 @@ _TAG = re.compile(r"<(/?message)", re.IGNORECASE)
 
 
 def wrap_user_text(ctx: TurnContext) -> str:
-    # Neither the text nor the sender's display name (both the sender's to choose) may close
-    # the wrapper and forge a message from someone else (tests/privacy).
-    name = " ".join("".join(" " if c in '"<>' else c for c in ctx.person.display_name).split())
-    text = _TAG.sub(lambda m: "<\\" + m.group(1), ctx.text)
+    return wrap_message(ctx.person.display_name, ctx.text)
+
+
+def wrap_message(author: str, text: str) -> str:
+    """A person's words as the model sees them, now or in the history: untrusted platform
+    text, labelled with who said it. Neither the text nor the display name (both the
+    sender's to choose) may close the wrapper and forge a message from someone else."""
+    name = " ".join("".join(" " if c in '"<>' else c for c in author).split())
+    text = _TAG.sub(lambda m: "<\\" + m.group(1), text)
     return f'<message from="{name}">\n{text}\n</message>'
 
 

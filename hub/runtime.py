@@ -22,7 +22,7 @@ from hub.animas import Anima, AnimaRegistry
 from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
 from hub.inbox import Claimed, Inbox
-from hub.llm import Responder, TurnContext
+from hub.llm import Responder, TurnContext, wrap_message
 from hub.mailbox import Mailboxes, TurnJob
 from hub.memory.recall import RecallScope
 from hub.memory.redact import StreamRedactor, redact
@@ -195,7 +195,13 @@ class Runtime:
             model=anima.spec.model or self._settings.llm.model,
             person=person,
             where=describe(address),
-            history=[{"role": t.role, "content": t.text} for t in turns],
+            # What people said earlier is labelled like the message itself (tests/privacy).
+            history=[
+                {"role": t.role, "content": wrap_message(t.author, t.text)}
+                if t.role == "user"
+                else {"role": t.role, "content": t.text}
+                for t in turns
+            ],
             text=row.text,
             tools=ToolContext(
                 anima=anima.name,

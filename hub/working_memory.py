@@ -5,15 +5,15 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from sqlalchemy import bindparam
-from sqlmodel import col, select
+from sqlalchemy import bindparam, select
+from sqlmodel import col
 
 from hub.store.db import Database
 from hub.store.models import Turn
 
 # Built once (every turn asks): see runtime._CLAIM.
 _RECENT = (
-    select(col(Turn.role), col(Turn.text), col(Turn.person_id), col(Turn.tokens))
+    select(col(Turn.role), col(Turn.text), col(Turn.person_id), col(Turn.tokens), col(Turn.author))
     .where(col(Turn.conversation) == bindparam("conversation"))
     .order_by(col(Turn.id).desc())
     .limit(bindparam("n"))
@@ -25,6 +25,7 @@ class RecentTurn(NamedTuple):
     text: str
     person_id: str | None
     tokens: int
+    author: str
 
 
 def estimate_tokens(text: str) -> int:
