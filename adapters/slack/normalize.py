@@ -29,6 +29,10 @@ _SPOKEN = frozenset({None, "file_share", "thread_broadcast", "me_message", "bot_
 _TOKEN = re.compile(r"<([^<>]*)>|&(amp|lt|gt);")
 _USER_REF = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^<>]*)?>")
 _ENTITY = {"amp": "&", "lt": "<", "gt": ">"}
+# What Slack's ids and timestamps look like. An address is stored as text and parsed back
+# (hub/messages.py), so what goes into one must not hold its separators (`/`, `#`).
+_ID = re.compile(r"[A-Z0-9]{1,40}")
+_TS = re.compile(r"\d{1,12}\.\d{1,8}")
 
 InThread = Callable[[Address], Awaitable[bool]]
 
@@ -53,7 +57,9 @@ class Bots:
             self.bot_ids.add(bot.bot_id)
 
     def is_ours(self, message: Mapping[str, Any]) -> bool:
-        return message.get("user") in self.by_user or message.get("bot_id") in self.bot_ids
+        # str(): a list or dict there (not Slack's, but possible) is no key of ours.
+        user, bot_id = str(message.get("user") or ""), str(message.get("bot_id") or "")
+        return user in self.by_user or bot_id in self.bot_ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,13 +118,22 @@ def to_commonmark(text: str, names: Mapping[str, str], bots: Bots) -> Converted:
 def _sent_at(ts: str) -> datetime:
     try:
         return datetime.fromtimestamp(float(ts), UTC)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError, OSError):  # "1e20" is out of range
         return datetime.now(UTC)
+
+
+def _spoken(subtype: Any) -> bool:
+    return subtype is None or (isinstance(subtype, str) and subtype in _SPOKEN)
+
+
+def _ts(value: Any) -> str | None:
+    return value if isinstance(value, str) and _TS.fullmatch(value) else None
 
 
 def attachments(message: Mapping[str, Any]) -> tuple[Attachment, ...]:
     found = []
-    for item in message.get("files") or ():
+    files = message.get("files")
+    for item in files if isinstance(files, list) else ():
         if not isinstance(item, dict):
             continue
         size = item.get("size")
@@ -131,6 +146,14 @@ def attachments(message: Mapping[str, Any]) -> tuple[Attachment, ...]:
             )
         )
     return tuple(found)
+
+
+def _profile_name(profile: Any) -> str:
+    return str(profile.get("name") or "") if isinstance(profile, dict) else ""
+
+
+class MalformedCommand(ValueError):
+    """A slash command payload without the channel and team Slack always sends."""
 
 
 def command_kind(channel_name: str) -> AddressKind:
@@ -152,45 +175,47 @@ class Normalizer:
         """The Inbound for a `message` or `app_mention` event, or None when it is not one
         to keep: our own bots' messages, joins and other bookkeeping, unchanged 'edits'."""
         subtype = event.get("subtype")
-        channel = str(event.get("channel") or "")
-        if not channel or not event.get("ts"):
+        channel = event.get("channel")
+        event_ts = _ts(event.get("ts"))
+        if not (isinstance(channel, str) and _ID.fullmatch(channel) and event_ts):
+            return None  # not a message in a Slack channel
+        if team_id and not _ID.fullmatch(team_id):
             return None
         if subtype == "message_changed":
             message = event.get("message") or {}
             previous = event.get("previous_message") or {}
             if not isinstance(message, dict) or self._bots.is_ours(message):
                 return None
-            if previous and previous.get("text") == message.get("text"):
+            if isinstance(previous, dict) and previous.get("text") == message.get("text"):
                 return None  # an unfurl or thread bookkeeping, not a new text
             edit_of: str | None = str(message.get("ts") or "")
-        elif subtype in _SPOKEN:
+        elif _spoken(subtype):
             message, edit_of = dict(event), None
             if self._bots.is_ours(message):
                 return None  # our own post coming back: never answer ourselves
         else:
             return None
-        if message.get("subtype") not in _SPOKEN:
+        if not _spoken(message.get("subtype")):
             return None
         kind = CHANNEL_TYPES.get(str(event.get("channel_type") or ""))
         if kind is None:
             kind = await self._directory.kind(channel)
-        ts = str(message.get("ts") or event["ts"])
-        thread = message.get("thread_ts")
+        ts = _ts(message.get("ts")) or event_ts
+        thread = _ts(message.get("thread_ts"))
         if kind is not AddressKind.DM and not thread:
             thread = ts
-        address = Address(PLATFORM, team_id, channel, str(thread) if thread else None, kind)
+        address = Address(PLATFORM, team_id, channel, thread, kind)
         sender = await self._sender(message)
         raw_text = str(message.get("text") or "")
         names = {u: await self._directory.user_name(u) for u in mentioned_users(raw_text)}
         converted = to_commonmark(raw_text, names, self._bots)
         addressed = kind is AddressKind.DM or converted.bot_mentioned
-        is_reply = message.get("thread_ts") not in (None, ts)
+        is_reply = _ts(message.get("thread_ts")) not in (None, ts)
         if not addressed and is_reply:
-            addressed = message.get("parent_user_id") in self._bots.by_user or await in_thread(
-                address
-            )
+            parent = str(message.get("parent_user_id") or "")
+            addressed = parent in self._bots.by_user or await in_thread(address)
         return Inbound(
-            event_id=f"{channel}:{event['ts']}",
+            event_id=f"{channel}:{event_ts}",
             address=address,
             sender=sender,
             text=converted.text,
@@ -199,7 +224,7 @@ class Normalizer:
             edit_of=edit_of,
             addressed=addressed,
             attachments=attachments(message),
-            sent_at=_sent_at(str(event["ts"])),
+            sent_at=_sent_at(event_ts),
             raw=dict(event),
         )
 
@@ -207,26 +232,26 @@ class Normalizer:
         user = message.get("user")
         if not user:  # an integration posting without a user (subtype bot_message)
             bot_id = str(message.get("bot_id") or "unknown")
-            profile = message.get("bot_profile") or {}
-            name = message.get("username") or profile.get("name") or bot_id
+            profile = message.get("bot_profile")
+            name = message.get("username") or _profile_name(profile) or bot_id
             return PlatformUser(PLATFORM, bot_id, str(name), is_bot=True)
         name = await self._directory.user_name(str(user))
         return PlatformUser(PLATFORM, str(user), name, is_bot=bool(message.get("bot_id")))
 
     async def command(self, payload: Mapping[str, Any]) -> Inbound:
-        """A slash command (`/anima bind aria`) as the hub's Inbound, with its parsed form."""
+        """A slash command (`/anima bind aria`) as the hub's Inbound, with its parsed form;
+        MalformedCommand when it names no Slack channel and team to answer in."""
+        channel, team = str(payload.get("channel_id") or ""), str(payload.get("team_id") or "")
+        if not (_ID.fullmatch(channel) and _ID.fullmatch(team)):
+            raise MalformedCommand(
+                f"slash command without a channel or team: {channel!r}, {team!r}"
+            )
         name = str(payload.get("command") or "").lstrip("/")
         text = str(payload.get("text") or "").strip()
         user = str(payload.get("user_id") or "")
         display = await self._directory.user_name(user) or str(payload.get("user_name") or "")
         kind = command_kind(str(payload.get("channel_name") or ""))
-        address = Address(
-            PLATFORM,
-            str(payload.get("team_id") or ""),
-            str(payload.get("channel_id") or ""),
-            None,
-            kind,
-        )
+        address = Address(PLATFORM, team, channel, None, kind)
         return Inbound(
             event_id=f"cmd:{payload.get('trigger_id')}",
             address=address,
