@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from tests.sizes import size
@@ -33,9 +33,13 @@ _SPICE = st.sampled_from(
 )
 
 
-def examples(ci: int, full: int) -> settings:
-    """This test's number of examples at the run's size (tests/sizes.py)."""
-    return settings(max_examples=size(ci=ci, full=full))
+def examples(ci: int, full: int, *, fixture: bool = False) -> settings:
+    """This test's number of examples at the run's size (tests/sizes.py). `fixture`: the test
+    uses a function-scoped fixture (a fake platform) that all its examples share on purpose."""
+    checks = list(settings().suppress_health_check)
+    if fixture:
+        checks.append(HealthCheck.function_scoped_fixture)
+    return settings(max_examples=size(ci=ci, full=full), suppress_health_check=checks)
 
 
 def nasty_text(max_size: int = 40) -> st.SearchStrategy[str]:
@@ -78,7 +82,9 @@ def value(proper: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 
 def shaped(
-    required: dict[str, st.SearchStrategy[Any]] | None = None, **optional: st.SearchStrategy[Any]
+    required: dict[str, st.SearchStrategy[Any]] | None = None,
+    /,
+    **optional: st.SearchStrategy[Any],
 ) -> st.SearchStrategy[JSON]:
     """A JSON object with these fields: `required` always present (proper or junk), the
     others proper, junk or left out."""
