@@ -76,6 +76,8 @@ def command_of(data: Mapping[str, Any]) -> Command:
 def _args(options: Sequence[Mapping[str, Any]]) -> list[str]:
     args: list[str] = []
     for option in options:
+        if not isinstance(option, Mapping):  # documented as TypeError for http_inbound
+            raise TypeError(f"a command option is an object, not {type(option).__name__}")
         if option.get("type") in _GROUP_TYPES:
             args.append(str(option["name"]))
             args.extend(_args(option.get("options") or ()))
@@ -126,7 +128,10 @@ def http_inbound(payload: Mapping[str, Any]) -> Inbound:
         "id": payload["channel_id"],
         "type": 0 if guild_id else 1,
     }
-    user = (payload.get("member") or {}).get("user") or payload["user"]
+    member = payload.get("member") or {}
+    user = (member.get("user") if isinstance(member, Mapping) else None) or payload["user"]
+    if not isinstance(user, Mapping):
+        raise TypeError(f"an interaction's user is an object, not {type(user).__name__}")
     name = user.get("global_name") or user["username"]
     sender = PlatformUser(PLATFORM, str(user["id"]), str(name), bool(user.get("bot", False)))
     return _inbound(payload["id"], address_of_raw(channel, guild_id), sender, payload["data"])
