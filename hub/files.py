@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import frontmatter
+from frontmatter.default_handlers import YAMLHandler
+
+_YAML = YAMLHandler()
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -26,11 +29,25 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def read_document(path: Path) -> tuple[dict[str, Any], str]:
-    """Front matter and body of a markdown file."""
-    post = frontmatter.loads(path.read_text(encoding="utf-8"))
-    return dict(post.metadata), post.content
+    """Front matter and body of a markdown file; yaml.YAMLError for front matter that is not
+    YAML, UnicodeDecodeError for a file that is not UTF-8.
+
+    python-frontmatter's own `loads` is not used: it would take a body that opens with a
+    `{...}` or `+++` block for JSON or TOML metadata, and it turns CRLF into LF, so a body
+    written with one would read back changed. Only YAML front matter is read (what the
+    hub writes), and the text is kept as it was written."""
+    text = path.read_bytes().decode("utf-8").strip()
+    if not _YAML.detect(text):
+        return {}, text
+    try:
+        front, body = _YAML.split(text)
+    except ValueError:  # an opening `---` and no closing one: all of it is body
+        return {}, text
+    meta = _YAML.load(front)
+    return (dict(meta) if isinstance(meta, dict) else {}), body.strip()
 
 
 def write_document(path: Path, meta: dict[str, Any], body: str) -> None:
-    post = frontmatter.Post(body, **meta)
+    post = frontmatter.Post(body)
+    post.metadata.update(meta)  # not Post(body, **meta): keys `handler`, `content`, 1 clash
     atomic_write(path, frontmatter.dumps(post, sort_keys=False) + "\n")

@@ -400,9 +400,15 @@ def load_settings(
     try:
         return model(**overrides)
     except ValidationError as exc:
-        raise ConfigError(describe_errors(exc)) from exc
+        raise ConfigError(_one_line(describe_errors(exc))) from exc
     except ValueError as exc:  # raised by the TOML parser or the secrets lookup
-        raise ConfigError(str(exc)) from exc
+        raise ConfigError(_one_line(str(exc))) from exc
+
+
+def _one_line(message: str) -> str:
+    """A key or `env:` name from hub.toml may hold a newline or another control character:
+    written escaped, so the error stays one line (and a terminal shows what is there)."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
 def describe_errors(exc: ValidationError) -> str:

@@ -15,9 +15,11 @@ from hub.messages import Address, AddressKind, Attachment, Inbound, PlatformUser
 PLATFORM = "discord"
 DM_WORKSPACE = "@me"  # Discord's own name for "no guild" (`/channels/@me/...`)
 THREAD_TYPES = frozenset({10, 11, 12})  # announcement, public and private threads
-_USER_MENTION = re.compile(r"<@!?(\d+)>")
-_ROLE_MENTION = re.compile(r"<@&(\d+)>")
-_CHANNEL_MENTION = re.compile(r"<#(\d+)>")
+# Snowflakes are at most 20 ASCII digits: int() of a longer run (`<@` + 5,000 digits) raises.
+_USER_MENTION = re.compile(r"<@!?([0-9]{1,20})>")
+_ROLE_MENTION = re.compile(r"<@&([0-9]{1,20})>")
+_CHANNEL_MENTION = re.compile(r"<#([0-9]{1,20})>")
+_SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 _DROPPED = "\x00"
 # A removed bot mention takes its surrounding spaces along, and punctuation right after it
 # moves to the word before: "hey <@1>, look" -> "hey, look"; "<@1> kai, hi" -> "kai, hi".
@@ -50,16 +52,31 @@ def address_of(channel: Any, guild_id: int | None) -> Address | None:
     return None
 
 
+def snowflake(value: Any) -> str:
+    """A Discord id as text; ValueError for anything else (an address holds it)."""
+    text = str(value)
+    if isinstance(value, bool) or not _SNOWFLAKE.fullmatch(text):
+        raise ValueError(f"not a Discord id: {text[:40]!r}")
+    return text
+
+
 def address_of_raw(channel: Mapping[str, Any], guild_id: str | None) -> Address:
-    """The same for a raw channel object (HTTP interactions carry one)."""
+    """The same for a raw channel object (HTTP interactions carry one); KeyError, TypeError
+    or ValueError when it is not shaped like Discord's."""
+    if not isinstance(channel, Mapping):
+        raise TypeError(f"a channel is an object, not {type(channel).__name__}")
     kind = int(channel.get("type", 0))
+    channel_id = snowflake(channel["id"])
+    guild = snowflake(guild_id) if guild_id else None
     if kind in THREAD_TYPES:
-        return Address(PLATFORM, str(guild_id), str(channel["parent_id"]), str(channel["id"]))
+        if guild is None:
+            raise ValueError("a thread outside a guild")
+        return Address(PLATFORM, guild, snowflake(channel["parent_id"]), channel_id)
     if kind == 1:
-        return Address(PLATFORM, DM_WORKSPACE, str(channel["id"]), None, AddressKind.DM)
+        return Address(PLATFORM, DM_WORKSPACE, channel_id, None, AddressKind.DM)
     if kind == 3:
-        return Address(PLATFORM, DM_WORKSPACE, str(channel["id"]), None, AddressKind.GROUP)
-    return Address(PLATFORM, str(guild_id or DM_WORKSPACE), str(channel["id"]))
+        return Address(PLATFORM, DM_WORKSPACE, channel_id, None, AddressKind.GROUP)
+    return Address(PLATFORM, guild or DM_WORKSPACE, channel_id)
 
 
 def sender_of(user: discord.abc.User) -> PlatformUser:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from telegram import Message, MessageEntity, Update, User
+from telegram import Chat, Message, MessageEntity, Update, User
 
 from hub.adapter import parse_command
 from hub.messages import Address, AddressKind, Attachment, Command, Inbound, PlatformUser
@@ -76,7 +76,8 @@ def replied_message_id(event_id: str | None) -> int | None:
 
 
 def _cut(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
-    """Replace UTF-16 (offset, length) spans of `text` with their replacements."""
+    """Replace UTF-16 (offset, length) spans of `text` with their replacements. A span that
+    splits a surrogate pair (not Telegram's, but possible) leaves U+FFFD, not an error."""
     units = text.encode("utf-16-le")
     out: list[bytes] = []
     pos = 0
@@ -85,12 +86,13 @@ def _cut(text: str, spans: Sequence[tuple[int, int, str]]) -> str:
         out.append(replacement.encode("utf-16-le"))
         pos = (offset + length) * 2
     out.append(units[pos:])
-    return b"".join(out).decode("utf-16-le")
+    return b"".join(out).decode("utf-16-le", errors="replace")
 
 
 def _entity_text(text: str, entity: MessageEntity) -> str:
     units = text.encode("utf-16-le")
-    return units[entity.offset * 2 : (entity.offset + entity.length) * 2].decode("utf-16-le")
+    span = units[entity.offset * 2 : (entity.offset + entity.length) * 2]
+    return span.decode("utf-16-le", errors="replace")
 
 
 def read_text(text: str, entities: Sequence[MessageEntity], me: Me) -> Text:
@@ -122,12 +124,9 @@ def read_text(text: str, entities: Sequence[MessageEntity], me: Me) -> Text:
     return Text(cleaned, mentioned, command, other)
 
 
-def _attachment(message: Message) -> Attachment | None:
-    """The file a message carries (Telegram allows one per message; an album is several)."""
-    if message.photo:
-        photo = message.photo[-1]  # the largest size
-        return Attachment("photo.jpg", FILE_SCHEME + photo.file_id, "image/jpeg", photo.file_size)
-    candidates: list[tuple[Any, str, str]] = [
+def _media(message: Message) -> list[tuple[Any, str, str]]:
+    """The kinds of file a message may carry: (the file or None, a name, a content type)."""
+    return [
         (message.document, "document", "application/octet-stream"),
         (message.video, "video.mp4", "video/mp4"),
         (message.voice, "voice.ogg", "audio/ogg"),
@@ -136,7 +135,14 @@ def _attachment(message: Message) -> Attachment | None:
         (message.video_note, "video_note.mp4", "video/mp4"),
         (message.sticker, "sticker.webp", "image/webp"),
     ]
-    for media, name, content_type in candidates:
+
+
+def _attachment(message: Message) -> Attachment | None:
+    """The file a message carries (Telegram allows one per message; an album is several)."""
+    if message.photo:
+        photo = message.photo[-1]  # the largest size
+        return Attachment("photo.jpg", FILE_SCHEME + photo.file_id, "image/jpeg", photo.file_size)
+    for media, name, content_type in _media(message):
         if media is not None:
             return Attachment(
                 name=str(getattr(media, "file_name", None) or name),
@@ -145,6 +151,58 @@ def _attachment(message: Message) -> Attachment | None:
                 size=media.file_size,
             )
     return None
+
+
+def _of(value: Any, *types: type) -> bool:
+    return value is None or (isinstance(value, types) and not isinstance(value, bool))
+
+
+def _user_typed(user: Any) -> bool:
+    return user is None or (
+        isinstance(user, User)
+        and _of(user.id, int)
+        and all(_of(v, str) for v in (user.first_name, user.last_name, user.username))
+    )
+
+
+def _bot_api_typed(message: Message) -> bool:
+    """Whether what to_inbound reads has the Bot API's types. python-telegram-bot keeps any
+    value a body held (a chat type [], a text [None], an entity offset "x"); Telegram never
+    sends such, so a message that has one is not kept, rather than raising."""
+    chats = [c for c in (message.chat, message.sender_chat) if c is not None]
+    replied = message.reply_to_message
+    return (
+        isinstance(message.message_id, int)
+        and isinstance(message.chat, Chat)
+        and isinstance(message.chat.type, str)
+        and all(isinstance(c, Chat) and isinstance(c.id, int) and _of(c.title, str) for c in chats)
+        and all(_of(t, str) for t in (message.text, message.caption))
+        and _of(message.message_thread_id, int)
+        and _user_typed(message.from_user)
+        and (replied is None or (isinstance(replied, Message) and _user_typed(replied.from_user)))
+        and _entities_typed([*(message.entities or ()), *(message.caption_entities or ())])
+        and _files_typed(message)
+    )
+
+
+def _entities_typed(entities: list[Any]) -> bool:
+    return all(
+        isinstance(e, MessageEntity)
+        and all(isinstance(v, int) for v in (e.offset, e.length))
+        and isinstance(e.type, str)
+        and _user_typed(e.user)
+        for e in entities
+    )
+
+
+def _files_typed(message: Message) -> bool:
+    files = [*(message.photo or ())[-1:], *(m for m, _, _ in _media(message) if m is not None)]
+    return all(
+        isinstance(getattr(f, "file_id", None), str)
+        and _of(getattr(f, "file_size", None), int)
+        and all(_of(getattr(f, key, None), str) for key in ("file_name", "mime_type"))
+        for f in files
+    )
 
 
 def _sender(message: Message) -> PlatformUser:
@@ -174,7 +232,9 @@ def to_inbound(update: Update, me: Me, anima_of: AnimaOf) -> Inbound | None:
     """The Inbound for a message or an edit, or None when there is nothing to keep (a
     service message, our own post, a command for another bot)."""
     message = update.message or update.edited_message
-    if message is None or me.is_me(message.from_user):
+    if not isinstance(message, Message) or not _bot_api_typed(message):
+        return None
+    if me.is_me(message.from_user):
         return None
     attachment = _attachment(message)
     raw_text = message.text or message.caption or ""

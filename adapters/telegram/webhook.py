@@ -9,6 +9,7 @@ then answers it once.
 
 from __future__ import annotations
 
+import logging
 from typing import Protocol
 
 from fastapi import APIRouter, Request, Response
@@ -17,6 +18,10 @@ from telegram import Update
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 WEBHOOK_PATH = "/webhooks/telegram"
+# What python-telegram-bot's Update.de_json raises for a body not shaped like the Bot API's
+# (a date of 2**63: OverflowError or OSError; a field of another type: the rest).
+NOT_AN_UPDATE = (KeyError, TypeError, ValueError, AttributeError, OverflowError, OSError)
+log = logging.getLogger(__name__)
 
 
 class Receiver(Protocol):
@@ -36,7 +41,12 @@ def router(receiver: Receiver) -> APIRouter:
             return JSONResponse({"detail": "bad secret token"}, status_code=401)
         if not receiver.running:  # not acknowledged: Telegram delivers it again later
             return JSONResponse({"detail": "the hub is not running"}, status_code=503)
-        update = receiver.parse_update(await request.body())
+        body = await request.body()
+        try:
+            update = receiver.parse_update(body)
+        except NOT_AN_UPDATE as exc:
+            log.warning("refused a Telegram webhook body the SDK cannot read: %r", exc)
+            update = None
         if update is None:
             return JSONResponse({"detail": "not a Telegram update"}, status_code=400)
         await receiver.handle(update)

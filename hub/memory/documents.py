@@ -9,14 +9,17 @@ day's turns differ in person, channel and privacy scope.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import yaml
 
 from hub.files import read_document, write_document
 
@@ -27,6 +30,12 @@ RETIRED = frozenset({"superseded", "merged"})
 _SECTION_RE = re.compile(r"^## (\d{2}:\d{2})\s*$", re.MULTILINE)
 _META_RE = re.compile(r"^<!-- memory: (\{.*\}) -->\s*$", re.MULTILINE)
 _ID_NAMESPACE = uuid.UUID("6f1d3c52-8a51-4b0e-9a59-3f2f0a7e2c11")
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+class MemoryFileError(ValueError):
+    """A memory file whose metadata cannot describe an item, with the file and key."""
 
 
 class Layer(StrEnum):
@@ -94,24 +103,47 @@ def _when(value: Any, fallback: datetime) -> datetime:
     return fallback
 
 
+def _links(value: Any) -> list[str]:
+    if not value:
+        return []
+    if isinstance(value, str):
+        return [value]  # one link written without the list
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list of note names, not {type(value).__name__}")
+    return [str(link) for link in value]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
 def item_from_meta(meta: dict[str, Any], text: str, path: str, section: str | None) -> MemoryItem:
+    """The item a file's front matter (or a section's metadata) describes; MemoryFileError,
+    naming the file and the key, for a value of the wrong kind (`importance: high`)."""
+    where = f"{path} (section {section})" if section else path
+
+    def read(key: str, convert: Callable[[Any], T]) -> T:
+        try:
+            return convert(meta.get(key))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise MemoryFileError(f"{where}: {key}: {exc}") from exc
+
     now = datetime.now(UTC)
-    created = _when(meta.get("created"), now)
-    last = meta.get("last_access")
+    created = read("created", lambda value: _when(value, now))
     return MemoryItem(
         id=str(meta.get("id") or stable_id(path, section or "")),
-        layer=Layer(meta.get("layer", Layer.SEMANTIC.value)),
+        layer=read("layer", lambda value: Layer(value or Layer.SEMANTIC.value)),
         text=text,
         path=path,
         scope=str(meta.get("scope") or "shared"),
         created=created,
-        updated=_when(meta.get("updated"), created),
-        person=meta.get("person"),
-        channel=meta.get("channel"),
-        importance=float(meta.get("importance") or importance_of(text)),
-        access_count=int(meta.get("access_count") or 0),
-        last_access=_when(last, now) if last else None,
-        links=[str(link) for link in meta.get("links") or []],
+        updated=read("updated", lambda value: _when(value, created)),
+        person=_text(meta.get("person")),
+        channel=_text(meta.get("channel")),
+        importance=read("importance", lambda value: float(value or importance_of(text))),
+        access_count=read("access_count", lambda value: int(value or 0)),
+        last_access=read("last_access", lambda value: _when(value, now) if value else None),
+        links=read("links", _links),
         title=str(meta.get("title") or ""),
         section=section,
     )
@@ -133,7 +165,8 @@ def _note_item(folder: Path, path: Path, meta: dict[str, Any], body: str) -> Mem
 
 def is_retired(meta: Mapping[str, Any]) -> bool:
     """A note consolidation superseded or merged: kept on disk, never recalled."""
-    return meta.get("status") in RETIRED
+    status = meta.get("status")
+    return isinstance(status, str) and status in RETIRED  # a list is no status (and unhashable)
 
 
 def read_note(folder: Path, path: Path) -> MemoryItem | None:
@@ -147,10 +180,23 @@ def iter_notes(folder: Path) -> list[MemoryItem]:
     items: list[MemoryItem] = []
     for name in LAYER_DIRS.values():
         for path in sorted((folder / name).glob("**/*.md")):
-            item = read_note(folder, path)
+            item = _readable(read_note, folder, path)
             if item is not None:
                 items.append(item)
     return items
+
+
+_UNREADABLE = (yaml.YAMLError, UnicodeDecodeError, MemoryFileError)
+
+
+def _readable(reader: Callable[[Path, Path], T], folder: Path, path: Path) -> T | None:
+    """What `reader` makes of one file, or None (and a warning) when it cannot be read: one
+    hand-edited file with a bad key does not stop a rebuild of all the others."""
+    try:
+        return reader(folder, path)
+    except _UNREADABLE as exc:
+        log.warning("%s is not a readable memory file, skipped: %s", path, exc)
+        return None
 
 
 def write_item(folder: Path, item: MemoryItem) -> None:
@@ -187,7 +233,11 @@ def read_episodes(folder: Path, path: Path) -> list[MemoryItem]:
         end = starts[index + 1].start() if index + 1 < len(starts) else len(body)
         chunk = body[match.end() : end]
         meta_match = _META_RE.search(chunk)
-        meta = json.loads(meta_match.group(1)) if meta_match else {}
+        try:
+            meta = json.loads(meta_match.group(1)) if meta_match else {}
+        except ValueError as exc:
+            where = f"{relative} (section {match.group(1)})"
+            raise MemoryFileError(f"{where}: its memory comment is not JSON: {exc}") from exc
         text = _META_RE.sub("", chunk).strip()
         meta.setdefault("layer", Layer.EPISODIC.value)
         items.append(item_from_meta(meta, text, relative, match.group(1)))
@@ -237,6 +287,6 @@ def iter_items(folder: Path) -> list[MemoryItem]:
     indexes): retired notes stay on disk but out of the index."""
     items: list[MemoryItem] = []
     for path in sorted((folder / "episodes").glob("*.md")):
-        items.extend(read_episodes(folder, path))
+        items.extend(_readable(read_episodes, folder, path) or [])
     items.extend(iter_notes(folder))
     return items

@@ -87,7 +87,7 @@ class Note:
     @property
     def subjects(self) -> list[str]:
         """The subject key consolidation filed it under, and those merged into it."""
-        found = [self.meta.get("subject"), *(self.meta.get("aliases") or [])]
+        found = [self.meta.get("subject"), *_listed(self.meta.get("aliases"))]
         return [str(s) for s in found if s]
 
     @property
@@ -96,7 +96,7 @@ class Note:
 
     @property
     def sources(self) -> list[dict[str, Any]]:
-        return [s for s in self.meta.get("sources") or [] if isinstance(s, dict)]
+        return [s for s in _listed(self.meta.get("sources")) if isinstance(s, dict)]
 
     @property
     def importance(self) -> float:
@@ -116,7 +116,7 @@ class Note:
         """Recalls counted in the front matter or, if newer, in the access sidecar."""
         try:
             counted = int(self.meta.get("access_count") or 0)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: `.inf`
             counted = 0
         return max(counted, access.count(self.id))
 
@@ -128,6 +128,13 @@ class Note:
             times.append(datetime.fromtimestamp(recalled, UTC))
         known = [t for t in times if t is not None]
         return max(known) if known else None
+
+
+def _listed(value: Any) -> list[Any]:
+    """A front matter list; a lone value (`aliases: x`) as a list of one, nothing as []."""
+    if value is None or value == "":
+        return []
+    return value if isinstance(value, list) else [value]
 
 
 def _folder_layer(folder: str) -> str:
