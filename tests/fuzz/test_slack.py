@@ -20,7 +20,8 @@ from hypothesis import strategies as st
 
 from adapters.slack.directory import Directory
 from adapters.slack.events import EVENTS_PATH, build_app, events_router
-from adapters.slack.normalize import Bot, Bots, MalformedCommand, Normalizer, to_commonmark
+from adapters.slack.normalize import Bot, Bots, Normalizer, to_commonmark
+from adapters.slack.verify import command_problem, event_problem
 from adapters.slack.outbound import web_client
 from hub.messages import Address
 from tests.fakes.slack_server import FakeSlack, sign
@@ -191,6 +192,9 @@ _EVENT = {"type": "message", "channel": "C0GENERAL", "ts": "1700000000.000100", 
 async def test_any_message_event_is_an_inbound_or_nothing(
     normalizer: Normalizer, event: JSON
 ) -> None:
+    if event_problem(event) is not None:
+        event_kind("refused")  # before the normalizer, on both paths (verify.py)
+        return
     inbound = await normalizer.message(event, "T0TEAM", _not_ours)
     event_kind("kept" if inbound else "dropped")
     if inbound is not None:
@@ -202,10 +206,9 @@ async def test_any_message_event_is_an_inbound_or_nothing(
 @given(payload=command_payload)
 @example(payload={})  # was the address 'slack:/', which does not parse back
 async def test_any_slash_command_is_an_inbound(normalizer: Normalizer, payload: JSON) -> None:
-    try:
-        inbound = await normalizer.command(payload)
-    except MalformedCommand:
-        return  # told to the person by the command listener (events.py), and logged
+    if command_problem(payload) is not None:
+        return  # refused with a 400 before it reaches the normalizer (verify.py)
+    inbound = await normalizer.command(payload)
     assert_inbound(inbound, "slack")
     assert inbound.command is not None
     assert "token" not in inbound.raw and "response_url" not in inbound.raw
