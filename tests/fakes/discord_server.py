@@ -442,7 +442,9 @@ class FakeDiscord:
         self.dispatched.append((event, data))
         for session in list(self._sessions):
             if session.identified and not session.ws.closed:
-                await session.dispatch(event, data)
+                # A session whose connection is dropping misses it, as on Discord.
+                with contextlib.suppress(ConnectionError):
+                    await session.dispatch(event, data)
 
     async def redispatch(self, event: str, data: JSON) -> None:
         """Deliver an event again, as Discord may after a resume."""
@@ -520,7 +522,8 @@ class FakeDiscord:
         if self.faults is None or (request.method, pattern) not in _SENDS:
             return None
         channel = request.match_info.get("channel_id", "")
-        fault = self.faults.decide("discord", channel, f"{request.method} {pattern}")
+        route = f"{request.method} {pattern}"
+        fault = self.faults.decide("discord", channel, route, scope=route)
         if fault is None:
             return None
         if isinstance(fault, RateLimit):

@@ -47,6 +47,7 @@ class Attempt:
     method: str
     outcome: Outcome
     retry_after: float | None = None  # with a 429
+    scope: str = ""  # the platform's rate-limit bucket within the channel ("": all of it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,10 +68,12 @@ class FaultPolicy(Protocol):
         *,
         whole_seconds: bool = False,
         names_wait: bool = True,
+        scope: str = "",
     ) -> Fault | None:
         """`whole_seconds`: the platform states retry-after in whole seconds (Slack's
         header, Telegram's `retry_after`), so the wait is rounded up; `names_wait=False`:
-        its 429 carries no retry-after at all (LINE)."""
+        its 429 carries no retry-after at all (LINE); `scope`: what a 429 holds back within
+        the channel (Slack: the method; Discord: the route's bucket; Telegram: the chat)."""
         ...
 
 
@@ -94,12 +97,12 @@ class Recorder:
         return sum(1 for a in self.attempts if a.outcome == outcome)
 
     def early_retries(self, tolerance_s: float = 0.0) -> list[EarlyRetry]:
-        """Per (platform, channel): after each 429, the next attempt to that channel must
-        come at least `retry_after` later (minus `tolerance_s` for timer granularity)."""
+        """Per platform, channel and rate-limit scope: after each 429, the next attempt
+        there must come at least `retry_after` later (minus `tolerance_s`)."""
         found: list[EarlyRetry] = []
-        last_refusal: dict[tuple[str, str], Attempt] = {}
+        last_refusal: dict[tuple[str, str, str], Attempt] = {}
         for attempt in sorted(self.attempts, key=lambda a: a.at):
-            key = (attempt.platform, attempt.channel)
+            key = (attempt.platform, attempt.channel, attempt.scope)
             refused = last_refusal.pop(key, None)
             if refused is not None and refused.retry_after is not None:
                 allowed = refused.at + refused.retry_after - tolerance_s
@@ -161,6 +164,7 @@ class Storm:
         *,
         whole_seconds: bool = False,
         names_wait: bool = True,
+        scope: str = "",
     ) -> Fault | None:
         now = time.monotonic()
         with self._lock:
@@ -178,7 +182,7 @@ class Storm:
             "ok" if fault is None else "429" if isinstance(fault, RateLimit) else "5xx"
         )
         retry_after = fault.retry_after if isinstance(fault, RateLimit) else None
-        self.recorder.record(Attempt(now, platform, channel, method, outcome, retry_after))
+        self.recorder.record(Attempt(now, platform, channel, method, outcome, retry_after, scope))
         return fault
 
 
@@ -196,6 +200,9 @@ class Calm:
         *,
         whole_seconds: bool = False,
         names_wait: bool = True,
+        scope: str = "",
     ) -> Fault | None:
-        self.recorder.record(Attempt(time.monotonic(), platform, channel, method, "ok"))
+        self.recorder.record(
+            Attempt(time.monotonic(), platform, channel, method, "ok", scope=scope)
+        )
         return None

@@ -342,7 +342,7 @@ class FakeSlack:
         if self.faults is None or method not in _SENDS:
             return None
         channel = str(params.get("channel") or "")
-        fault = self.faults.decide("slack", channel, method, whole_seconds=True)
+        fault = self.faults.decide("slack", channel, method, whole_seconds=True, scope=method)
         if fault is None:
             return None
         if isinstance(fault, RateLimit):
