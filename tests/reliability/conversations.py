@@ -38,7 +38,9 @@ TAG = re.compile(r"\bq\d{2}m\d{3}\b")
 # Slack retries at once, after a minute and after five: its own schedule at full size, three
 # times faster at the CI size.
 SLACK_RETRIES_S = (0.0, 60.0, 300.0) if FULL else (0.0, 20.0, 100.0)
-LINE_RETRIES_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)  # LINE publishes no schedule
+# LINE publishes no schedule; it redelivers for a while: here for about two minutes, or ten
+# at full size (a crash loop on a busy machine keeps the hub away for minutes).
+LINE_RETRIES_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0) + ((120.0,) * 4 if FULL else ())
 WEB_RETRY_S = 0.3
 
 

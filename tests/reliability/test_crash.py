@@ -13,6 +13,7 @@ during a model call). `ANIMAHUB_SUITE_SIZE=full` runs the issue's size.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +34,7 @@ MESSAGES = size(ci=150, full=1000)
 KILLS = size(ci=3, full=10)
 SETTLE_S = 3.0  # after the last reply: time for a doubled one to show up
 ANSWER_S = size(ci=120, full=600)  # after the load: for the last replies
+STILL_S = 15.0  # nothing left to do for this long: what is unanswered stays so
 
 
 @pytest.fixture
@@ -44,16 +46,35 @@ def world() -> Iterator[World]:
         opened.close()
 
 
+def settled(database: Path) -> bool:
+    """Nothing left to do: every inbound row finished and every delivery sent or failed
+    (a message the hub gave up on is never answered; the verdict then names it)."""
+    with sqlite3.connect(database) as conn:
+        busy = conn.execute(
+            "SELECT (SELECT count(*) FROM inbox WHERE status IN ('received', 'processing'))"
+            " + (SELECT count(*) FROM delivery WHERE status = 'pending')"
+        ).fetchone()[0]
+    return int(busy) == 0
+
+
 def phase(what: str, started: float) -> None:
     print(f"[{time.monotonic() - started:6.1f} s] {what}", flush=True)
 
 
-def wait_until(check: Callable[[], bool], timeout_s: float) -> bool:
-    """Poll `check`; False when it did not come true in time (the verdict then says why)."""
+def wait_until(check: Callable[[], bool], timeout_s: float, database: Path | None = None) -> bool:
+    """Poll `check`; False when it did not come true in time, or when the hub at `database`
+    has stayed settled for STILL_S without it (the verdict then says what is missing)."""
     deadline = time.monotonic() + timeout_s
+    settled_since: float | None = None
     while time.monotonic() < deadline:
         if check():
             return True
+        if database is not None and settled(database):
+            settled_since = settled_since or time.monotonic()
+            if time.monotonic() - settled_since > STILL_S:
+                return False
+        else:
+            settled_since = None
         time.sleep(0.25)
     return False
 
@@ -81,9 +102,9 @@ def test_sigkill_under_load_every_message_answered_once_in_order(
         phase("first messages answered", started)
         chaos.run(world.call(load.rest()), load.progress, MESSAGES, KILLS)
         phase("load sent", started)
-        if wait_until(lambda: world.run(all_answered(convs)), ANSWER_S):
-            phase("all answered", started)
-            time.sleep(SETTLE_S)
+        answered = wait_until(lambda: world.run(all_answered(convs)), ANSWER_S, home / "hub.db")
+        phase("all answered" if answered else "still unanswered", started)
+        time.sleep(SETTLE_S)
         verdict = world.run(judge(convs))
         elapsed = time.monotonic() - started
     finally:
@@ -96,11 +117,12 @@ def test_sigkill_under_load_every_message_answered_once_in_order(
     )
     assert verdict.messages == MESSAGES
     assert len(chaos.kills) == KILLS
-    lost = {c.name: getattr(c, "lost", 0) for c in convs if getattr(c, "lost", 0)}
-    print(f"lost by the platform after all its retries (the hub unreachable): {lost}")
+    # Events the platform stopped redelivering (no 2xx in any try): whether the hub had
+    # stored one anyway shows in the verdict (missing), so this is a figure, not a check.
+    gave_up = {c.name: getattr(c, "lost", 0) for c in convs if getattr(c, "lost", 0)}
+    print(f"platform gave up redelivering: {gave_up}")
     for name, items in verdict.problems().items():
         print(f"{name} ({len(items)}): {items[:12]}")
-    assert lost == {}
     assert verdict.problems() == {}
     memory = check_memory(home)
     print(f"memory: {memory.files} files, {memory.items} items, {memory.points} index points")
