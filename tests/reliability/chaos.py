@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import random
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,3 +70,35 @@ class Chaos:
     def log(self) -> str:
         assert self.hub is not None
         return self.hub.log.read_text(errors="replace")
+
+
+STILL_S = 10.0  # nothing left to do for this long: what is unanswered stays so
+
+
+def settled(database: Path) -> bool:
+    """Nothing left to do: every inbound row finished and every delivery sent or failed
+    (a message the hub gave up on is never answered; the verdict then names it)."""
+    with sqlite3.connect(database) as conn:
+        busy = conn.execute(
+            "SELECT (SELECT count(*) FROM inbox WHERE status IN ('received', 'processing'))"
+            " + (SELECT count(*) FROM delivery WHERE status = 'pending')"
+        ).fetchone()[0]
+    return int(busy) == 0
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float, database: Path | None = None) -> bool:
+    """Poll `check`; False when it did not come true in time, or when the hub at `database`
+    has stayed settled for STILL_S without it (the verdict then says what is missing)."""
+    deadline = time.monotonic() + timeout_s
+    settled_since: float | None = None
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        if database is not None and settled(database):
+            settled_since = settled_since or time.monotonic()
+            if time.monotonic() - settled_since > STILL_S:
+                return False
+        else:
+            settled_since = None
+        time.sleep(0.25)
+    return False

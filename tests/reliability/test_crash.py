@@ -13,15 +13,14 @@ during a model call). `ANIMAHUB_SUITE_SIZE=full` runs the issue's size.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.hubproc import cli, free_port
-from tests.reliability.chaos import Chaos
+from tests.reliability.chaos import Chaos, wait_until
 from tests.reliability.load import Load, build, web_channels
 from tests.reliability.memory_check import check_memory
 from tests.reliability.verdict import all_answered, judge
@@ -30,11 +29,10 @@ from tests.sizes import size
 
 pytestmark = pytest.mark.e2e
 
-MESSAGES = size(ci=150, full=1000)
+MESSAGES = size(ci=100, full=1000)
 KILLS = size(ci=3, full=10)
 SETTLE_S = 3.0  # after the last reply: time for a doubled one to show up
 ANSWER_S = size(ci=120, full=600)  # after the load: for the last replies
-STILL_S = 15.0  # nothing left to do for this long: what is unanswered stays so
 
 
 @pytest.fixture
@@ -46,37 +44,8 @@ def world() -> Iterator[World]:
         opened.close()
 
 
-def settled(database: Path) -> bool:
-    """Nothing left to do: every inbound row finished and every delivery sent or failed
-    (a message the hub gave up on is never answered; the verdict then names it)."""
-    with sqlite3.connect(database) as conn:
-        busy = conn.execute(
-            "SELECT (SELECT count(*) FROM inbox WHERE status IN ('received', 'processing'))"
-            " + (SELECT count(*) FROM delivery WHERE status = 'pending')"
-        ).fetchone()[0]
-    return int(busy) == 0
-
-
 def phase(what: str, started: float) -> None:
     print(f"[{time.monotonic() - started:6.1f} s] {what}", flush=True)
-
-
-def wait_until(check: Callable[[], bool], timeout_s: float, database: Path | None = None) -> bool:
-    """Poll `check`; False when it did not come true in time, or when the hub at `database`
-    has stayed settled for STILL_S without it (the verdict then says what is missing)."""
-    deadline = time.monotonic() + timeout_s
-    settled_since: float | None = None
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        if database is not None and settled(database):
-            settled_since = settled_since or time.monotonic()
-            if time.monotonic() - settled_since > STILL_S:
-                return False
-        else:
-            settled_since = None
-        time.sleep(0.25)
-    return False
 
 
 @pytest.mark.timeout(size(ci=600, full=3600))
