@@ -26,6 +26,7 @@ from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from adapters.discord import rest
+from adapters.discord.catchup import ChannelOrder, Seen, catch_up
 from adapters.discord.commands import (
     EPHEMERAL,
     build_tree,
@@ -76,6 +77,7 @@ class _Gateway(discord.Client):
 
     async def on_connect(self) -> None:  # READY was received (on_ready waits 2 s more)
         self.session_started.set()
+        self.adapter.session_started()  # before any message of this session is handled
 
     async def on_message(self, message: discord.Message) -> None:
         await self.adapter.on_message(message)
@@ -105,6 +107,9 @@ class DiscordAdapter:
         self._gateway_task: asyncio.Task[None] | None = None
         self._ids = Identities()
         self._outbound = Outbound(self.capabilities.max_text)
+        self._order = ChannelOrder()
+        self._seen: Seen | None = None
+        self._catching_up: asyncio.Task[int] | None = None
         # The HTTP interactions endpoint, when a public key is configured.
         self.interactions: InteractionsEndpoint | None = None
         if settings.public_key:
@@ -123,6 +128,7 @@ class DiscordAdapter:
         token = self._settings.bot_token
         assert token is not None  # checked in __init__
         self._hub = hub
+        self._seen = Seen(hub)
         Route.BASE = self._settings.api_url.rstrip("/")
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self._settings.gateway_url or REAL_GATEWAY)
         client = self._client = _Gateway(self)
@@ -193,6 +199,10 @@ class DiscordAdapter:
         )
 
     async def stop(self) -> None:
+        if self._catching_up is not None:
+            self._catching_up.cancel()
+            await asyncio.gather(self._catching_up, return_exceptions=True)
+            self._catching_up = None
         await self._outbound.close()
         if self.interactions is not None:
             await self.interactions.close()
@@ -214,9 +224,33 @@ class DiscordAdapter:
 
     # inbound ---------------------------------------------------------------------------
 
-    async def on_message(self, message: discord.Message) -> None:
-        if self._ids.is_own(message.author.id):
+    def session_started(self) -> None:
+        """A new gateway session (not a resume): read back what it did not see
+        (catchup.py). Live messages wait meanwhile, so each channel stays in order."""
+        client, seen = self._client, self._seen
+        if client is None or seen is None:
             return
+        if self._catching_up is not None and not self._catching_up.done():
+            self._catching_up.cancel()
+        self._order.hold()
+        self._catching_up = asyncio.create_task(
+            catch_up(client, seen, self._order, self._take), name="discord-catch-up"
+        )
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self._order.wait_open()
+        await self._take(message)
+
+    async def _take(self, message: discord.Message) -> None:
+        """One message into the hub, in its channel's order; its cursor moves once stored."""
+        channel_id = message.channel.id
+        async with self._order.turn(channel_id):
+            if not self._ids.is_own(message.author.id):
+                await self._ingest(message)
+            if self._seen is not None:
+                self._seen.mark(channel_id, message.id)
+
+    async def _ingest(self, message: discord.Message) -> None:
         inbound = await self._normalize(message, None)
         if inbound is None:
             return

@@ -13,6 +13,10 @@ settings). It speaks the wire format closely enough for the library's own parser
   the test guild after IDENTIFY, then whatever a test dispatches.
 * Messages the bots post are dispatched back as MESSAGE_CREATE / MESSAGE_UPDATE, as Discord
   does, so an adapter must recognise and ignore its own messages.
+* A message is dispatched only to the sessions open when it is sent: as on Discord, a new
+  session does not replay what it missed. It stays in the channel's history,
+  ``GET /channels/{id}/messages`` (``after``/``before``/``limit``, newest first), and the
+  channel's ``last_message_id`` follows it.
 
 Everything is recorded: requests, IDENTIFY payloads, posted messages (content after edits,
 edit count, message_reference, nonce), command overwrites and interaction responses. Tests
@@ -21,6 +25,7 @@ one built with a fixed ``port`` can be started later (Discord down at hub start)
 does not know gets 401. :meth:`FakeDiscord.drop_next_send_response` creates the next message
 posted and then closes the connection without answering; a repeated post with the same
 ``nonce`` and ``enforce_nonce`` is answered with the message already created, as Discord does.
+:attr:`FakeDiscord.faults` (tests/fakes/faults.py) decides for every post and edit.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.faults import FaultPolicy, RateLimit
 from tests.fakes.listener import HOST, Listener
 
 JSON = dict[str, Any]
@@ -151,6 +157,8 @@ class FakeDiscord:
         self._sessions: list[_Session] = []
         self._listener = Listener(self.port)
         self._drop_next = False
+        # Consulted before every post and edit (tests/fakes/faults.py); None: no faults.
+        self.faults: FaultPolicy | None = None
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -163,6 +171,7 @@ class FakeDiscord:
         r.add_get(f"{API}/gateway", self._gateway_url)
         r.add_get(f"{API}/gateway/bot", self._gateway_url)
         r.add_get(API + "/channels/{channel_id}", self._get_channel)
+        r.add_get(API + "/channels/{channel_id}/messages", self._list_messages)
         r.add_post(API + "/channels/{channel_id}/messages", self._create_message)
         r.add_patch(API + "/channels/{channel_id}/messages/{message_id}", self._edit_message)
         r.add_post(f"{API}/users/@me/channels", self._open_dm)
@@ -342,10 +351,22 @@ class FakeDiscord:
         }
 
     async def send_message(self, data: JSON) -> JSON:
-        """A person's message: stored and dispatched as MESSAGE_CREATE."""
-        self.messages[data["id"]] = FakeMessage(data, data["channel_id"], data["author"]["id"])
+        """A person's message: stored and dispatched as MESSAGE_CREATE (to the sessions
+        open now: a bot that is offline never receives it over the gateway, and a new
+        session does not replay it; it is in the channel's history)."""
+        self._store(FakeMessage(data, data["channel_id"], data["author"]["id"]))
         await self.dispatch("MESSAGE_CREATE", data)
         return data
+
+    def _store(self, message: FakeMessage) -> None:
+        self.messages[message.id] = message
+        channel = self.channels.get(message.channel_id)
+        if channel is not None:
+            channel["last_message_id"] = message.id
+
+    def online(self) -> bool:
+        """Whether a bot has a gateway session open (one that would get a dispatch)."""
+        return any(s.identified and not s.ws.closed for s in self._sessions)
 
     async def edit_message(self, message_id: str, content: str) -> JSON:
         """A person edits a message: MESSAGE_UPDATE with the full message, as API v10 sends."""
@@ -421,7 +442,9 @@ class FakeDiscord:
         self.dispatched.append((event, data))
         for session in list(self._sessions):
             if session.identified and not session.ws.closed:
-                await session.dispatch(event, data)
+                # A session whose connection is dropping misses it, as on Discord.
+                with contextlib.suppress(ConnectionError):
+                    await session.dispatch(event, data)
 
     async def redispatch(self, event: str, data: JSON) -> None:
         """Deliver an event again, as Discord may after a resume."""
@@ -485,10 +508,27 @@ class FakeDiscord:
         if limit is not None and limit.times > 0:
             limit.times -= 1
             return _too_many(limit.retry_after)
+        injected = self._injected(request, pattern)
+        if injected is not None:
+            return injected
         response = await handler(request)
         if isinstance(response, web.Response):
             response.headers.update(_bucket_headers())
         return response
+
+    def _injected(self, request: web.Request, pattern: str) -> web.Response | None:
+        """What the fault policy makes of a post or an edit: Discord's 429 (with the
+        headers and body discord.py reads) or a 5xx; None to carry it out."""
+        if self.faults is None or (request.method, pattern) not in _SENDS:
+            return None
+        channel = request.match_info.get("channel_id", "")
+        route = f"{request.method} {pattern}"
+        fault = self.faults.decide("discord", channel, route, scope=route)
+        if fault is None:
+            return None
+        if isinstance(fault, RateLimit):
+            return _too_many(fault.retry_after or 1.0)
+        return error(fault.status, "Service Unavailable" if fault.status == 503 else "Error")
 
     async def _me(self, request: web.Request) -> web.Response:
         return reply(request[BOT])
@@ -531,6 +571,29 @@ class FakeDiscord:
         channel = self.channels.get(request.match_info["channel_id"])
         return reply(channel) if channel is not None else error(404, "Unknown Channel", 10003)
 
+    async def _list_messages(self, request: web.Request) -> web.Response:
+        """`GET /channels/{id}/messages?after=&before=&limit=`: like Discord, newest first
+        whichever way it pages, `limit` 1-100 (50 by default); with `after`, the `limit`
+        messages right after that id."""
+        channel_id = request.match_info["channel_id"]
+        if channel_id not in self.channels:
+            return error(404, "Unknown Channel", 10003)
+        try:
+            limit = int(request.query.get("limit", "50"))
+            after = int(request.query.get("after", "0"))
+            before = int(request.query.get("before", "0")) or None
+        except ValueError:
+            return reply({"message": "Invalid Form Body", "code": 50035}, 400)
+        if not 1 <= limit <= 100:
+            return reply({"message": "Invalid Form Body", "code": 50035}, 400)
+        found = sorted(
+            (m for m in self.messages.values() if m.channel_id == channel_id),
+            key=lambda m: int(m.id),
+        )
+        found = [m for m in found if int(m.id) > after and (before is None or int(m.id) < before)]
+        page = found[:limit] if "after" in request.query else found[-limit:]
+        return reply([m.data for m in reversed(page)])
+
     async def _create_message(self, request: web.Request) -> web.Response:
         channel_id = request.match_info["channel_id"]
         if channel_id not in self.channels:
@@ -557,7 +620,7 @@ class FakeDiscord:
         if nonce is not None:
             data["nonce"] = nonce
         data["allowed_mentions"] = body.get("allowed_mentions")
-        self.messages[data["id"]] = FakeMessage(data, channel_id, bot["id"])
+        self._store(FakeMessage(data, channel_id, bot["id"]))
         await self.dispatch("MESSAGE_CREATE", data)
         if self._drop_next:
             self._drop_next = False
@@ -757,6 +820,14 @@ async def _dropped(request: web.Request) -> web.Response:
         request.transport.close()
     await asyncio.sleep(0.05)
     return web.Response(status=200)
+
+
+_SENDS = frozenset(
+    {
+        ("POST", API + "/channels/{channel_id}/messages"),
+        ("PATCH", API + "/channels/{channel_id}/messages/{message_id}"),
+    }
+)
 
 
 def _bucket_headers() -> dict[str, str]:

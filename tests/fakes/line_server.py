@@ -19,12 +19,14 @@ It runs in the test's event loop (aiohttp.web on 127.0.0.1) and speaks LINE's wi
   "events"}`` to the hub's ``webhook_url``, signed with the channel secret (``X-Line-Signature``:
   base64 HMAC-SHA256 of the body); :meth:`FakeLine.redeliver` sends an event again with
   ``deliveryContext.isRedelivery: true`` and the same ``webhookEventId``; :meth:`forged` and
-  :meth:`unsigned` are the rejection cases.
+  :meth:`unsigned` are the rejection cases; :meth:`FakeLine.deliver_until_accepted` is LINE's
+  webhook redelivery: an event not answered 2xx in time is sent again, marked redelivered.
 
 Every request is recorded (:attr:`FakeLine.calls`), and every message the bot sent is kept in
 :attr:`FakeLine.messages`. Faults: :meth:`rate_limit` (an ordinary 429), :meth:`exhaust_quota`
 (the monthly-limit 429 on push), a wrong access token gets 401, :meth:`drop_next_send_response`
-accepts the next push or reply, records it, then closes the connection without answering.
+accepts the next push or reply, records it, then closes the connection without answering;
+:attr:`FakeLine.faults` (tests/fakes/faults.py) decides for every reply and push.
 A fake built with a fixed ``port`` can be started later (the platform down at hub start).
 """
 
@@ -46,6 +48,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.faults import FaultPolicy, RateLimit
 from tests.fakes.listener import Listener
 
 log = logging.getLogger(__name__)
@@ -159,6 +162,8 @@ class FakeLine:
         self._events: dict[str, JSON] = {}  # webhookEventId -> the event as first sent
         self._ids = itertools.count(600_000_000_000_000_001)
         self._http: aiohttp.ClientSession | None = None
+        # Consulted before every reply and push (tests/fakes/faults.py); None: no faults.
+        self.faults: FaultPolicy | None = None
 
     # lifecycle ---------------------------------------------------------------------------
 
@@ -300,7 +305,25 @@ class FakeLine:
                 return self._answer(index, {"message": RATE_MESSAGE}, 429, **extra)
         if kind == "push" and self._quota_exhausted:
             return self._answer(index, {"message": QUOTA_MESSAGE}, 429)
-        return None
+        return self._injected(index, kind)
+
+    def _injected(self, index: int, kind: str) -> web.Response | None:
+        """What the fault policy makes of a reply or push: LINE's ordinary 429 (it names no
+        wait) or a 5xx; None to carry it out. Nothing is sent either way."""
+        if self.faults is None:
+            return None
+        body = self.calls[index].body or {}
+        chat = str(body.get("to") or "")
+        token = self._tokens.get(str(body.get("replyToken") or ""))
+        if kind == "reply" and token is not None:
+            chat = token.chat
+        fault = self.faults.decide("line", chat, kind, names_wait=False)
+        if fault is None:
+            return None
+        if isinstance(fault, RateLimit):
+            extra = {} if fault.retry_after is None else {"Retry-After": f"{fault.retry_after:g}"}
+            return self._answer(index, {"message": RATE_MESSAGE}, 429, **extra)
+        return self._answer(index, {"message": "Internal server error"}, fault.status)
 
     @staticmethod
     def _bad_messages(body: JSON) -> str | None:
@@ -582,6 +605,37 @@ class FakeLine:
             self._events.setdefault(event["webhookEventId"], event)
         raw = self.payload(list(events))
         return await self.post_webhook(raw, sign(self.channel_secret, raw))
+
+    async def deliver_until_accepted(
+        self, event: JSON, *, retry_delays_s: tuple[float, ...], timeout_s: float = 2.0
+    ) -> Delivery:
+        """Deliver one event the way LINE does with webhook redelivery on: a signed POST
+        that must be answered 2xx within `timeout_s`; a refused connection, an error status
+        or no answer in time make LINE send it again later (`isRedelivery: true`, the same
+        `webhookEventId`) after each of `retry_delays_s`. When they run out the event is
+        lost (the last failed delivery is returned). LINE publishes no schedule; tests pass
+        a compressed one."""
+        self._events.setdefault(event["webhookEventId"], event)
+        last = Delivery(0, "not delivered")
+        for attempt in range(len(retry_delays_s) + 1):
+            if attempt:
+                await asyncio.sleep(retry_delays_s[attempt - 1])
+                body = json.loads(json.dumps(event))
+                body["deliveryContext"] = {"isRedelivery": True}
+                raw = self.payload([body])
+            else:
+                raw = self.payload([event])
+            try:
+                last = await asyncio.wait_for(
+                    self.post_webhook(raw, sign(self.channel_secret, raw)), timeout_s
+                )
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                last = Delivery(0, f"{type(exc).__name__}: {exc}")
+                self.deliveries.append(last)
+                continue
+            if 200 <= last.status < 300:
+                return last
+        return last
 
     async def redeliver(self, webhook_event_id: str) -> Delivery:
         """The same event again, marked as a redelivery (its reply token is long gone)."""

@@ -11,6 +11,9 @@ wire protocols:
 * Socket Mode at ``/link``: a ``hello`` on connect; :meth:`FakeSlack.push` sends an
   ``events_api`` or ``slash_commands`` envelope and :meth:`FakeSlack.ack` waits for the
   acknowledgement (its payload too: a slash command's answer).
+  :meth:`FakeSlack.deliver_until_acked` is Slack's at-least-once delivery: an envelope not
+  acknowledged in time is sent again with ``retry_attempt`` counting up, on whatever
+  connection is open by then.
 * the Events API as Slack's side of it: :meth:`FakeSlack.deliver` POSTs a signed
   ``event_callback`` (v0 HMAC-SHA256 of ``v0:{ts}:{body}``) to the hub's ``events_url``, or
   pushes it over the socket when no ``events_url`` is set; :meth:`FakeSlack.redeliver` sends
@@ -22,7 +25,8 @@ wire protocols:
 Everything it receives is recorded (:attr:`FakeSlack.calls`), and what the bots posted is kept
 with its text after edits (:attr:`FakeSlack.messages`). :meth:`FakeSlack.rate_limit` answers
 the next N calls of a method with 429 + ``Retry-After``; :meth:`FakeSlack.fail` with an error
-code; :meth:`FakeSlack.break_channel` makes every post to a channel fail;
+code; :attr:`FakeSlack.faults` (tests/fakes/faults.py) decides for every post and edit;
+:meth:`FakeSlack.break_channel` makes every post to a channel fail;
 :meth:`FakeSlack.drop_next_send_response` posts the next ``chat.postMessage`` and then closes
 the connection without answering (the caller cannot know it was posted). With
 ``echo_bot_messages`` the fake also delivers the bots' own posts and edits back as events, as
@@ -48,10 +52,14 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.faults import FaultPolicy, RateLimit
 from tests.fakes.listener import HOST, Listener
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
+# Slack retries an unacknowledged event three times: at once, after a minute, after five.
+SLACK_RETRY_DELAYS_S = (0.0, 60.0, 300.0)
+ACK_TIMEOUT_S = 3.0  # Slack's time to acknowledge an envelope or event
 BOT_SCOPES = (
     "app_mentions:read,channels:history,groups:history,im:history,mpim:history,"
     "chat:write,chat:write.customize,users:read,commands,files:read"
@@ -153,6 +161,8 @@ class FakeSlack:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._http: aiohttp.ClientSession | None = None
         self._listener = Listener(port)
+        # Consulted before every post and edit (tests/fakes/faults.py); None: no faults.
+        self.faults: FaultPolicy | None = None
 
     # lifecycle ---------------------------------------------------------------------------
 
@@ -304,6 +314,9 @@ class FakeSlack:
         if failure is not None and failure.remaining > 0:
             failure.remaining -= 1
             return web.json_response({"ok": False, "error": failure.error}, status=failure.status)
+        injected = self._injected(method, params)
+        if injected is not None:
+            return injected
         if method == "apps.connections.open":
             if token != self.app_token:
                 return self._reply({"ok": False, "error": "invalid_auth"})
@@ -322,6 +335,22 @@ class FakeSlack:
             self._drop_next = False
             return await _dropped(request)
         return self._reply(body, headers)
+
+    def _injected(self, method: str, params: JSON) -> web.Response | None:
+        """What the fault policy makes of a post or edit: Slack's 429 (Retry-After in whole
+        seconds, as Slack sends it) or a 5xx; None to carry it out."""
+        if self.faults is None or method not in _SENDS:
+            return None
+        channel = str(params.get("channel") or "")
+        fault = self.faults.decide("slack", channel, method, whole_seconds=True, scope=method)
+        if fault is None:
+            return None
+        if isinstance(fault, RateLimit):
+            headers = {"Retry-After": f"{fault.retry_after or 1:g}"}
+            body = {"ok": False, "error": "ratelimited"}
+            return web.json_response(body, status=429, headers=headers)
+        body = {"ok": False, "error": "service_unavailable"}
+        return web.json_response(body, status=fault.status)
 
     @staticmethod
     def _reply(body: JSON, headers: dict[str, str] | None = None) -> web.Response:
@@ -677,6 +706,43 @@ class FakeSlack:
         for ws in list(self.sockets):
             await ws.send_json(disconnect)
 
+    async def deliver_until_acked(
+        self,
+        event: JSON,
+        *,
+        retry_delays_s: tuple[float, ...] = SLACK_RETRY_DELAYS_S,
+        ack_timeout_s: float = ACK_TIMEOUT_S,
+    ) -> Delivery:
+        """Deliver an event over Socket Mode the way Slack does: an envelope on the open
+        connection, acknowledged within `ack_timeout_s`, or else sent again (a new envelope,
+        the same event and event_id, `retry_attempt` counting up) after each of
+        `retry_delays_s`, whether or not a connection was open meanwhile. When every retry
+        goes unacknowledged the event is lost (status 0), as on Slack. Tests pass a
+        compressed schedule; Slack's own is SLACK_RETRY_DELAYS_S."""
+        body = self.callback(event)
+        self._sent[body["event_id"]] = body
+        for attempt in range(len(retry_delays_s) + 1):
+            if attempt:
+                await asyncio.sleep(retry_delays_s[attempt - 1])
+            if not self.sockets:
+                continue  # nobody to deliver to: this attempt fails as a timeout would
+            envelope_id = self.push(
+                "events_api",
+                body,
+                retry_attempt=attempt,
+                retry_reason="timeout" if attempt else "",
+            )
+            try:
+                await self.ack(envelope_id, ack_timeout_s)
+            except TimeoutError:
+                continue
+            delivery = Delivery(body["event_id"], 200, envelope_id=envelope_id)
+            self.deliveries.append(delivery)
+            return delivery
+        lost = Delivery(body["event_id"], 0)
+        self.deliveries.append(lost)
+        return lost
+
     async def ack(self, envelope_id: str, timeout_s: float = 10.0) -> JSON | None:
         """Wait for the acknowledgement of an envelope; its payload, if it had one."""
         event = self._acked.setdefault(envelope_id, asyncio.Event())
@@ -718,6 +784,7 @@ def sign(secret: str, timestamp: str, body: str) -> dict[str, str]:
     return {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": f"v0={digest}"}
 
 
+_SENDS = frozenset({"chat.postMessage", "chat.update"})
 _METHODS = {
     "auth.test": FakeSlack._auth_test,
     "chat.postMessage": FakeSlack._post_message,

@@ -32,7 +32,8 @@ Faults: :meth:`rate_limit` (429 with ``parameters.retry_after``, for one chat or
 :meth:`conflict` (409 on getUpdates: another poller), a wrong token gets 401 (getMe
 included), :meth:`fail` any method with any status, and :meth:`drop_next_send_response`
 accepts the next sendMessage, records the message, then closes the connection without an
-answer. A fake built with a fixed ``port`` can be started later (the platform down at start).
+answer; :attr:`FakeTelegram.faults` (tests/fakes/faults.py) decides for every send and
+edit. A fake built with a fixed ``port`` can be started later (the platform down at start).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from typing import Any, Literal
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.faults import FaultPolicy, RateLimit
 from tests.fakes.listener import Listener
 from tests.fakes.telegram_html import EntityError, parse, u16
 
@@ -188,6 +190,8 @@ class FakeTelegram:
         self._update_ids = itertools.count(700_000_001)
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._http: aiohttp.ClientSession | None = None
+        # Consulted before every sendMessage and editMessageText (tests/fakes/faults.py).
+        self.faults: FaultPolicy | None = None
 
     # lifecycle ---------------------------------------------------------------------------
 
@@ -340,7 +344,22 @@ class FakeTelegram:
         if failure is not None and failure.remaining > 0:
             failure.remaining -= 1
             return _error(failure.status, failure.description)
-        return None
+        return self._injected(method, params)
+
+    def _injected(self, method: str, params: JSON) -> web.Response | None:
+        """What the fault policy makes of a send or an edit: Telegram's 429 (a whole number
+        of seconds in `parameters.retry_after`) or a 5xx; None to carry it out."""
+        if self.faults is None or method not in _SENDS:
+            return None
+        chat = str(_as_int(params.get("chat_id")) or "")
+        fault = self.faults.decide("telegram", chat, method, whole_seconds=True)
+        if fault is None:
+            return None
+        if isinstance(fault, RateLimit):
+            wait = int(fault.retry_after or 1)
+            return _error(429, f"Too Many Requests: retry after {wait}", {"retry_after": wait})
+        reason = "Bad Gateway" if fault.status == 502 else "Internal Server Error"
+        return _error(fault.status, reason)
 
     async def _file(self, request: web.Request) -> web.StreamResponse:
         if request.match_info["token"] != self.token:
@@ -686,6 +705,7 @@ def _entities(text: str, users: dict[int, JSON]) -> list[JSON]:
     return found
 
 
+_SENDS = frozenset({"sendMessage", "editMessageText"})
 _METHODS: dict[str, Any] = {
     "getMe": FakeTelegram._get_me,
     "deleteWebhook": FakeTelegram._delete_webhook,
