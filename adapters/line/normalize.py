@@ -17,6 +17,7 @@ content stays on LINE's side until someone fetches it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +40,9 @@ from hub.messages import Address, AddressKind, Attachment, Inbound, PlatformUser
 
 PLATFORM = "line"
 CONTENT_SCHEME = "line-content:"
+# LINE's ids (U…, C…, R… and 32 hex digits), loosely: an address is stored as text and parsed
+# back (hub/messages.py), so what goes into one must not hold its separators (`/`, `#`).
+_ID = re.compile(r"[A-Za-z0-9]{1,64}")
 _MEDIA = {
     ImageMessageContent: ("image", "image/*"),
     VideoMessageContent: ("video", "video/*"),
@@ -120,6 +124,13 @@ def attachments_of(content: Any) -> tuple[Attachment, ...]:
     return ()
 
 
+def _sent_at(milliseconds: int) -> datetime:
+    try:
+        return datetime.fromtimestamp(milliseconds / 1000, UTC)
+    except (ValueError, OverflowError, OSError):  # a year out of range: when we got it
+        return datetime.now(UTC)
+
+
 def to_inbound(
     event: MessageEvent, bot_user_id: str, sender_name: str, raw: dict[str, Any]
 ) -> Inbound | None:
@@ -129,6 +140,8 @@ def to_inbound(
     content = event.message
     if source is None or source.user is None:
         return None
+    if not (_ID.fullmatch(bot_user_id) and _ID.fullmatch(source.chat)):
+        return None  # not a chat LINE names (a destination '/' would make a broken address)
     text, mentioned = "", False
     if isinstance(content, TextMessageContent):
         text, mentioned = strip_bot_mentions(content.text, content, bot_user_id)
@@ -145,6 +158,6 @@ def to_inbound(
         addressed=source.is_dm or mentioned or command is not None,
         attachments=files,
         command=command,
-        sent_at=datetime.fromtimestamp(event.timestamp / 1000, UTC),
+        sent_at=_sent_at(event.timestamp),
         raw={k: v for k, v in raw.items() if k != "replyToken"},
     )
