@@ -28,7 +28,7 @@ from hub.dispatch import Dispatcher
 from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, Inbox
-from hub.ingress import Ingress
+from hub.ingress import Ingress, storable
 from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill_llm import anima_distillers
@@ -252,6 +252,7 @@ class Hub:
     # HubPort ---------------------------------------------------------------------------
 
     async def receive(self, inbound: Inbound) -> Receipt:
+        inbound = storable(inbound)  # identity and commands store its names and text too
         row, duplicate = self.ingress.accept(inbound)
         if inbound.command is not None:
             # Answered at once as the platform's command response: no turn, no outbox.

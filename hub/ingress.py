@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from hub.adapter import MessageTooLarge
-from hub.messages import Address, Attachment, Inbound, PlatformUser
+from hub.messages import Address, Attachment, Command, Inbound, PlatformUser
 from hub.store.db import Database, row_values
 from hub.store.models import InboxItem
 
@@ -45,6 +45,52 @@ class Ingress:
                 )
             ).one()
         return existing, True
+
+
+def _clean(text: str) -> str:
+    return text.replace("\x00", "")
+
+
+def storable(inbound: Inbound) -> Inbound:
+    """The event without NUL characters in its text fields: PostgreSQL refuses them in a text
+    column (a message with one failed with a 500, and every redelivery with it), and no
+    platform means anything by one. `raw` is JSON, which keeps them escaped."""
+    a, s, c = inbound.address, inbound.sender, inbound.command
+    fields = (
+        inbound.event_id,
+        inbound.text,
+        inbound.reply_to or "",
+        inbound.edit_of or "",
+        str(a),
+        s.user_id,
+        s.display_name,
+        *inbound.mentions,
+        *(f"{x.name}{x.url}{x.content_type}" for x in inbound.attachments),
+        *((c.name, *c.args) if c else ()),
+    )
+    if not any("\x00" in field for field in fields):
+        return inbound
+    return replace(
+        inbound,
+        event_id=_clean(inbound.event_id),
+        address=Address(
+            a.platform,
+            _clean(a.workspace),
+            _clean(a.channel),
+            _clean(a.thread) if a.thread else a.thread,
+            a.kind,
+        ),
+        sender=PlatformUser(s.platform, _clean(s.user_id), _clean(s.display_name), s.is_bot),
+        text=_clean(inbound.text),
+        mentions=tuple(_clean(m) for m in inbound.mentions),
+        reply_to=_clean(inbound.reply_to) if inbound.reply_to else inbound.reply_to,
+        edit_of=_clean(inbound.edit_of) if inbound.edit_of else inbound.edit_of,
+        attachments=tuple(
+            replace(x, name=_clean(x.name), url=_clean(x.url), content_type=_clean(x.content_type))
+            for x in inbound.attachments
+        ),
+        command=Command(_clean(c.name), tuple(_clean(x) for x in c.args)) if c else None,
+    )
 
 
 def to_row(inbound: Inbound) -> InboxItem:
