@@ -36,7 +36,12 @@ def read_document(path: Path) -> tuple[dict[str, Any], str]:
     `{...}` or `+++` block for JSON or TOML metadata, and it turns CRLF into LF, so a body
     written with one would read back changed. Only YAML front matter is read (what the
     hub writes), and the text is kept as it was written."""
-    text = path.read_bytes().decode("utf-8").strip()
+    return parse_document(path.read_bytes().decode("utf-8"))
+
+
+def parse_document(text: str) -> tuple[dict[str, Any], str]:
+    """What read_document reads from a file, from its text."""
+    text = text.strip()
     if not _YAML.detect(text):
         return {}, text
     try:

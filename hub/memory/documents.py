@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from hub.files import read_document, write_document
+from hub.files import parse_document, read_document, write_document
 
 IMPORTANT_MARK = "[IMPORTANT]"
 # Note statuses that keep a file out of recall (consolidation: superseded by a newer fact,
@@ -186,7 +186,8 @@ def iter_notes(folder: Path) -> list[MemoryItem]:
     return items
 
 
-_UNREADABLE = (yaml.YAMLError, UnicodeDecodeError, MemoryFileError)
+# What reading a memory file raises when the file is not one it can read.
+UNREADABLE = (yaml.YAMLError, UnicodeDecodeError, MemoryFileError)
 
 
 def _readable(reader: Callable[[Path, Path], T], folder: Path, path: Path) -> T | None:
@@ -194,7 +195,7 @@ def _readable(reader: Callable[[Path, Path], T], folder: Path, path: Path) -> T 
     hand-edited file with a bad key does not stop a rebuild of all the others."""
     try:
         return reader(folder, path)
-    except _UNREADABLE as exc:
+    except UNREADABLE as exc:
         log.warning("%s is not a readable memory file, skipped: %s", path, exc)
         return None
 
@@ -226,7 +227,10 @@ def render_section(item: MemoryItem) -> str:
 def read_episodes(folder: Path, path: Path) -> list[MemoryItem]:
     """Every section of one day's episode file, in order."""
     _meta, body = read_document(path)
-    relative = path.relative_to(folder).as_posix()
+    return _episode_items(path.relative_to(folder).as_posix(), body)
+
+
+def _episode_items(relative: str, body: str) -> list[MemoryItem]:
     items = []
     starts = list(_SECTION_RE.finditer(body))
     for index, match in enumerate(starts):
@@ -275,11 +279,16 @@ def rewrite_episodes(folder: Path, path: str, items: list[MemoryItem]) -> None:
 def items_in(folder: Path, path: Path) -> list[MemoryItem]:
     """The items one file holds: an episode file's sections, one note, or nothing for a
     retired note."""
-    relative = path.relative_to(folder)
-    if relative.parts[0] == "episodes":
-        return read_episodes(folder, path)
-    item = read_note(folder, path)
-    return [] if item is None else [item]
+    return items_of_text(folder, path, path.read_bytes().decode("utf-8"))
+
+
+def items_of_text(folder: Path, path: Path, text: str) -> list[MemoryItem]:
+    """The items `path` would hold with this text (yaml.YAMLError or MemoryFileError when it
+    holds none it can): what a write checks before it replaces a file."""
+    meta, body = parse_document(text)
+    if path.relative_to(folder).parts[0] == "episodes":
+        return _episode_items(path.relative_to(folder).as_posix(), body)
+    return [] if is_retired(meta) else [_note_item(folder, path, meta, body)]
 
 
 def iter_items(folder: Path) -> list[MemoryItem]:
