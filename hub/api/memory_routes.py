@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from hub.api.routes import HubDep
 from hub.app import Hub
 from hub.memory.consolidation import Consolidator
+from hub.memory.documents import UNREADABLE
 from hub.memory.files import MemoryPathError
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
@@ -87,7 +88,7 @@ async def write(name: str, body: WriteRequest, hub: HubDep) -> dict[str, Any]:
     memory = _memory(hub, name)
     try:
         items = await memory.write(name, body.path, body.content)
-    except MemoryPathError as exc:
+    except (MemoryPathError, *UNREADABLE) as exc:  # nothing was written
         raise HTTPException(400, str(exc)) from None
     return {"path": body.path, "items": items}
 

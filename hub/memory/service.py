@@ -18,12 +18,14 @@ from hub.files import atomic_write
 from hub.memory.access import AccessLog
 from hub.memory.context import PASSAGE_FORMAT, FileItems, passage_texts
 from hub.memory.documents import (
+    UNREADABLE,
     Layer,
     MemoryItem,
     append_episode,
     episode_path,
     importance_of,
     items_in,
+    items_of_text,
     iter_items,
     iter_notes,
     stable_id,
@@ -316,10 +318,14 @@ class MemoryService:
         path = memory_path(folder, relative)
         if relative.split("/", 1)[0] not in WRITABLE:
             raise MemoryPathError(f"{relative!r}: write under {', '.join(WRITABLE)}")
-        before = {item.id for item in items_in(folder, path)} if path.exists() else set()
-        atomic_write(path, redact(content)[0])
+        text = redact(content)[0]
+        after = items_of_text(folder, path, text)  # a file it cannot read is not written
+        try:
+            before = {item.id for item in items_in(folder, path)} if path.exists() else set()
+        except UNREADABLE:  # a broken file being replaced: none of it could be indexed
+            before = set()
+        atomic_write(path, text)
         self._graphs.pop(anima, None)
-        after = items_in(folder, path)
         self.index.delete([i for i in before if i not in {item.id for item in after}])
         await self.index_items(anima, after)
         return len(after)
