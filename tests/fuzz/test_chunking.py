@@ -121,7 +121,7 @@ def assert_split(text: str, limit: int) -> None:
     assert not text[cursor:].strip(), f"text lost after the last chunk: {text[cursor:][:80]!r}"
 
 
-@examples(ci=300, full=20_000)
+@examples(ci=150, full=20_000)
 @given(markdown, st.integers(min_value=MIN_LIMIT, max_value=400))
 def test_chunks_fit_and_keep_the_text_in_order(text: str, limit: int) -> None:
     assert_split(text, limit)

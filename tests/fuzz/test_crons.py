@@ -79,7 +79,7 @@ def _crontab_weekdays(field: str) -> set[int] | None:
     return days
 
 
-@examples(ci=150, full=20_000)
+@examples(ci=100, full=10_000)
 @given(expression=schedule, zone=st.sampled_from(["UTC", "Asia/Tokyo"]))
 @example(expression="0 0 * * 7", zone="UTC")
 def test_a_schedule_is_a_trigger_or_a_schedule_error(expression: str, zone: str) -> None:
@@ -92,7 +92,7 @@ def test_a_schedule_is_a_trigger_or_a_schedule_error(expression: str, zone: str)
     trigger.get_next_fire_time(None, now)
 
 
-@examples(ci=150, full=20_000)
+@examples(ci=100, full=10_000)
 @given(field=dow_field)
 def test_weekdays_are_the_ones_crontab_names(field: str) -> None:
     expected = _crontab_weekdays(field)
@@ -157,7 +157,7 @@ _LINE = st.one_of(
 cron_file = st.lists(_LINE, max_size=30).map("\n".join)
 
 
-@examples(ci=150, full=20_000)
+@examples(ci=80, full=10_000)
 @given(text=cron_file)
 @example(text="## A\nschedule: 0 9 * * *\ntype: command\n/anima 'x")
 def test_any_cron_file_gives_jobs_and_problems(text: str) -> None:

@@ -297,7 +297,7 @@ async def test_a_gateway_message_normalizes(
     assert "\x00" not in inbound.text
 
 
-@examples(ci=100, full=20_000)
+@examples(ci=100, full=10_000)
 @given(
     text=st.lists(
         st.one_of(nasty_text(10), st.just("\x00"), st.sampled_from([",", ".", ":", "!", "?"])),

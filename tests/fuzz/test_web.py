@@ -73,7 +73,7 @@ async def _status(client: httpx.AsyncClient, path: str, body: str) -> int:
         return response.status_code  # the reply's event stream is not waited for
 
 
-@examples(ci=20, full=2_000, fixture=True)
+@examples(ci=20, full=1_000, fixture=True)
 @given(body=bodies, anima=st.sampled_from(["aria", "nobody"]))
 # A NUL in the text passed validation and PostgreSQL refused the row: a 500.
 @example(body=json.dumps({"message": "a\x00b", "session_id": "s1"}), anima="aria")
@@ -85,7 +85,7 @@ async def test_any_chat_body_is_answered_never_a_server_error(
     assert status in ANSWERS
 
 
-@examples(ci=15, full=2_000, fixture=True)
+@examples(ci=15, full=1_000, fixture=True)
 @given(
     body=st.one_of(
         st.builds(lambda t, u: json.dumps({"text": t, "user": u}), text(), st.just("alice")),
