@@ -207,8 +207,9 @@ class Normalizer:
         user = message.get("user")
         if not user:  # an integration posting without a user (subtype bot_message)
             bot_id = str(message.get("bot_id") or "unknown")
-            profile = message.get("bot_profile") or {}
-            name = message.get("username") or profile.get("name") or bot_id
+            profile = message.get("bot_profile")  # an object, when it is Slack's
+            label = profile.get("name") if isinstance(profile, dict) else None
+            name = message.get("username") or label or bot_id
             return PlatformUser(PLATFORM, bot_id, str(name), is_bot=True)
         name = await self._directory.user_name(str(user))
         return PlatformUser(PLATFORM, str(user), name, is_bot=bool(message.get("bot_id")))
