@@ -185,6 +185,9 @@ class Hub:
     async def start(self) -> None:
         (self.settings.home / "shared" / "users").mkdir(parents=True, exist_ok=True)
         self.db.migrate()
+        # Before any platform can start a turn: what is `processing` now was cut off.
+        if interrupted := self.inbox.mark_interrupted():
+            log.warning("%d turns were cut off by the last stop; running them again", interrupted)
         for problem in self.animas.load():
             log.error("Anima not loaded: %s", problem)
         if self.memory is not None:

@@ -134,8 +134,12 @@ class Runtime:
         if anima is None:
             self._give_up(row, job, f"the Anima {job.anima!r} no longer exists")
             return
-        if row.attempts > self._settings.runtime.max_turn_attempts:
-            self._give_up(row, job, f"the turn failed {row.attempts - 1} times")
+        limits = self._settings.runtime
+        if row.attempts >= limits.max_turn_attempts:  # the limit was lowered meanwhile
+            self._give_up(row, job, f"the turn failed {row.attempts} times")
+            return
+        if row.interrupted > limits.max_turn_interruptions:
+            self._give_up(row, job, f"the hub stopped during this turn {row.interrupted} times")
             return
         person = self._identity.by_id(row.person_id or "")
         ctx = await self._recall(self._context(anima, person, row))
@@ -290,9 +294,10 @@ class Runtime:
         )
 
     def _model_failed(self, row: Claimed, job: TurnJob, exc: LLMError) -> None:
-        if exc.retryable and row.attempts < self._settings.runtime.max_turn_attempts:
+        failed = row.attempts + 1  # this attempt included
+        if exc.retryable and failed < self._settings.runtime.max_turn_attempts:
             self._inbox.release(row.id, str(exc))
-            delay = _RETRY_DELAY_S * row.attempts
+            delay = _RETRY_DELAY_S * failed
             log.warning(
                 "turn %s: %s; retrying in %.0fs", row.id, exc, delay, extra={"anima": job.anima}
             )
