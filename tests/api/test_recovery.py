@@ -9,6 +9,7 @@ from sqlalchemy import update
 from sqlmodel import select
 
 from hub.app import Hub
+from hub.memory.documents import read_episodes, stable_id
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, Turn
@@ -125,5 +126,34 @@ async def test_a_turn_that_keeps_killing_the_hub_is_given_up(home: Path) -> None
         assert row is not None and row.status == "failed"
         assert row.error == "the hub stopped during this turn 6 times"
         assert delivery.kind == "notice" and "stopped during this turn" in delivery.text
+    finally:
+        await again.stop()
+
+
+async def test_an_episode_a_stop_cut_off_after_the_commit_is_written_at_start(
+    home: Path,
+) -> None:
+    first = Hub(make_settings(home))
+    await first.start()
+    add_demo_animas(first)
+    receipt = await first.receive(inbound("e1", "remember the blue door"))
+    assert [e async for e in first.subscribe(receipt.inbox_id)][-1].type == "done"
+    await first.stop()
+    # A kill between the turn's commit and the episode's append: no episode on disk.
+    episodes = home / "animas" / "aria" / "episodes"
+    for path in episodes.glob("*.md"):
+        path.unlink()
+
+    again = Hub(make_settings(home))
+    await again.start()
+    try:
+        assert again.memory is not None
+        found = [
+            item
+            for path in episodes.glob("*.md")
+            for item in read_episodes(home / "animas" / "aria", path)
+        ]
+        assert [i.id for i in found] == [stable_id("turn", receipt.inbox_id)]
+        assert "remember the blue door" in found[0].text
     finally:
         await again.stop()
