@@ -525,6 +525,9 @@ class TimedIndex:
     def count(self, flt: MemoryFilter | None = None) -> int:
         return self.inner.count(flt)
 
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        return self.inner.payloads(ids)
+
     def clear(self) -> None:
         self.inner.clear()
 
@@ -565,10 +568,10 @@ class TimedService(MemoryService):
     def graph(self, anima: str) -> KnowledgeGraph:
         return self.notes_graph
 
-    def _profile_lines(self, person_id: str | None) -> list[str]:
+    def _profile_lines(self, scope: RecallScope) -> list[str]:
         start = time.perf_counter()
         try:
-            return super()._profile_lines(person_id)
+            return super()._profile_lines(scope)
         finally:
             self.profile_spent += time.perf_counter() - start
 

@@ -23,13 +23,14 @@ from hub import heartbeat as hb
 from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock
 from hub.crons import CronBook, CronJob
+from hub.episodes import describe
 from hub.identity import PersonView
 from hub.llm import TurnContext
 from hub.memory.recall import RecallScope
 from hub.messages import Address, AddressKind, Command, DeliveryKind
 from hub.model_client import LLMError
 from hub.outbox import Outbox
-from hub.runtime import Responders, describe
+from hub.runtime import Responders
 from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
 from hub.store.db import Database

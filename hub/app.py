@@ -25,6 +25,7 @@ from hub.clock import Clock, SystemClock
 from hub.commands.handler import CommandService
 from hub.commands.state import AnimaStates
 from hub.dispatch import Dispatcher
+from hub.episodes import replay_recent
 from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, Inbox
@@ -185,10 +186,14 @@ class Hub:
     async def start(self) -> None:
         (self.settings.home / "shared" / "users").mkdir(parents=True, exist_ok=True)
         self.db.migrate()
+        # Before any platform can start a turn: what is `processing` now was cut off.
+        if interrupted := self.inbox.mark_interrupted():
+            log.warning("%d turns were cut off by the last stop; running them again", interrupted)
         for problem in self.animas.load():
             log.error("Anima not loaded: %s", problem)
         if self.memory is not None:
             await self.memory.start(self.animas.names())
+            replay_recent(self.db, self.memory, set(self.animas.names()))
         await self.platforms.start(self)
         if self.model_workers is not None and self._uses_a_model():
             self.model_workers.start()  # litellm imports in the workers while the hub starts

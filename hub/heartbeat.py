@@ -18,9 +18,9 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from hub.episodes import describe
 from hub.inbox import WAITING
 from hub.messages import Address, AddressKind, DeliveryStatus
-from hub.runtime import describe
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus, Turn
 

@@ -4,6 +4,7 @@ Ingress inserts a row `received`. From there:
 
     received --claim--> processing --close--> done | failed
     processing --release--> received            (the model was down: retried later)
+    processing --mark_interrupted--> received   (the hub stopped mid-turn: on the next start)
     received | processing --hold--> held        (its Anima is paused)
     held --release_held--> received             (the Anima resumed)
     received --close--> ignored | unrouted | failed   (dispatch and commands)
@@ -49,6 +50,7 @@ class Claimed(NamedTuple):
     person_id: str | None
     text: str
     attempts: int
+    interrupted: int
     attachments: list[dict[str, Any]]
 
 
@@ -70,7 +72,6 @@ _CLAIM = (
     .where(col(InboxItem.status).in_(OPEN))
     .values(
         status=InboxStatus.PROCESSING,
-        attempts=InboxItem.attempts + 1,
         anima=bindparam("to_anima"),
         person_id=func.coalesce(bindparam("sender_id"), InboxItem.person_id),
     )
@@ -100,12 +101,13 @@ class Inbox:
         return Claimed._make(found) if found is not None else None
 
     def release(self, inbox_id: str, error: str) -> None:
-        """Give a claimed row back for a later attempt (the model was unavailable)."""
+        """Give a claimed row back for a later attempt: this one failed (the model was
+        unavailable), and counts towards `runtime.max_turn_attempts`."""
         with self._db.write() as conn:
             conn.execute(
                 update(InboxItem)
                 .where(col(InboxItem.id) == inbox_id)
-                .values(status=InboxStatus.RECEIVED, error=error)
+                .values(status=InboxStatus.RECEIVED, error=error, attempts=InboxItem.attempts + 1)
             )
 
     def close(
@@ -190,6 +192,19 @@ class Inbox:
         return [TurnJob(r.id, anima, r.conversation, r.person_id) for r in ordered]
 
     # recovery and counts ------------------------------------------------------------------
+
+    def mark_interrupted(self) -> int:
+        """At start-up, before any turn runs: rows still `processing` were cut off by the
+        previous run's end. A crash is not the turn's failure, so it costs no attempt; it
+        is counted apart, so that a message whose turn kills the hub each time is given up
+        on (`runtime.max_turn_interruptions`) instead of killing it forever."""
+        with self._db.write() as conn:
+            result = conn.execute(
+                update(InboxItem)
+                .where(col(InboxItem.status) == InboxStatus.PROCESSING)
+                .values(status=InboxStatus.RECEIVED, interrupted=InboxItem.interrupted + 1)
+            )
+        return int(result.rowcount or 0)
 
     def unfinished(self) -> Sequence[InboxItem]:
         """Open rows a previous run accepted but did not finish, oldest first."""

@@ -19,6 +19,7 @@ from sqlalchemy.exc import DBAPIError
 
 from hub.adapter import TurnEvent
 from hub.animas import Anima, AnimaRegistry
+from hub.episodes import OFFLINE_NOTE, Answered, describe, record
 from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
 from hub.inbox import Claimed, Inbox
@@ -26,7 +27,7 @@ from hub.llm import Responder, TurnContext, wrap_message
 from hub.mailbox import Mailboxes, TurnJob
 from hub.memory.recall import RecallScope
 from hub.memory.redact import StreamRedactor, redact
-from hub.memory.service import MemoryService, TurnRecord
+from hub.memory.service import MemoryService
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow, with_attachments
 from hub.model_client import LLMError
 from hub.outbox import Outbox
@@ -40,8 +41,6 @@ from hub.working_memory import WorkingMemory, estimate_tokens
 
 log = logging.getLogger(__name__)
 _RETRY_DELAY_S = 5.0
-# Offline replies are boilerplate: memory keeps what the person said, not the template.
-OFFLINE_NOTE = "_(answered in offline mode)_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +133,12 @@ class Runtime:
         if anima is None:
             self._give_up(row, job, f"the Anima {job.anima!r} no longer exists")
             return
-        if row.attempts > self._settings.runtime.max_turn_attempts:
-            self._give_up(row, job, f"the turn failed {row.attempts - 1} times")
+        limits = self._settings.runtime
+        if row.attempts >= limits.max_turn_attempts:  # the limit was lowered meanwhile
+            self._give_up(row, job, f"the turn failed {row.attempts} times")
+            return
+        if row.interrupted > limits.max_turn_interruptions:
+            self._give_up(row, job, f"the hub stopped during this turn {row.interrupted} times")
             return
         person = self._identity.by_id(row.person_id or "")
         ctx = await self._recall(self._context(anima, person, row))
@@ -222,12 +225,13 @@ class Runtime:
         keeps both sides redacted: it outlives the turn (working memory, summaries)."""
         said, remembered = redact(row.text)[0], redact(remembered)[0]
         address = Address.parse(row.address, row.address_kind)
+        at = self._now()  # the turn log's and the episode's (a replay finds it by this)
         common = {
             "conversation": row.conversation,
             "channel_key": row.channel_key,
             "anima": job.anima,
             "inbox_id": row.id,
-            "created_at": self._now(),
+            "created_at": at,
         }
         turns = [
             {
@@ -263,36 +267,29 @@ class Runtime:
                 reply_to=row.event_id,
             )
             self._inbox.close(conn, row.id, InboxStatus.DONE, text=row.text)
-        if self._memory is not None:
-            self._record(row, job, remembered, address)
+        if self._memory is not None:  # after the commit: hub/episodes.py says why
+            record(
+                self._memory,
+                Answered(
+                    job.anima,
+                    row.id,
+                    row.person_id,
+                    row.sender_name or row.sender_key,
+                    address,
+                    row.channel_key,
+                    row.text,
+                    remembered,
+                    at,
+                ),
+            )
         log.info("answered %s", row.id, extra={"anima": job.anima})
         self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
 
-    def _record(self, row: Claimed, job: TurnJob, reply: str, address: Address) -> None:
-        assert self._memory is not None
-        scope = RecallScope(
-            job.anima, row.person_id, row.channel_key, address.kind is AddressKind.DM
-        )
-        self._memory.record_turn(
-            TurnRecord(
-                anima=job.anima,
-                inbox_id=row.id,
-                person_id=row.person_id,
-                person_name=row.sender_name or row.sender_key,
-                where=describe(address),
-                channel_key=row.channel_key,
-                scope=scope.scope_of_new_item(),
-                user_text=row.text,
-                reply=reply,
-                at=self._now(),
-                learn_self_statements=reply == OFFLINE_NOTE,
-            )
-        )
-
     def _model_failed(self, row: Claimed, job: TurnJob, exc: LLMError) -> None:
-        if exc.retryable and row.attempts < self._settings.runtime.max_turn_attempts:
+        failed = row.attempts + 1  # this attempt included
+        if exc.retryable and failed < self._settings.runtime.max_turn_attempts:
             self._inbox.release(row.id, str(exc))
-            delay = _RETRY_DELAY_S * row.attempts
+            delay = _RETRY_DELAY_S * failed
             log.warning(
                 "turn %s: %s; retrying in %.0fs", row.id, exc, delay, extra={"anima": job.anima}
             )
@@ -331,9 +328,3 @@ class Runtime:
 
 # Built once: building the statement costs more than running it (bench/README.md).
 _INSERT_TURN = insert(Turn)
-
-
-def describe(address: Address) -> str:
-    if address.kind is AddressKind.DM:
-        return f"a direct conversation on {address.platform}"
-    return f"#{address.channel} on {address.platform}"

@@ -16,10 +16,10 @@ from sqlalchemy import func
 from sqlmodel import col, select
 
 from hub.deliveries import as_utc
+from hub.episodes import describe
 from hub.memory.consolidation import Consolidator, Session, SessionTurn
 from hub.memory.recall import RecallScope
 from hub.messages import Address
-from hub.runtime import describe
 from hub.store.db import Database
 from hub.store.models import InboxItem, SessionMark, Turn
 

@@ -145,6 +145,9 @@ class RuntimeSection(SettingsSection):
     history_max_turns: int = Field(default=50, ge=2, le=1000)
     max_message_bytes: int = Field(default=32 * 1024, ge=1024)
     max_turn_attempts: int = Field(default=3, ge=1)
+    # A turn the hub stopped in the middle of (a crash, a kill) this many times is given up:
+    # its message may be what kills the hub.
+    max_turn_interruptions: int = Field(default=5, ge=1)
     max_concurrent_turns: int = Field(default=8, ge=1)
     # The largest attachment an Anima may read (the read_attachment tool).
     max_attachment_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -30,8 +31,37 @@ class Embedder(Protocol):
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+class QueryFirstGate:
+    """One batch at a time, and a waiting query goes before waiting passages: a query is
+    on a turn's critical path (priming), a passage batch is background indexing, and
+    without this a turn's priming waited behind the indexing of earlier turns."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = False
+        self._queries = 0  # queries waiting
+
+    @contextmanager
+    def hold(self, *, urgent: bool) -> Iterator[None]:
+        with self._cond:
+            self._queries += urgent
+            try:
+                while self._busy or (not urgent and self._queries):
+                    self._cond.wait()
+            finally:
+                self._queries -= urgent
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
+
+
 class _LazyEmbedder:
-    """Batching, a model loaded on first use (once), and one batch at a time per embedder."""
+    """Batching, a model loaded on first use (once), and one batch at a time per embedder
+    (each batch already uses every thread the model has), queries first."""
 
     model_id: str
     dim: int
@@ -41,7 +71,7 @@ class _LazyEmbedder:
             raise ValueError("batch_size and threads must be at least 1")
         self.threads, self.batch_size = threads, batch_size
         self._model: Any = None
-        self._lock = threading.Lock()
+        self._gate = QueryFirstGate()
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         return self._embed(texts, is_query=True)
@@ -56,7 +86,7 @@ class _LazyEmbedder:
         items = [t.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ") for t in texts]
         out: list[list[float]] = []
         for start in range(0, len(items), self.batch_size):
-            with self._lock:  # each batch already uses every thread the model has
+            with self._gate.hold(urgent=is_query):
                 if self._model is None:
                     self._model = self._load()
                 rows = self._run(items[start : start + self.batch_size], is_query)

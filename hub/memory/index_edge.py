@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import qdrant_edge as qe
 
@@ -179,6 +179,13 @@ class EdgeIndex(IndexBackend):
             return 0
         where = None if flt is None else _edge_filter(flt)
         return self._shard.count(qe.CountRequest(exact=True, filter=where))
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The payloads of those of `ids` the index holds."""
+        if self._shard is None or not ids:
+            return {}
+        found = self._shard.retrieve(list(ids), True, False)
+        return {str(p.id): dict(p.payload or {}) for p in found}
 
     def optimize(self) -> None:
         """Build the HNSW index over what was appended (dense queries stop scanning).

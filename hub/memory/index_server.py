@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
+from typing import Any
 
 from qdrant_client import QdrantClient, models
 
@@ -171,6 +172,17 @@ class ServerIndex(IndexBackend):
             return 0
         where = None if flt is None else _server_filter(flt)
         return self._client.count(self._name, count_filter=where, exact=True).count
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The payloads of those of `ids` the index holds."""
+        if not self._exists or not ids:
+            return {}
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(ids), SERVER_BATCH):
+            batch = list(ids[start : start + SERVER_BATCH])
+            for p in self._client.retrieve(self._name, batch, with_payload=True):
+                found[str(p.id)] = dict(p.payload or {})
+        return found
 
     def optimize(self) -> None:
         """A Qdrant server optimizes its segments by itself."""

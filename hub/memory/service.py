@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -54,6 +55,7 @@ from hub.memory.recall import (
     rescore,
     when,
 )
+from hub.memory.reconcile import PAYLOAD_TEXT, behind, changed_items, mark_synced, synced_at
 from hub.memory.redact import redact
 from hub.settings import MemorySection
 
@@ -64,7 +66,6 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-_PAYLOAD_TEXT = 4000  # characters of an item kept in the index payload
 # multilingual-e5-small reads 512 tokens; more text only costs time. Long items are
 # represented by their beginning until items are split into passages.
 _EMBED_CHARS = 1500
@@ -105,6 +106,13 @@ class MemoryService:
         self.index = index
         self.embedder = embedder
         self._indexing: set[asyncio.Task[None]] = set()
+        self._queued: dict[str, list[MemoryItem]] = {}  # per Anima, waiting to be indexed
+        self._indexers: set[str] = set()  # Animas whose indexer task runs
+        self._embedding = 0  # index_items calls in flight (the indexer's, refresh, rebuild)
+        # Passages are embedded on one thread of their own, so that background indexing
+        # never takes the threads a turn's query embedding needs (embedder.py lets a
+        # waiting query go first).
+        self._passages = ThreadPoolExecutor(1, thread_name_prefix="memory-index")
         self.profiles = Profiles(home / "shared" / "users")
         self._graphs: dict[str, KnowledgeGraph] = {}
         self._access: dict[str, AccessLog] = {}
@@ -136,11 +144,19 @@ class MemoryService:
             log.warning("embedding model changed to %s: rebuilding the index", model)
             self.index.clear()
             self.index.ensure(self.embedder.dim, model)
+        checked_at, since = datetime.now(UTC), synced_at(self.home)
         for anima in animas:
             empty = self.index.count(MemoryFilter(anima=anima)) == 0
             if empty and _has_markdown(self.anima_dir(anima)):
                 log.warning("index of %s is empty: rebuilding it from markdown", anima)
                 await self.rebuild(anima)
+                continue
+            late = behind(self.index, anima, changed_items(self.anima_dir(anima), since))
+            if late:  # a stop cut their indexing off (hub/memory/reconcile.py)
+                log.warning("indexing %d memory items of %s a stop left out", len(late), anima)
+                self._index_later(anima, late)
+        if not self._indexing:  # else the flusher marks it once they are indexed
+            mark_synced(self.home, checked_at)
 
     async def flush_forever(self, worked: Callable[[], None]) -> None:
         """Write the access counts every few seconds, calling `worked` after each write; the
@@ -149,7 +165,13 @@ class MemoryService:
         while True:
             await asyncio.sleep(_FLUSH_S)
             self.flush_access()
+            self._mark_if_synced()
             worked()
+
+    def _mark_if_synced(self) -> None:
+        """With no indexing in flight, the index holds everything the markdown did."""
+        if not self._indexing and not self._embedding:
+            mark_synced(self.home, datetime.now(UTC))
 
     def access(self, anima: str) -> AccessLog:
         if anima not in self._access:
@@ -168,11 +190,13 @@ class MemoryService:
     async def stop(self) -> None:
         """Finish queued indexing, write the access counts, close the index."""
         await self.drain()
+        self._mark_if_synced()
         self.close()
 
     def close(self) -> None:
         """Write the access counts and close the index (no indexing may be in flight)."""
         self.flush_access()
+        self._passages.shutdown()
         self.index.close()
 
     # writing --------------------------------------------------------------------------
@@ -208,6 +232,13 @@ class MemoryService:
                 )
         return item
 
+    def has_episode(self, anima: str, inbox_id: str, at: datetime) -> bool:
+        """Whether the turn answering `inbox_id` at `at` is in its day's episodes."""
+        path = self.anima_dir(anima) / episode_path(at.date())
+        return path.is_file() and f'"id": "{stable_id("turn", inbox_id)}"' in path.read_text(
+            encoding="utf-8"
+        )
+
     def record_note(
         self, anima: str, key: str, text: str, scope: str, channel: str | None, at: datetime
     ) -> MemoryItem:
@@ -232,9 +263,21 @@ class MemoryService:
         return item
 
     def _index_later(self, anima: str, items: list[MemoryItem]) -> None:
-        task = asyncio.get_running_loop().create_task(self.index_items(anima, items))
-        self._indexing.add(task)
-        task.add_done_callback(self._indexed)
+        """Queue items for the Anima's indexer; what queues while it embeds goes in its next
+        batch (one batch of many costs less than many of one)."""
+        self._queued.setdefault(anima, []).extend(items)
+        if anima not in self._indexers:
+            self._indexers.add(anima)
+            task = asyncio.get_running_loop().create_task(self._index_queued(anima))
+            self._indexing.add(task)
+            task.add_done_callback(self._indexed)
+
+    async def _index_queued(self, anima: str) -> None:
+        try:
+            while batch := self._queued.pop(anima, None):
+                await self.index_items(anima, batch)
+        finally:
+            self._indexers.discard(anima)
 
     def _indexed(self, task: asyncio.Task[None]) -> None:
         self._indexing.discard(task)
@@ -245,10 +288,21 @@ class MemoryService:
     async def index_items(
         self, anima: str, items: Sequence[MemoryItem], progress: Progress | None = None
     ) -> None:
+        self._embedding += 1
+        try:
+            await self._index(anima, items, progress)
+        finally:
+            self._embedding -= 1
+
+    async def _index(
+        self, anima: str, items: Sequence[MemoryItem], progress: Progress | None
+    ) -> None:
         in_file = self._file_items(anima, items)
         for start in range(0, len(items), _EMBED_BATCH):
             batch = items[start : start + _EMBED_BATCH]
-            dense = await asyncio.to_thread(self._embed_passages, batch, in_file)
+            dense = await asyncio.get_running_loop().run_in_executor(
+                self._passages, self._embed_passages, batch, in_file
+            )
             points = [
                 IndexPoint(
                     item.id, vector, SparseVec(*sparse_vector(item.text)), _payload(anima, item)
@@ -458,7 +512,7 @@ def _payload(anima: str, item: MemoryItem) -> dict[str, object]:
         "path": item.path,
         "section": item.section,
         "title": item.title,
-        "text": item.text[:_PAYLOAD_TEXT],
+        "text": item.text[:PAYLOAD_TEXT],
     }
 
 

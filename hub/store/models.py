@@ -144,7 +144,8 @@ class InboxItem(SQLModel, table=True):
     )
     anima: str | None = Field(default=None, max_length=64)
     person_id: str | None = Field(default=None, max_length=64)
-    attempts: int = 0
+    attempts: int = 0  # failed attempts of its turn (the model was down, a bug)
+    interrupted: int = 0  # times the hub stopped while its turn ran
     error: str | None = None
     received_at: datetime = _ts(nullable=False)
     finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))

@@ -5,10 +5,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from sqlalchemy import update
 from sqlmodel import select
 
 from hub.app import Hub
+from hub.memory.documents import read_episodes, stable_id
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
+from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, Turn
 from tests.conftest import add_demo_animas, make_settings
 
@@ -66,5 +69,91 @@ async def test_unfinished_inbox_and_pending_delivery_survive_a_restart(home: Pat
         assert sorted((d.kind, d.status) for d in deliveries) == [("reply", "sent")] * 2
         assert all(len(d.message_ids) == len(d.chunks) == 1 for d in deliveries)
         assert [t.text for t in turns if t.role == "user"] == ["first message", "second message"]
+    finally:
+        await again.stop()
+
+
+def _cut_off(settings_home: Path, inbox_id: str, interrupted: int) -> None:
+    """What a kill in the middle of the turn leaves: the row `processing`, with the count
+    of earlier interruptions."""
+    db = Database(make_settings(settings_home).database_url)
+    with db.write() as conn:
+        conn.execute(
+            update(InboxItem)
+            .where(InboxItem.id == inbox_id)  # type: ignore[arg-type]
+            .values(status="processing", interrupted=interrupted, anima="aria")
+        )
+    db.dispose()
+
+
+async def _accepted_not_run(home: Path) -> str:
+    first = Hub(make_settings(home))
+    await first.start()
+    add_demo_animas(first)
+    first.runtime.mailboxes.put = lambda job, limit: None  # type: ignore[method-assign]
+    receipt = await first.receive(inbound("e1", "cut off mid-turn"))
+    await first.stop()
+    return receipt.inbox_id
+
+
+async def test_a_turn_cut_off_by_a_crash_costs_no_attempt(home: Path) -> None:
+    inbox_id = await _accepted_not_run(home)
+    # More kills than max_turn_attempts (3): each left the turn `processing`.
+    _cut_off(home, inbox_id, interrupted=4)
+    again = Hub(make_settings(home))
+    await again.start()
+    try:
+        await settle(again)
+        with again.db.session() as session:
+            row = session.get(InboxItem, inbox_id)
+            delivery = session.exec(select(DeliveryRow)).one()
+        assert row is not None and (row.status, row.attempts, row.interrupted) == ("done", 0, 5)
+        assert delivery.kind == "reply"
+    finally:
+        await again.stop()
+
+
+async def test_a_turn_that_keeps_killing_the_hub_is_given_up(home: Path) -> None:
+    inbox_id = await _accepted_not_run(home)
+    _cut_off(home, inbox_id, interrupted=5)  # the next start makes it 6 > 5
+    again = Hub(make_settings(home))
+    await again.start()
+    try:
+        await settle(again)
+        with again.db.session() as session:
+            row = session.get(InboxItem, inbox_id)
+            delivery = session.exec(select(DeliveryRow)).one()
+        assert row is not None and row.status == "failed"
+        assert row.error == "the hub stopped during this turn 6 times"
+        assert delivery.kind == "notice" and "stopped during this turn" in delivery.text
+    finally:
+        await again.stop()
+
+
+async def test_an_episode_a_stop_cut_off_after_the_commit_is_written_at_start(
+    home: Path,
+) -> None:
+    first = Hub(make_settings(home))
+    await first.start()
+    add_demo_animas(first)
+    receipt = await first.receive(inbound("e1", "remember the blue door"))
+    assert [e async for e in first.subscribe(receipt.inbox_id)][-1].type == "done"
+    await first.stop()
+    # A kill between the turn's commit and the episode's append: no episode on disk.
+    episodes = home / "animas" / "aria" / "episodes"
+    for path in episodes.glob("*.md"):
+        path.unlink()
+
+    again = Hub(make_settings(home))
+    await again.start()
+    try:
+        assert again.memory is not None
+        found = [
+            item
+            for path in episodes.glob("*.md")
+            for item in read_episodes(home / "animas" / "aria", path)
+        ]
+        assert [i.id for i in found] == [stable_id("turn", receipt.inbox_id)]
+        assert "remember the blue door" in found[0].text
     finally:
         await again.stop()

