@@ -61,7 +61,7 @@ async def web(home: Path, database_url: str) -> AsyncIterator[httpx.AsyncClient]
     add_demo_animas(hub)
     transport = httpx.ASGITransport(app=create_app(hub))
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://hub") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             yield client
     finally:
         await hub.stop()
