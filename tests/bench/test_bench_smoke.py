@@ -93,3 +93,20 @@ def test_hub_overhead_runs(tmp_path: Path) -> None:
 def test_litellm_mock_cost_runs() -> None:
     text = run_bench("bench/litellm_mock_cost.py", "--calls", "5")
     assert "CPU per streamed mock call" in text
+
+
+def test_startup_catch_up_runs(tmp_path: Path) -> None:
+    out = tmp_path / "catch_up.json"
+    run_bench(
+        "bench/startup_catch_up.py",
+        "--animas",
+        "2",
+        "--sessions",
+        "2",
+        "--model-s",
+        "0",
+        "--json",
+        str(out),
+    )
+    result = json.loads(out.read_text())
+    assert result["final_status"] == "ok" and result["model_calls"] >= 2

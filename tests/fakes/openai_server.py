@@ -132,6 +132,7 @@ class FakeState:
         self._held: list[_Hold] = []
         self._abandoned = 0  # held requests whose client went away
         self._stopping = threading.Event()
+        self.latency_s = 0.0  # every answer waits this long first (a slow model)
 
     # ---- scripting (test side)
 
@@ -395,6 +396,8 @@ def _make_chat_completions(state: FakeState) -> Callable[[Request], Awaitable[Re
         if body is None:
             return error_response(Failure(400, None, "The request body is not a JSON object."))
         hold = state.record(body)
+        if state.latency_s:
+            await asyncio.sleep(state.latency_s)
         if hold is not None:
             if not await _held_until_released(hold, request):
                 state.abandon(hold)  # the client gave up on the request while it was held
