@@ -9,14 +9,14 @@ message model (`hub/messages.py`); an import-linter contract keeps it so.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hub.commands.parse import parse_command
-from hub.messages import Address, Inbound, OutboundChunk, mentioned
+from hub.messages import Address, Inbound, OutboundChunk, PlatformUser, mentioned
 from hub.settings import Settings, SettingsSection
 
 if TYPE_CHECKING:
@@ -31,12 +31,15 @@ __all__ = [
     "AttachmentTooLarge",
     "AttachmentUnavailable",
     "BatchSender",
+    "Caller",
+    "CallerKind",
     "Capabilities",
     "DeliveryError",
     "FetchedFile",
     "HubPort",
     "MarkdownDialect",
     "MessageTooLarge",
+    "NotPermitted",
     "OutcomeUnknown",
     "PermanentDeliveryError",
     "PlatformState",
@@ -49,6 +52,7 @@ __all__ = [
     "TranscriptEntry",
     "TransientDeliveryError",
     "TurnEvent",
+    "caller_of",
     "discover",
     "mentioned",
     "parse_command",
@@ -175,6 +179,43 @@ class TranscriptEntry:
     anima: str | None = None
 
 
+class CallerKind(StrEnum):
+    """How an HTTP caller was recognised (hub/api/auth.py)."""
+
+    OWNER = "owner"  # no credentials, on a loopback hub without an API token
+    ADMIN_TOKEN = "admin token"  # `[server] api_token`
+    TOKEN = "token"  # a person's own API token
+    SESSION = "session"  # the web chat's cookie, opened by a sign-in link
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who sent an HTTP request, as the hub's edge established it (never from the body)."""
+
+    person_id: str
+    name: str
+    kind: CallerKind
+    csrf_token: str = ""  # sessions only: what the page sends back in X-CSRF-Token
+
+    @property
+    def may_act_for_others(self) -> bool:
+        """The owner on loopback and the admin token may name another person (`user`)."""
+        return self.kind in (CallerKind.OWNER, CallerKind.ADMIN_TOKEN)
+
+
+class NotPermitted(PermissionError):
+    """The caller may not do this (act for another person): an adapter answers 403."""
+
+
+def caller_of(scope: Mapping[str, Any]) -> Caller:
+    """The caller of an /api request (its ASGI scope); the edge puts it there before any
+    route runs, and refuses the request when it cannot say who sent it."""
+    caller = scope.get("state", {}).get("caller")
+    if not isinstance(caller, Caller):
+        raise LookupError("no caller on this request: is it outside /api?")
+    return caller
+
+
 class HubPort(Protocol):
     """What an adapter may ask of the hub. Everything else flows through the outbox."""
 
@@ -183,6 +224,12 @@ class HubPort(Protocol):
     def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]: ...
 
     def anima_names(self) -> list[str]: ...
+
+    def speaker(self, caller: Caller, platform: str, user: str | None) -> PlatformUser:
+        """Who a request's message is from on `platform`: the caller, or the person named
+        `user` when the caller may act for others (audited). Raises `NotPermitted` when a
+        caller names someone else without that right."""
+        ...
 
     def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]: ...
 

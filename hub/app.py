@@ -9,9 +9,11 @@ from datetime import datetime, timedelta
 
 from sqlmodel import select
 
+from hub.access import Access
 from hub.adapter import (
     Adapter,
     AdapterFactory,
+    Caller,
     PlatformState,
     Receipt,
     TranscriptEntry,
@@ -42,6 +44,7 @@ from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
 from hub.pacing import Pacer, Pacing, Rate, flood_reporter
+from hub.people import People
 from hub.platforms import Platforms
 from hub.roles import load_roles
 from hub.routing import Router
@@ -82,7 +85,10 @@ class Hub:
             settings.hub.admins,
             settings.hub.timezone,
             settings.hub.language,
+            settings.hub.owner,
         )
+        self.access = Access(self.db, self.clock.now)
+        self.people = People(self.db, self.identity)
         if adapter_factories is None:
             adapter_factories = {name: plugin.build for name, plugin in discover().items()}
         self.adapters: dict[str, Adapter] = {}
@@ -186,6 +192,8 @@ class Hub:
     async def start(self) -> None:
         (self.settings.home / "shared" / "users").mkdir(parents=True, exist_ok=True)
         self.db.migrate()
+        owner = self.identity.owner()  # now, so that a database outage later cannot hide it
+        log.info("the hub's owner is %s (%s)", owner.display_name, owner.id)
         # Before any platform can start a turn: what is `processing` now was cut off.
         if interrupted := self.inbox.mark_interrupted():
             log.warning("%d turns were cut off by the last stop; running them again", interrupted)
@@ -293,6 +301,9 @@ class Hub:
 
     def anima_names(self) -> list[str]:
         return self.animas.names()
+
+    def speaker(self, caller: Caller, platform: str, user: str | None) -> PlatformUser:
+        return self.people.speaker(caller, platform, user)
 
     def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
         return transcript(self.db, address, limit)

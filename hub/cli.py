@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import getpass
+import json
 import re
 import socket
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,6 +19,8 @@ from sqlalchemy.exc import OperationalError
 
 from hub.animas import AnimaError, AnimaRegistry
 from hub.cli_memory import consolidate, memory_app
+from hub.cli_people import people_app, token_app
+from hub.identity import os_user
 from hub.logs import anima_log_path
 from hub.roles import bundled_config_dir, load_roles
 from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
@@ -31,6 +34,8 @@ app = typer.Typer(
 anima_app = typer.Typer(help="Create and list Animas.", no_args_is_help=True)
 app.add_typer(anima_app, name="anima")
 app.add_typer(memory_app, name="memory")
+app.add_typer(people_app, name="people")
+app.add_typer(token_app, name="token")
 app.command("consolidate")(consolidate)
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
@@ -53,6 +58,9 @@ def settings_or_exit(**overrides: Any) -> Settings:
 @app.command()
 def init(
     demo: Annotated[bool, typer.Option(help="Also create three demo Animas.")] = False,
+    owner: Annotated[
+        str | None, typer.Option(help="The hub's owner (asked; default: your OS user).")
+    ] = None,
 ) -> None:
     """Create the data folder and its hub.toml; with --demo, three Animas (idempotent)."""
     settings = settings_or_exit()
@@ -64,12 +72,22 @@ def init(
         text = (bundled_config_dir() / "hub.example.toml").read_text(encoding="utf-8")
         if demo:
             text = re.sub(r'(?m)^default_anima = ""', 'default_anima = "mika"', text, count=1)
+        name = owner or _ask_owner()
+        text = re.sub(r'(?m)^owner = ""', f"owner = {json.dumps(name)}", text, count=1)
         config.write_text(text, encoding="utf-8")
         console.print(f"wrote {config}")
     if demo:
         for name, role, supervisor in DEMO:
             _ensure_anima(settings_or_exit(), name, role, supervisor)
     console.print(f"data folder ready: [bold]{home}[/]")
+
+
+def _ask_owner() -> str:
+    """Who owns the hub: the web chat's person on this machine (docs/people.md)."""
+    default = os_user()
+    if not sys.stdin.isatty():
+        return default
+    return str(typer.prompt("The hub's owner (your name)", default=default)).strip() or default
 
 
 def _ensure_anima(settings: Settings, name: str, role: str, supervisor: str | None) -> None:
@@ -186,14 +204,18 @@ def anima_list() -> None:
 def chat(
     name: Annotated[str, typer.Argument(help="The Anima to talk to.")],
     message: Annotated[str, typer.Argument(help="What to say.")],
-    user: Annotated[str, typer.Option(help="Who you are on the web platform.")] = "",
+    user: Annotated[
+        str, typer.Option(help="Act for this person (owner or admin token only).")
+    ] = "",
     session: Annotated[str, typer.Option(help="Conversation id; reuse it to continue.")] = "cli",
 ) -> None:
     """Send one message to an Anima and print the reply as it streams."""
     from hub.client import ChatFailed, hub_client, stream_chat
 
     settings = settings_or_exit()
-    payload = {"message": message, "session_id": session, "user": user or _local_user()}
+    payload = {"message": message, "session_id": session}
+    if user:  # otherwise the hub's owner (or the admin token's) speaks
+        payload["user"] = user
 
     async def run() -> None:
         async with hub_client(settings) as client:
@@ -322,10 +344,6 @@ def heartbeat(
     console.print(f"[bold]{result['outcome']}[/]", highlight=False)
     if result["posted"]:
         console.print(result["text"], highlight=False)
-
-
-def _local_user() -> str:
-    return re.sub(r"[^\w.@-]", "-", getpass.getuser()) or "cli"
 
 
 @app.command("repair-rag")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from hub.files import read_document, write_document
 from hub.messages import PlatformUser, utcnow
@@ -16,6 +17,8 @@ from hub.store.db import Database
 from hub.store.models import Identity, Person
 
 PROFILE_BODY = "# {name}\n\n## What Animas have learned\n\n"
+OWNER = "owner"
+WEB = "web"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +34,20 @@ class PersonView:
 
     @property
     def is_admin(self) -> bool:
-        return "admin" in self.roles
+        return "admin" in self.roles or OWNER in self.roles
+
+
+def name_key(name: str) -> str:
+    """How names compare: `Dana`, `DANA` and `dana` are one person (Unicode casefold, after
+    NFKC so that full-width and composed forms match too)."""
+    return unicodedata.normalize("NFKC", name).casefold().strip()
+
+
+def os_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry, no LOGNAME: a container's odd uid
+        return "owner"
 
 
 def slugify(text: str) -> str:
@@ -41,9 +57,16 @@ def slugify(text: str) -> str:
 
 class IdentityService:
     def __init__(
-        self, db: Database, users_dir: Path, admins: list[str], timezone: str, language: str
+        self,
+        db: Database,
+        users_dir: Path,
+        admins: list[str],
+        timezone: str,
+        language: str,
+        owner: str = "",
     ) -> None:
         self._db = db
+        self._owner_default = owner
         self._users_dir = users_dir
         self._admins = set(admins)
         self._timezone = timezone
@@ -52,6 +75,8 @@ class IdentityService:
         # cache keyed by platform identity stays correct; it saves two queries a message.
         self._cache: dict[str, PersonView] = {}
         self._names: dict[str, str] = {}  # the display name each identity last came with
+        self._owner: PersonView | None = None
+        self._web: dict[str, PlatformUser] = {}  # person id -> their web identity
 
     def profile_path(self, person_id: str) -> Path:
         return self._users_dir / f"{person_id}.md"
@@ -106,6 +131,117 @@ class IdentityService:
                 person_id or "unknown", "someone", (), self._timezone, self._language, None
             )
         return _view(row)
+
+    # people by name, and the owner ---------------------------------------------------
+
+    def find(self, name: str) -> PersonView | None:
+        """The person called `name` (their id or display name, compared by `name_key`); an
+        exact id wins over a display name, then the earliest person."""
+        key = name_key(name)
+        if not key:
+            return None
+        with self._db.session() as session:
+            rows = session.exec(
+                select(Person).order_by(col(Person.created_at), col(Person.id))
+            ).all()
+        by_id = [row for row in rows if name_key(row.id) == key]
+        found = by_id or [row for row in rows if name_key(row.display_name) == key]
+        return _view(found[0]) if found else None
+
+    def everyone(self) -> list[PersonView]:
+        with self._db.session() as session:
+            rows = session.exec(
+                select(Person).order_by(col(Person.created_at), col(Person.id))
+            ).all()
+        return [_view(row) for row in rows]
+
+    def named(self, name: str) -> PersonView:
+        """The person called `name`, created (with a web identity) on first mention."""
+        found = self.find(name)
+        if found is not None:
+            return found
+        name = name.strip()
+        if not name:
+            raise ValueError("a person needs a name")
+        with self._db.session() as session:
+            web = PlatformUser(WEB, name, name)
+            person = Person(
+                id=self._new_id(session, name, web),
+                display_name=name,
+                timezone=self._timezone,
+                language=self._language,
+                roles=[],
+            )
+            if f"{WEB}:{person.id}" in self._admins:
+                person.roles = ["admin"]
+            session.add(person)
+            session.flush()
+            session.add(
+                Identity(platform=WEB, user_id=person.id, person_id=person.id, display_name=name)
+            )
+            self._write_profile(person, [f"{WEB}:{person.id}"])
+            return _view(person)
+
+    def web_user(self, person: PersonView) -> PlatformUser:
+        """How `person` speaks on the web chat: their web identity, linked on first use (the
+        caller was authenticated as this person, so the link is not a claim)."""
+        cached = self._web.get(person.id)
+        if cached is not None:
+            return cached
+        with self._db.session() as session:
+            identity = session.exec(
+                select(Identity)
+                .where(Identity.platform == WEB, Identity.person_id == person.id)
+                .order_by(col(Identity.created_at))
+            ).first()
+            if identity is None:
+                user_id, n = person.id, 1
+                while session.get(Identity, (WEB, user_id)) is not None:  # a legacy web name
+                    n += 1
+                    user_id = f"{person.id}-{n}"
+                identity = Identity(
+                    platform=WEB,
+                    user_id=user_id,
+                    person_id=person.id,
+                    display_name=person.display_name,
+                )
+                session.add(identity)
+            user = PlatformUser(WEB, identity.user_id, identity.display_name or person.display_name)
+        self._web[person.id] = user
+        return user
+
+    def owner(self) -> PersonView:
+        """The hub's owner: the person with the owner role, or (none yet) `[hub] owner`, or
+        the OS user, made owner now."""
+        if self._owner is None:
+            with self._db.session() as session:
+                rows = session.exec(select(Person).order_by(col(Person.created_at))).all()
+            owners = [row for row in rows if OWNER in row.roles]
+            if owners:
+                self._owner = _view(owners[0])
+            else:
+                self._owner = self.set_owner(self._owner_default or os_user())
+        return self._owner
+
+    def set_owner(self, name: str) -> PersonView:
+        """Makes the person called `name` the owner (created if new); the previous owner
+        keeps everything else, their own role in config included."""
+        target = self.named(name)
+        with self._db.session() as session:
+            for row in session.exec(select(Person)).all():
+                has = OWNER in row.roles
+                if has == (row.id == target.id):
+                    continue
+                row.roles = [*row.roles, OWNER] if not has else [r for r in row.roles if r != OWNER]
+                session.add(row)
+                self._write_profile(row, [])
+                if row.id == target.id:
+                    self._owner = _view(row)
+        self._cache.clear()  # cached views carry the old roles
+        owner = self._owner
+        if owner is None or owner.id != target.id:  # it was already the owner
+            owner = self._owner = self.by_id(target.id)
+        return owner
 
     def _create(self, session: Session, user: PlatformUser) -> Person:
         name = user.display_name or user.user_id

@@ -67,6 +67,9 @@ S = TypeVar("S", bound=SettingsSection)
 
 class HubSection(SettingsSection):
     default_anima: str = ""
+    # The hub's owner when its database names none yet (`animahub init` writes it; empty:
+    # the OS user). Changed later with `animahub people owner NAME`, which the database keeps.
+    owner: str = Field(default="", max_length=200)
     admins: list[str] = Field(default_factory=list)
     timezone: str = "UTC"
     language: str = "en"
@@ -95,6 +98,9 @@ class ServerSection(SettingsSection):
     https: bool = False
     # Open connections uvicorn serves at once; beyond it, new requests get 503.
     max_connections: int = Field(default=256, ge=8)
+    # Where people reach the hub, for the sign-in links it hands out ("https://hub.example.com");
+    # empty: http://host:port.
+    public_url: str = Field(default="", pattern=r"^(https?://[^/\s?#]+)?$")
 
     @field_validator("allowed_hosts")
     @classmethod

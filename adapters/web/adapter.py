@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
@@ -19,8 +19,10 @@ from hub.adapter import (
     Capabilities,
     HubPort,
     MarkdownDialect,
+    NotPermitted,
     Settings,
     TranscriptEntry,
+    caller_of,
     parse_command,
 )
 from hub.messages import Address, AddressKind, Inbound, OutboundChunk, PlatformUser
@@ -30,17 +32,21 @@ USER_PATTERN = r"^[\w.@-]{1,64}$"
 SESSION_PATTERN = r"^[\w.-]{1,100}$"
 
 
+# `user` names the person to act for: the hub honours it for its owner and the admin token
+# only (docs/people.md). Everyone else speaks as who they signed in as.
+
+
 class ChatRequest(BaseModel):
     message: str = Field(min_length=1)
     session_id: str = Field(pattern=SESSION_PATTERN)
-    user: str = Field(default="guest", pattern=USER_PATTERN)
+    user: str | None = Field(default=None, pattern=USER_PATTERN)
     channel: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]{0,79}$")
     message_id: str | None = Field(default=None, pattern=r"^[\w.:-]{1,100}$")
 
 
 class PostRequest(BaseModel):
     text: str = Field(min_length=1)
-    user: str = Field(default="guest", pattern=USER_PATTERN)
+    user: str | None = Field(default=None, pattern=USER_PATTERN)
     message_id: str | None = Field(default=None, pattern=r"^[\w.:-]{1,100}$")
 
 
@@ -98,6 +104,13 @@ class WebAdapter:
         if name not in self.hub.anima_names():
             raise HTTPException(404, f"no Anima named {name!r}")
 
+    def _speaker(self, request: Request, user: str | None) -> PlatformUser:
+        """Who this request speaks as, from what the hub's edge established."""
+        try:
+            return self.hub.speaker(caller_of(request.scope), self.name, user)
+        except NotPermitted as exc:
+            raise HTTPException(403, str(exc)) from None
+
     def _require_channel(self, name: str) -> None:
         if name not in self._channels:
             raise HTTPException(404, f"no web channel named {name!r}")
@@ -120,19 +133,20 @@ class WebAdapter:
     async def page(self) -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
-    async def chat(self, name: str, body: ChatRequest) -> EventSourceResponse:
+    async def chat(self, name: str, body: ChatRequest, request: Request) -> EventSourceResponse:
         """Send a message to an Anima; the reply streams back as Server-Sent Events."""
         self._require_anima(name)
+        sender = self._speaker(request, body.user)
         if body.channel is not None:
             self._require_channel(body.channel)
             address = self.channel_address(body.channel)
         else:
-            address = self.dm_address(name, body.user, body.session_id)
+            address = self.dm_address(name, sender.user_id, body.session_id)
         command = parse_command(body.message)  # "/anima …", "/whoami" typed in the chat
         inbound = Inbound(
             event_id=body.message_id or str(uuid.uuid4()),
             address=address,
-            sender=PlatformUser("web", body.user, body.user),
+            sender=sender,
             text=body.message,
             mentions=(name,),
             command=command,
@@ -154,12 +168,14 @@ class WebAdapter:
     async def history(
         self,
         name: str,
+        request: Request,
         session_id: Annotated[str, Query(pattern=SESSION_PATTERN)],
-        user: Annotated[str, Query(pattern=USER_PATTERN)] = "guest",
+        user: Annotated[str | None, Query(pattern=USER_PATTERN)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     ) -> dict[str, list[TranscriptEntry]]:
         self._require_anima(name)
-        entries = self.hub.transcript(self.dm_address(name, user, session_id), limit)
+        sender = self._speaker(request, user)
+        entries = self.hub.transcript(self.dm_address(name, sender.user_id, session_id), limit)
         return {"messages": entries}
 
     async def channels(self) -> list[dict[str, str]]:
@@ -171,13 +187,13 @@ class WebAdapter:
         self._require_channel(name)
         return {"posts": self.hub.transcript(self.channel_address(name), limit)}
 
-    async def post(self, name: str, body: PostRequest) -> dict[str, Any]:
+    async def post(self, name: str, body: PostRequest, request: Request) -> dict[str, Any]:
         """A person posts to a web channel; the routed Anima answers there."""
         self._require_channel(name)
         inbound = Inbound(
             event_id=body.message_id or str(uuid.uuid4()),
             address=self.channel_address(name),
-            sender=PlatformUser("web", body.user, body.user),
+            sender=self._speaker(request, body.user),
             text=body.text,
             command=parse_command(body.text),
         )

@@ -7,24 +7,31 @@ Layers, outermost first (`hub/api/server.py` stacks them):
   the bytes as they stream in, chunked bodies too; `secure` makes its 413 name the setting.
 - TrustedHostMiddleware: the Host header must be one the hub answers to (DNS rebinding).
 - CORSMiddleware, only when `[server] cors_origins` names origins.
-- `ApiGuard` on /api/*: the bearer token, then unsafe methods from another site and
-  non-JSON bodies are refused (a cross-site page can send those without a CORS preflight).
+- `ApiGuard` on /api/*: who the caller is (`hub/api/auth.py`: a token, the session cookie,
+  or the owner on loopback) and whether they may reach the route; then unsafe methods from
+  another site, a session's unsafe requests without its CSRF token, and non-JSON bodies are
+  refused (a cross-site page can send those without a CORS preflight).
 """
 
 from __future__ import annotations
 
-import hmac
+import logging
 from collections.abc import Collection, Sequence
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DBAPIError
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hub.adapter import Caller
+from hub.api.auth import SESSION_COOKIE, Authenticator, Unauthenticated, csrf_ok, permitted
 from hub.settings import ServerSection, is_loopback
+
+log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -108,7 +115,8 @@ class Edge:
 
 
 class ApiGuard:
-    """/api/*: the bearer token (when set), and no unsafe request from another site.
+    """/api/*: who the caller is, whether they may reach the route, and no unsafe request
+    from another site or, with a session cookie, without the session's CSRF token.
 
     A browser sends a cross-site POST without asking first (no CORS preflight) when it has
     no body or a form/text body, so CORS alone does not stop a page from driving the
@@ -117,38 +125,53 @@ class ApiGuard:
     def __init__(
         self,
         app: ASGIApp,
-        token: str | None,
+        authenticator: Authenticator,
         own_hosts: Sequence[str],
         cors_origins: Collection[str],
     ) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode() if token is not None else None
+        self._authenticator = authenticator
         self._own_hosts = tuple(own_hosts)
         self._cors_origins = frozenset(cors_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"].startswith("/api/"):
-            refusal = self._refusal(scope["method"], Headers(scope=scope))
+            headers = Headers(scope=scope)
+            try:
+                caller = self._authenticator.caller(headers, scope.get("client"))
+            except Unauthenticated as exc:
+                await _unauthenticated(str(exc), headers)(scope, receive, send)
+                return
+            except DBAPIError as exc:  # looking a token up needs the database
+                log.error("request refused: the database is unavailable (%s)", exc.orig)
+                await _no_database()(scope, receive, send)
+                return
+            refusal = self._refusal(caller, scope["method"], scope["path"], headers)
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return
+            scope.setdefault("state", {})["caller"] = caller
         await self.app(scope, receive, send)
 
-    def _refusal(self, method: str, headers: Headers) -> JSONResponse | None:
-        if self._expected is not None:
-            given = headers.get("authorization", "").encode()
-            if not hmac.compare_digest(given, self._expected):
-                return JSONResponse(
-                    {"detail": "missing or wrong bearer token"},
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
-                )
+    def _refusal(
+        self, caller: Caller, method: str, path: str, headers: Headers
+    ) -> JSONResponse | None:
+        if not permitted(caller, method, path):
+            return JSONResponse(
+                {"detail": f"{method} {path} is for the hub's owner and the admin token"},
+                status_code=403,
+            )
         if method in SAFE_METHODS:
             return None
         origin = headers.get("origin")
         if origin is not None and not self._origin_allowed(origin, headers.get("host", "")):
             return JSONResponse(
                 {"detail": f"cross-site request from {origin} refused"}, status_code=403
+            )
+        if not csrf_ok(caller, headers):
+            return JSONResponse(
+                {"detail": "missing or wrong X-CSRF-Token for this session (reload the page)"},
+                status_code=403,
             )
         content_type = headers.get("content-type")
         if content_type is not None and not _is_json(content_type):
@@ -168,6 +191,23 @@ class ApiGuard:
         # Behind a proxy that rewrites Host, the page's origin is a name in allowed_hosts.
         name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
         return any(_host_matches(name, pattern) for pattern in self._own_hosts)
+
+
+def _unauthenticated(detail: str, headers: Headers) -> JSONResponse:
+    response = JSONResponse(
+        {"detail": detail}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+    )
+    if SESSION_COOKIE in headers.get("cookie", ""):
+        response.delete_cookie(SESSION_COOKIE, path="/")  # an ended session: the page forgets it
+    return response
+
+
+def _no_database() -> JSONResponse:
+    return JSONResponse(
+        {"detail": "the hub's database is unavailable; nothing was stored, try again"},
+        status_code=503,
+        headers={"Retry-After": "5"},
+    )
 
 
 def _is_json(content_type: str) -> bool:
@@ -193,11 +233,13 @@ def trusted_hosts(server: ServerSection) -> list[str]:
     return list(dict.fromkeys([*LOOPBACK_HOSTS, bound, *server.allowed_hosts]))
 
 
-def secure(app: FastAPI, server: ServerSection) -> None:
+def secure(app: FastAPI, server: ServerSection, authenticator: Authenticator) -> None:
     """Adds the inner layers to `app` (Edge is added by the app's own middleware stack)."""
-    token = server.api_token.get_secret_value() if server.api_token else None
     app.add_middleware(
-        ApiGuard, token=token, own_hosts=server.allowed_hosts, cors_origins=server.cors_origins
+        ApiGuard,
+        authenticator=authenticator,
+        own_hosts=server.allowed_hosts,
+        cors_origins=server.cors_origins,
     )
     if server.cors_origins:
         app.add_middleware(
@@ -205,7 +247,8 @@ def secure(app: FastAPI, server: ServerSection) -> None:
             allow_origins=server.cors_origins,
             allow_methods=("GET", "POST"),
             allow_headers=("Authorization", "Content-Type"),
-            allow_credentials=False,  # the API uses a bearer token, never cookies
+            # Other sites' pages use a bearer token; the session cookie is for the hub's own.
+            allow_credentials=False,
         )
     app.add_middleware(
         TrustedHostMiddleware, allowed_hosts=trusted_hosts(server), www_redirect=False

@@ -16,7 +16,8 @@ from starlette.types import ASGIApp
 from hub import __version__
 from hub.adapter import MessageTooLarge
 from hub.animas import AnimaError
-from hub.api import guard, memory_routes, routes
+from hub.api import guard, memory_routes, people_routes, routes, signin
+from hub.api.auth import Authenticator
 from hub.app import Hub
 from hub.settings import ServerSection
 
@@ -76,7 +77,11 @@ def create_app(hub: Hub) -> FastAPI:
         description="REST API of an AnimaHub: Animas, chat, channels, system health.",
     )
     app.state.hub = hub
-    guard.secure(app, hub.settings.server)
+    token = hub.settings.server.api_token
+    authenticator = Authenticator(
+        token.get_secret_value() if token else None, hub.access, hub.identity
+    )
+    guard.secure(app, hub.settings.server, authenticator)
 
     @app.exception_handler(MessageTooLarge)
     async def too_large(_request: Request, exc: MessageTooLarge) -> JSONResponse:
@@ -98,6 +103,8 @@ def create_app(hub: Hub) -> FastAPI:
 
     app.include_router(routes.router)
     app.include_router(memory_routes.router)
+    app.include_router(people_routes.router)
+    app.include_router(signin.router)
     for adapter in hub.adapters.values():
         for router in adapter.routers():
             app.include_router(router)

@@ -235,3 +235,26 @@ class AdapterCursor(SQLModel, table=True):
     key: str = Field(primary_key=True, max_length=200)
     value: str = Field(max_length=2000)
     updated_at: datetime = _ts(nullable=False)
+
+
+class CredentialKind(StrEnum):
+    API_TOKEN = "api_token"  # `animahub token create`: a person's bearer token
+    SIGNIN = "signin"  # a one-time sign-in link's token
+    SESSION = "session"  # the web chat's cookie, opened by a sign-in link
+
+
+class Credential(SQLModel, table=True):
+    """A secret that stands for a person. Only its SHA-256 is stored: the secret itself is
+    shown once (printed, in a link, in a cookie) and cannot be read back from the table."""
+
+    __tablename__ = "credential"
+    id: str = Field(primary_key=True, max_length=32)  # public: what lists show, revoke takes
+    kind: CredentialKind = Field(sa_column=Column(StrEnumColumn(CredentialKind), nullable=False))
+    secret_hash: str = Field(unique=True, max_length=64)
+    person_id: str = Field(foreign_key="person.id", index=True, max_length=64)
+    label: str = Field(default="", max_length=200)
+    created_by: str = Field(default="", max_length=200)
+    created_at: datetime = _ts(nullable=False)
+    expires_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    used_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    revoked_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))

@@ -10,7 +10,6 @@
   const enc = encodeURIComponent;
 
   const KEYS = {
-    user: "animahub.user",
     token: "animahub.token",
     last: "animahub.last",
     session: (user, anima) => `animahub.session.${enc(user)}.${enc(anima)}`,
@@ -368,6 +367,9 @@
       const used = state.token;
       const headers = new Headers(options.headers || {});
       if (used) headers.set("Authorization", `Bearer ${used}`);
+      const method = (options.method || "GET").toUpperCase();
+      // A session cookie rides along with any request; this header proves it is this page.
+      if (state.csrf && method !== "GET" && method !== "HEAD") headers.set("X-CSRF-Token", state.csrf);
       const res = await fetch(path, { ...options, headers, credentials: "same-origin", cache: "no-store" });
       if (res.status !== 401) return res;
       if (state.token !== used) continue; // another request already got a new token
@@ -396,23 +398,18 @@
   // ---------------------------------------------------------------------------
 
   const state = {
-    user: normalizeUser(store.get(KEYS.user)),
+    // Who the hub says this page speaks as (/api/me): the owner on a loopback hub, or the
+    // person the sign-in link or token is for. The page never chooses it.
+    user: "",
+    userName: "",
+    via: "",
+    csrf: "",
     token: store.get(KEYS.token) || "",
     animas: [],
     channels: [],
     current: null, // {kind: "anima" | "channel", name}
     convs: new Map(),
   };
-
-  /** The hub accepts user names matching ^[\w.@-]{1,64}$: spaces become "-", the rest is dropped. */
-  function normalizeUser(name) {
-    const cleaned = String(name ?? "")
-      .normalize("NFC")
-      .trim()
-      .replace(/\s+/g, "-")
-      .replace(/[^\p{L}\p{N}_.@-]/gu, "");
-    return Array.from(cleaned).slice(0, 64).join("") || "you";
-  }
 
   function sessionId(user, anima) {
     const key = KEYS.session(user, anima);
@@ -596,8 +593,8 @@
     if (item.kind !== "person") return false;
     if (conv.kind === "anima") return true;
     const a = String(item.author || "").toLowerCase();
-    const u = state.user.toLowerCase();
-    return a === u || a.endsWith(`:${u}`) || item.local === true;
+    const mine = [state.user, state.userName].filter(Boolean).map((u) => u.toLowerCase());
+    return mine.some((u) => a === u || a.endsWith(`:${u}`)) || item.local === true;
   }
 
   function buildItem(conv, item) {
@@ -834,7 +831,7 @@
     conv.loading = true;
     conv.loadError = "";
     renderMessages(conv);
-    const query = `session_id=${enc(conv.session)}&user=${enc(conv.user)}`;
+    const query = `session_id=${enc(conv.session)}`;
     try {
       const data = await apiJSON(`/api/chat/${enc(conv.name)}/history?${query}`);
       if (seq !== conv.loadSeq) return;
@@ -961,7 +958,7 @@
       key: `l:${messageId}`,
       id: messageId,
       kind: "person",
-      author: conv.user,
+      author: state.userName || conv.user,
       text,
       at: new Date().toISOString(),
       local: true,
@@ -1031,7 +1028,7 @@
       const res = await api(`/api/chat/${enc(conv.name)}`, {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify({ message: text, session_id: conv.session, user: conv.user, message_id: messageId }),
+        body: JSON.stringify({ message: text, session_id: conv.session, message_id: messageId }),
       });
       if (!res.ok) throw await errorFromResponse(res);
       const parser = createSSEParser(handle);
@@ -1087,7 +1084,7 @@
     const item = {
       key: `l:${localId}`,
       kind: "person",
-      author: state.user,
+      author: state.userName || state.user,
       text,
       at: new Date().toISOString(),
       local: true,
@@ -1101,7 +1098,7 @@
       const res = await api(`/api/channels/${enc(conv.name)}/posts`, {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ text, user: state.user, message_id: localId }),
+        body: JSON.stringify({ text, message_id: localId }),
       });
       if (!res.ok) throw await errorFromResponse(res);
       const data = await res.json().catch(() => ({}));
@@ -1171,15 +1168,34 @@
   // Start
   // ---------------------------------------------------------------------------
 
-  function commitUserName() {
-    const name = normalizeUser(els.userName.value);
-    els.userName.value = name;
-    if (name === state.user) return;
-    const previous = currentConv();
-    if (previous) previous.draft = els.input.value;
-    state.user = name;
-    store.set(KEYS.user, name);
-    if (state.current) select(state.current);
+  /** Who the hub says this page speaks as; shown in the sidebar. */
+  async function loadMe() {
+    try {
+      const me = await apiJSON("/api/me");
+      const changed = me.id !== state.user;
+      state.user = me.id;
+      state.userName = me.name || me.id;
+      state.via = me.via || "";
+      state.csrf = me.csrf_token || "";
+      if (changed) state.convs.clear();
+    } catch (err) {
+      state.user = "";
+      state.userName = "";
+      state.csrf = "";
+      els.userName.textContent = `not signed in (${describeError(err)})`;
+      els.signOut.hidden = true;
+      return;
+    }
+    const how = { owner: "the hub's owner", "admin token": "admin token", token: "API token", session: "" };
+    els.userName.textContent = state.userName;
+    els.userVia.textContent = how[state.via] || "";
+    els.signOut.hidden = state.via !== "session";
+  }
+
+  async function signOut() {
+    await api("/api/signout", { method: "POST" }).catch(() => null);
+    state.csrf = "";
+    window.location.reload();
   }
 
   let pollTimer = 0;
@@ -1207,6 +1223,7 @@
   }
 
   async function reloadAll() {
+    await loadMe();
     await Promise.all([loadAnimas(), loadChannels()]);
     renderSidebar();
     const sel = state.current && exists(state.current) ? state.current : chooseInitial();
@@ -1230,6 +1247,8 @@
       animaStatus: $("anima-status"),
       channelStatus: $("channel-status"),
       userName: $("user-name"),
+      userVia: $("user-via"),
+      signOut: $("signout-button"),
       title: $("conv-title"),
       subtitle: $("conv-subtitle"),
       offlineBanner: $("offline-banner"),
@@ -1243,18 +1262,7 @@
       menuLabel: $("menu-toggle-label"),
     });
 
-    els.userName.value = state.user;
-    els.userName.addEventListener("change", commitUserName);
-    els.userName.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") {
-        event.preventDefault();
-        commitUserName();
-        els.userName.blur();
-      } else if (event.key === "Escape") {
-        els.userName.value = state.user;
-        els.userName.blur();
-      }
-    });
+    els.signOut.addEventListener("click", signOut);
 
     els.composer.addEventListener("submit", (event) => {
       event.preventDefault();

@@ -1,0 +1,167 @@
+"""People over HTTP (docs/people.md): who am I, the owner, sign-in links, sessions, tokens.
+
+Everything but /api/me and /api/signout is for the owner and the admin token
+(`hub/api/auth.py` keeps a person's own token or session out of it)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from pydantic import BaseModel, Field
+
+from hub.access import CredentialInfo
+from hub.adapter import Caller, caller_of
+from hub.api.auth import SESSION_COOKIE, session_secret
+from hub.api.routes import HubDep
+from hub.app import Hub
+from hub.identity import PersonView
+from hub.settings import ServerSection
+from hub.store.models import CredentialKind
+
+router = APIRouter(prefix="/api")
+
+
+def get_caller(request: Request) -> Caller:
+    return caller_of(request.scope)
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]
+
+
+class NameIn(BaseModel):
+    name: str = Field(min_length=1, max_length=200)
+
+
+class TokenIn(BaseModel):
+    person: str = Field(min_length=1, max_length=200)
+    label: str = Field(default="", max_length=200)
+
+
+def _person(hub: Hub, name: str) -> PersonView:
+    person = hub.identity.find(name)
+    if person is None:
+        raise HTTPException(404, f"no person named {name!r}")
+    return person
+
+
+def _when(at: datetime | None) -> str | None:
+    return at.isoformat(timespec="seconds") if at is not None else None
+
+
+def _credential(info: CredentialInfo) -> dict[str, Any]:
+    return {
+        "id": info.id,
+        "person": info.person_id,
+        "label": info.label,
+        "created_by": info.created_by,
+        "created_at": _when(info.created_at),
+        "expires_at": _when(info.expires_at),
+        "last_used_at": _when(info.used_at),
+        "revoked_at": _when(info.revoked_at),
+    }
+
+
+def base_url(server: ServerSection) -> str:
+    if server.public_url:
+        return server.public_url
+    host = f"[{server.host}]" if ":" in server.host else server.host
+    return f"http://{host}:{server.port}"
+
+
+@router.get("/me")
+def me(caller: CallerDep) -> dict[str, Any]:
+    """Who this request speaks as; the web chat shows it and keeps the CSRF token."""
+    return {
+        "id": caller.person_id,
+        "name": caller.name,
+        "via": caller.kind.value,
+        "may_act_for_others": caller.may_act_for_others,
+        "csrf_token": caller.csrf_token or None,
+    }
+
+
+@router.post("/signout", status_code=204)
+def signout(request: Request, hub: HubDep) -> Response:
+    secret = session_secret(request.headers)
+    if secret is not None:
+        hub.access.revoke_secret(secret)
+    response = Response(status_code=204)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
+
+
+@router.get("/people")
+def people(hub: HubDep) -> list[dict[str, Any]]:
+    return [
+        {"id": p.id, "name": p.display_name, "roles": list(p.roles)}
+        for p in hub.identity.everyone()
+    ]
+
+
+@router.get("/people/owner")
+def owner(hub: HubDep) -> dict[str, str]:
+    person = hub.identity.owner()
+    return {"id": person.id, "name": person.display_name}
+
+
+@router.put("/people/owner")
+def set_owner(body: NameIn, hub: HubDep, caller: CallerDep) -> dict[str, str]:
+    person = hub.identity.set_owner(body.name)
+    hub.people.audit(caller, "person.owner", person.id)
+    return {"id": person.id, "name": person.display_name}
+
+
+@router.post("/people/{name}/invite", status_code=201)
+def invite(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """A one-time sign-in link for `name` (created if new): it opens a web chat session."""
+    person = hub.identity.named(name)
+    issued = hub.access.create_signin(person.id, created_by=caller.person_id)
+    hub.people.audit(caller, "person.invite", person.id)
+    return {
+        "person": person.id,
+        "name": person.display_name,
+        "url": f"{base_url(hub.settings.server)}/signin/{issued.secret}",
+        "expires_at": _when(issued.expires_at),
+    }
+
+
+@router.get("/people/{name}/sessions")
+def sessions(name: str, hub: HubDep) -> list[dict[str, Any]]:
+    person = _person(hub, name)
+    return [_credential(i) for i in hub.access.listing(CredentialKind.SESSION, person.id)]
+
+
+@router.delete("/sessions/{credential_id}")
+def revoke_session(credential_id: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    return _revoke(hub, caller, credential_id, CredentialKind.SESSION)
+
+
+@router.post("/tokens", status_code=201)
+def create_token(body: TokenIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """A person's own API token (the person created if new); its secret is in this answer
+    only."""
+    person = hub.identity.named(body.person)
+    issued = hub.access.create_token(person.id, body.label, created_by=caller.person_id)
+    hub.people.audit(caller, "token.create", issued.id)
+    return {"id": issued.id, "person": person.id, "token": issued.secret}
+
+
+@router.get("/tokens")
+def tokens(hub: HubDep, person: str | None = None) -> list[dict[str, Any]]:
+    person_id = _person(hub, person).id if person is not None else None
+    return [_credential(i) for i in hub.access.listing(CredentialKind.API_TOKEN, person_id)]
+
+
+@router.delete("/tokens/{credential_id}")
+def revoke_token(credential_id: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    return _revoke(hub, caller, credential_id, CredentialKind.API_TOKEN)
+
+
+def _revoke(hub: Hub, caller: Caller, credential_id: str, kind: CredentialKind) -> dict[str, Any]:
+    info = hub.access.revoke(credential_id, kind)
+    if info is None:
+        raise HTTPException(404, f"no {kind.value.replace('_', ' ')} {credential_id!r}")
+    hub.people.audit(caller, f"{kind.value}.revoke", credential_id)
+    return _credential(info)

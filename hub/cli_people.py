@@ -1,0 +1,142 @@
+"""`animahub people …` and `animahub token …`: the owner, sign-in links, sessions, tokens.
+
+Each goes through the hub's API (a running hub's, or an in-process one's), as the owner or
+with the admin token, so the same rules and audit entries apply (docs/people.md)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from hub.runfile import HubBusy
+from hub.settings import ConfigError, Settings, load_settings
+
+people_app = typer.Typer(help="The owner, sign-in links and sessions.", no_args_is_help=True)
+token_app = typer.Typer(help="People's own API tokens.", no_args_is_help=True)
+console = Console()
+err = Console(stderr=True, soft_wrap=True)
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        err.print(f"[bold red]error:[/] config: {exc}", highlight=False)
+        raise typer.Exit(2) from None
+
+
+def call(method: str, path: str, body: dict[str, Any] | None = None, ok: int = 200) -> Any:
+    """One API request; a refusal is one line on stderr and exit code 1."""
+    from hub.client import hub_client
+
+    async def run() -> Any:
+        async with hub_client(_settings()) as client:
+            response = await client.request(method, path, json=body)
+        if response.status_code != ok:
+            try:
+                detail = response.json().get("detail", response.text)
+            except ValueError:
+                detail = response.text
+            err.print(f"[bold red]error:[/] {detail}", highlight=False)
+            raise typer.Exit(1)
+        return response.json()
+
+    try:
+        return asyncio.run(run())
+    except HubBusy as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _name(name: str) -> str:
+    return quote(name, safe="")
+
+
+def _credential_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table("id", "person", "label", "created", "last used", "expires")
+    for row in rows:
+        table.add_row(
+            row["id"],
+            row["person"],
+            row["label"],
+            row["created_at"] or "",
+            row["last_used_at"] or "",
+            row["expires_at"] or "never",
+        )
+    return table
+
+
+@people_app.command("list")
+def people_list() -> None:
+    """Everyone the hub knows, with their roles."""
+    table = Table("id", "name", "roles")
+    for person in call("GET", "/api/people"):
+        table.add_row(person["id"], person["name"], ", ".join(person["roles"]))
+    console.print(table)
+
+
+@people_app.command("owner")
+def people_owner(
+    name: Annotated[str | None, typer.Argument(help="The new owner (default: show it).")] = None,
+) -> None:
+    """Show the hub's owner, or make NAME the owner."""
+    if name is None:
+        owner = call("GET", "/api/people/owner")
+    else:
+        owner = call("PUT", "/api/people/owner", {"name": name})
+    console.print(f"owner: [bold]{owner['name']}[/] ({owner['id']})", highlight=False)
+
+
+@people_app.command("invite")
+def people_invite(name: Annotated[str, typer.Argument(help="Who may sign in.")]) -> None:
+    """Print a one-time sign-in link (15 minutes) for the web chat."""
+    link = call("POST", f"/api/people/{_name(name)}/invite", ok=201)
+    console.print(
+        f"Sign-in link for {link['name']} (once, until {link['expires_at']}):", highlight=False
+    )
+    console.out(link["url"], highlight=False)
+
+
+@people_app.command("sessions")
+def people_sessions(name: Annotated[str, typer.Argument(help="Whose sessions.")]) -> None:
+    """List NAME's open web chat sessions."""
+    console.print(_credential_table(call("GET", f"/api/people/{_name(name)}/sessions")))
+
+
+@people_app.command("revoke")
+def people_revoke(session: Annotated[str, typer.Argument(help="A session id (s-…).")]) -> None:
+    """End a web chat session: its next request is refused."""
+    row = call("DELETE", f"/api/sessions/{_name(session)}")
+    console.print(f"revoked session {row['id']} of {row['person']}", highlight=False)
+
+
+@token_app.command("create")
+def token_create(
+    person: Annotated[str, typer.Option("--person", help="Whose token.")],
+    label: Annotated[str, typer.Option(help="What it is for.")] = "",
+) -> None:
+    """Make an API token that acts as PERSON; it is printed once and stored hashed."""
+    made = call("POST", "/api/tokens", {"person": person, "label": label}, ok=201)
+    err.print(f"token {made['id']} for {made['person']} (shown once):", highlight=False)
+    console.out(made["token"], highlight=False)
+
+
+@token_app.command("list")
+def token_list(
+    person: Annotated[str | None, typer.Option("--person", help="Only this person's.")] = None,
+) -> None:
+    """List live API tokens (never their secrets)."""
+    path = "/api/tokens" + (f"?person={_name(person)}" if person else "")
+    console.print(_credential_table(call("GET", path)))
+
+
+@token_app.command("revoke")
+def token_revoke(token_id: Annotated[str, typer.Argument(help="A token id (t-…).")]) -> None:
+    """Revoke an API token: requests with it are refused from now on."""
+    row = call("DELETE", f"/api/tokens/{_name(token_id)}")
+    console.print(f"revoked token {row['id']} of {row['person']}", highlight=False)

@@ -1,0 +1,252 @@
+"""Who is talking (docs/people.md): the owner on loopback, per-person tokens, sign-in links,
+sessions and CSRF, `user` for admins only, names compared case-insensitively, no `guest`.
+
+Every request goes through the real app (its guard, routes and the web adapter)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx
+import pytest
+from sqlmodel import select
+
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.clock import ManualClock
+from hub.store.models import AuditEntry, Identity
+from tests.api.test_chat_api import sse_events
+from tests.conftest import add_demo_animas, make_settings
+
+TOKEN = "the-admin-token"
+ADMIN = {"Authorization": f"Bearer {TOKEN}"}
+SECRET = "4471"
+
+
+async def _started(home: Path, clock: ManualClock, **server: object) -> Hub:
+    hub = Hub(
+        make_settings(
+            home,
+            hub={"default_anima": "mika", "owner": "Olivia"},
+            scheduler={"enabled": False},
+            server={"public_url": "https://hub.example.com", **server},
+        ),
+        clock=clock,
+    )
+    await hub.start()
+    add_demo_animas(hub)
+    return hub
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(datetime(2026, 12, 1, 9, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+async def hub(home: Path, clock: ManualClock) -> AsyncIterator[Hub]:
+    """A hub with an API token: nobody is anybody without a credential."""
+    instance = await _started(home, clock, api_token=TOKEN)
+    try:
+        yield instance
+    finally:
+        await instance.stop()
+
+
+def web(hub: Hub) -> httpx.AsyncClient:
+    """A client on the hub's app; ASGITransport's peer is 127.0.0.1, a loopback caller."""
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app(hub)), base_url="http://localhost"
+    )
+
+
+async def say(client: httpx.AsyncClient, text: str, session: str, **extra: object) -> str:
+    response = await client.post(
+        "/api/chat/aria", json={"message": text, "session_id": session, **extra}
+    )
+    assert response.status_code == 200, response.text
+    events = sse_events(response.text)
+    assert events[-1]["type"] == "done", events
+    return "".join(e.get("text", "") for e in events)
+
+
+def said(history: httpx.Response) -> list[str]:
+    """What people said in a conversation's history."""
+    return [m["text"] for m in history.json()["messages"] if m["author_kind"] == "person"]
+
+
+async def token_for(client: httpx.AsyncClient, person: str) -> dict[str, str]:
+    made = await client.post("/api/tokens", json={"person": person}, headers=ADMIN)
+    assert made.status_code == 201, made.text
+    return {"Authorization": f"Bearer {made.json()['token']}"}
+
+
+async def invite(client: httpx.AsyncClient, name: str) -> str:
+    link = await client.post(f"/api/people/{name}/invite", headers=ADMIN)
+    assert link.status_code == 201, link.text
+    url = link.json()["url"]
+    assert url.startswith("https://hub.example.com/signin/")
+    return urlsplit(url).path
+
+
+async def test_the_owner_on_loopback_is_the_web_chats_person(
+    home: Path, clock: ManualClock
+) -> None:
+    hub = await _started(home, clock)  # loopback, no API token
+    try:
+        async with web(hub) as client:
+            me = (await client.get("/api/me")).json()
+            assert (me["id"], me["name"], me["via"]) == ("olivia", "Olivia", "owner")
+            whoami = await say(client, "/whoami", "s1")
+            assert "you are a hub admin" in whoami
+            await say(client, "mine", "s1")
+            # The owner acts for another person by naming them (audited), as scripts do.
+            await say(client, "hello", "s1", user="dana")
+            history = await client.get(
+                "/api/chat/aria/history", params={"session_id": "s1", "user": "dana"}
+            )
+            assert said(history) == ["hello"]
+            own = await client.get("/api/chat/aria/history", params={"session_id": "s1"})
+            assert said(own) == ["mine"]
+        with hub.db.session() as session:
+            audit = session.exec(
+                select(AuditEntry).where(AuditEntry.action == "person.on_behalf")
+            ).all()
+        assert [(a.actor, a.target) for a in audit] == [("owner:olivia", "dana")] * 2
+    finally:
+        await hub.stop()
+
+
+async def test_nobody_falls_into_a_shared_guest(hub: Hub) -> None:
+    async with web(hub) as client:
+        anonymous = await client.post("/api/chat/aria", json={"message": "hi", "session_id": "x"})
+        assert anonymous.status_code == 401
+        dana, bob = await token_for(client, "dana"), await token_for(client, "bob")
+        client.headers.update(dana)
+        await say(client, f"Keep this safe: my locker code is {SECRET}", "same")
+        assert hub.memory is not None
+        await hub.memory.drain()
+        client.headers.update(bob)  # another caller, the same session id
+        answer = await say(client, "What is my locker code?", "same")
+        assert SECRET not in answer
+        seen = await client.get("/api/chat/aria/history", params={"session_id": "same"})
+        assert SECRET not in seen.text
+        client.headers.update(dana)
+        assert SECRET in await say(client, "What is my locker code?", "new")
+        people = (await client.get("/api/people", headers=ADMIN)).json()
+    assert "guest" not in {p["id"] for p in people}
+
+
+async def test_user_from_a_persons_token_is_refused(hub: Hub) -> None:
+    async with web(hub) as client:
+        dana = await token_for(client, "dana")
+        await token_for(client, "bob")
+        other = await client.post(
+            "/api/chat/aria", json={"message": "hi", "session_id": "s", "user": "bob"}, headers=dana
+        )
+        assert other.status_code == 403
+        peek = await client.get(
+            "/api/chat/aria/history", params={"session_id": "s", "user": "bob"}, headers=dana
+        )
+        assert peek.status_code == 403
+        post = await client.post(
+            "/api/channels/general/posts", json={"text": "hi", "user": "bob"}, headers=dana
+        )
+        assert post.status_code == 403
+        # Naming oneself, in another case, is no claim at all.
+        client.headers.update(dana)
+        await say(client, "hi", "s", user="DANA")
+        # The admin surface is the admin token's.
+        assert (await client.get("/api/deliveries")).status_code == 403
+        assert (await client.post("/api/tokens", json={"person": "dana"})).status_code == 403
+        # A revoked token is refused.
+        listed = (await client.get("/api/tokens", headers=ADMIN)).json()
+        dana_id = next(t["id"] for t in listed if t["person"] == "dana")
+        assert (await client.delete(f"/api/tokens/{dana_id}", headers=ADMIN)).status_code == 200
+        assert (await client.get("/api/me")).status_code == 401
+
+
+async def test_dana_and_dana_are_one_person(hub: Hub) -> None:
+    async with web(hub) as client:
+        client.headers.update(ADMIN)
+        await say(client, "first", "s", user="Dana")
+        await say(client, "second", "s", user="dana")
+        await say(client, "third", "s", user="ＤＡＮＡ")  # full-width: NFKC, then casefold
+        history = await client.get(
+            "/api/chat/aria/history", params={"session_id": "s", "user": "DANA"}
+        )
+        assert said(history) == ["first", "second", "third"]
+        sessions = await client.get("/api/people/dAnA/sessions")
+        assert sessions.status_code == 200
+    with hub.db.session() as session:
+        web_ids = session.exec(select(Identity).where(Identity.platform == "web")).all()
+    assert sorted(i.person_id for i in web_ids) == ["dana", "olivia"]
+
+
+async def test_a_sign_in_link_works_once(hub: Hub) -> None:
+    async with web(hub) as client:
+        path = await invite(client, "Dana")
+        page = await client.get(path)
+        assert page.status_code == 200 and "Dana" in page.text
+        token = path.rsplit("/", 1)[1]
+        signed = await client.post("/signin", data={"token": token}, headers=_same_origin())
+        assert signed.status_code == 303 and signed.headers["location"] == "/"
+        cookie = signed.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        me = (await client.get("/api/me")).json()  # the cookie jar now holds the session
+        assert (me["id"], me["via"]) == ("dana", "session") and me["csrf_token"]
+        again = await client.post("/signin", data={"token": token}, headers=_same_origin())
+        assert again.status_code == 410 and "already used" in again.text
+        assert (await client.get(path)).status_code == 410
+
+
+async def test_forged_and_expired_links_are_refused(hub: Hub, clock: ManualClock) -> None:
+    async with web(hub) as client:
+        forged = await client.post("/signin", data={"token": "x" * 43}, headers=_same_origin())
+        assert forged.status_code == 404 and "not valid" in forged.text
+        assert (await client.get("/signin/" + "y" * 43)).status_code == 404
+        path = await invite(client, "dana")
+        clock.advance(timedelta(minutes=16))
+        token = path.rsplit("/", 1)[1]
+        late = await client.post("/signin", data={"token": token}, headers=_same_origin())
+        assert late.status_code == 410 and "expired" in late.text
+        assert "animahub_session" not in client.cookies
+
+
+async def test_a_sign_in_from_another_site_is_refused(hub: Hub) -> None:
+    async with web(hub) as client:
+        token = (await invite(client, "dana")).rsplit("/", 1)[1]
+        evil = await client.post(
+            "/signin", data={"token": token}, headers={"Sec-Fetch-Site": "cross-site"}
+        )
+        assert evil.status_code == 403
+        assert "animahub_session" not in client.cookies
+
+
+async def test_a_session_needs_its_csrf_token_and_ends_when_revoked(hub: Hub) -> None:
+    async with web(hub) as client:
+        token = (await invite(client, "dana")).rsplit("/", 1)[1]
+        await client.post("/signin", data={"token": token}, headers=_same_origin())
+        csrf = (await client.get("/api/me")).json()["csrf_token"]
+        body = {"message": "hi", "session_id": "s"}
+        bare = await client.post("/api/chat/aria", json=body)
+        assert bare.status_code == 403 and "CSRF" in bare.text
+        wrong = await client.post("/api/chat/aria", json=body, headers={"X-CSRF-Token": "0" * 64})
+        assert wrong.status_code == 403
+        client.headers["X-CSRF-Token"] = csrf
+        await say(client, "hi", "s")
+        listed = (await client.get("/api/people/dana/sessions", headers=ADMIN)).json()
+        assert len(listed) == 1
+        revoked = await client.delete(f"/api/sessions/{listed[0]['id']}", headers=ADMIN)
+        assert revoked.status_code == 200
+        refused = await client.post("/api/chat/aria", json=body)
+        assert refused.status_code == 401 and "ended" in refused.text
+        assert (await client.get("/api/people/dana/sessions", headers=ADMIN)).json() == []
+
+
+def _same_origin() -> dict[str, str]:
+    """What a browser sends with the sign-in page's own form."""
+    return {"Sec-Fetch-Site": "same-origin", "Origin": "http://localhost"}
