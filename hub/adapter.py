@@ -26,6 +26,7 @@ __all__ = [
     "Adapter",
     "AdapterFactory",
     "AdapterPlugin",
+    "AmbiguousName",
     "AttachmentError",
     "AttachmentFetcher",
     "AttachmentTooLarge",
@@ -201,6 +202,17 @@ class Caller:
     def may_act_for_others(self) -> bool:
         """The owner on loopback and the admin token may name another person (`user`)."""
         return self.kind in (CallerKind.OWNER, CallerKind.ADMIN_TOKEN)
+
+
+class AmbiguousName(LookupError):
+    """A name several people go by (display names are the platforms' claims): the caller
+    must name one by their person id. The API answers 409."""
+
+    def __init__(self, name: str, ids: Sequence[str]) -> None:
+        super().__init__(
+            f"{name!r} is the name of {len(ids)} people ({', '.join(ids)}): give the person id"
+        )
+        self.ids = tuple(ids)
 
 
 class NotPermitted(PermissionError):

@@ -169,6 +169,7 @@ class Hub:
             self.anima_states,
             self.runtime.submit,
             self._heartbeat_now,
+            self._signin_link if "web" in self.adapters else None,
         )
         self.agenda = Agenda(
             self.db,
@@ -322,6 +323,10 @@ class Hub:
             self.outbox.wake()  # what waited for it goes now
 
     # admin -----------------------------------------------------------------------------
+
+    def _signin_link(self, person_id: str) -> str:
+        issued = self.access.create_signin(person_id, created_by="/web")
+        return f"{self.settings.server.link_base()}/signin/{issued.secret}"
 
     async def _heartbeat_now(self, name: str) -> str:
         return (await self.agenda.heartbeat_now(name)).line()

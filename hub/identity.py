@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sqlmodel import Session, col, select
 
+from hub.adapter import AmbiguousName
 from hub.files import read_document, write_document
 from hub.messages import PlatformUser, utcnow
 from hub.store.db import Database
@@ -135,8 +136,9 @@ class IdentityService:
     # people by name, and the owner ---------------------------------------------------
 
     def find(self, name: str) -> PersonView | None:
-        """The person called `name` (their id or display name, compared by `name_key`); an
-        exact id wins over a display name, then the earliest person."""
+        """The person called `name`: their id, or else their display name (compared by
+        `name_key`). A display name several people have is refused (`AmbiguousName`): it is
+        what a platform says, and Eve may go by Dana's name on one."""
         key = name_key(name)
         if not key:
             return None
@@ -146,6 +148,8 @@ class IdentityService:
             ).all()
         by_id = [row for row in rows if name_key(row.id) == key]
         found = by_id or [row for row in rows if name_key(row.display_name) == key]
+        if len(found) > 1:
+            raise AmbiguousName(name, [row.id for row in found])
         return _view(found[0]) if found else None
 
     def everyone(self) -> list[PersonView]:

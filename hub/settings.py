@@ -102,6 +102,13 @@ class ServerSection(SettingsSection):
     # empty: http://host:port.
     public_url: str = Field(default="", pattern=r"^(https?://[^/\s?#]+)?$")
 
+    def link_base(self) -> str:
+        """The start of the links the hub hands out (sign-in links)."""
+        if self.public_url:
+            return self.public_url
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
     @field_validator("allowed_hosts")
     @classmethod
     def _host_form(cls, value: list[str]) -> list[str]:

@@ -67,6 +67,8 @@ def db(database_url: str) -> Iterator[Database]:
 
 
 def make_settings(home: Path, **sections: Any) -> Settings:
+    # A named owner, not the OS user the tests happen to run as (often root, an admin here).
+    sections["hub"] = {"owner": "Olivia", **sections.get("hub", {})}
     return load_settings(home=home, **sections)
 
 

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 MENU = (
     ("anima", "Animas: list, status, bind, unbind, heartbeat, pause, resume"),
     ("whoami", "Who the hub knows you as"),
+    ("web", "A sign-in link to the web chat (in a private chat)"),
     (START, "Start talking to the Animas"),
 )
 WELCOME = "Welcome to AnimaHub. Write here to talk to the Animas."

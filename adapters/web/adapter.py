@@ -28,7 +28,8 @@ from hub.adapter import (
 from hub.messages import Address, AddressKind, Inbound, OutboundChunk, PlatformUser
 
 STATIC = Path(__file__).parent / "static"
-USER_PATTERN = r"^[\w.@-]{1,64}$"
+# A person's id or name ("Dana Li"): inner spaces allowed, as display names have them.
+USER_PATTERN = r"^[\w.@-](?:[\w.@ -]{0,62}[\w.@-])?$"
 SESSION_PATTERN = r"^[\w.-]{1,100}$"
 
 

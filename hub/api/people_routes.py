@@ -17,7 +17,6 @@ from hub.api.auth import SESSION_COOKIE, session_secret
 from hub.api.routes import HubDep
 from hub.app import Hub
 from hub.identity import PersonView
-from hub.settings import ServerSection
 from hub.store.models import CredentialKind
 
 router = APIRouter(prefix="/api")
@@ -61,13 +60,6 @@ def _credential(info: CredentialInfo) -> dict[str, Any]:
         "last_used_at": _when(info.used_at),
         "revoked_at": _when(info.revoked_at),
     }
-
-
-def base_url(server: ServerSection) -> str:
-    if server.public_url:
-        return server.public_url
-    host = f"[{server.host}]" if ":" in server.host else server.host
-    return f"http://{host}:{server.port}"
 
 
 @router.get("/me")
@@ -122,7 +114,7 @@ def invite(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     return {
         "person": person.id,
         "name": person.display_name,
-        "url": f"{base_url(hub.settings.server)}/signin/{issued.secret}",
+        "url": f"{hub.settings.server.link_base()}/signin/{issued.secret}",
         "expires_at": _when(issued.expires_at),
     }
 

@@ -14,7 +14,7 @@ from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp
 
 from hub import __version__
-from hub.adapter import MessageTooLarge
+from hub.adapter import AmbiguousName, MessageTooLarge
 from hub.animas import AnimaError
 from hub.api import guard, memory_routes, people_routes, routes, signin
 from hub.api.auth import Authenticator
@@ -96,6 +96,10 @@ def create_app(hub: Hub) -> FastAPI:
             status_code=503,
             headers={"Retry-After": "5"},
         )
+
+    @app.exception_handler(AmbiguousName)
+    async def ambiguous(_request: Request, exc: AmbiguousName) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=409)
 
     @app.exception_handler(AnimaError)
     async def bad_anima(_request: Request, exc: AnimaError) -> JSONResponse:

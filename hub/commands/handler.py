@@ -45,6 +45,8 @@ HeartbeatTrigger = Callable[[str], Awaitable[str]]
 """Runs one heartbeat of the named Anima now; returns a one-line outcome."""
 Submit = Callable[[TurnJob], None]
 """Hands a released message to the runtime (`Runtime.submit`)."""
+SignInLink = Callable[[str], str]
+"""A new one-time sign-in link to the web chat for the person with this id."""
 
 # subcommand -> what a refusal says only admins may do
 ADMIN_ONLY = {
@@ -70,7 +72,9 @@ class CommandService:
         states: AnimaStates,
         submit: Submit,
         heartbeat: HeartbeatTrigger,
+        signin_link: SignInLink | None = None,
     ) -> None:
+        self._signin_link = signin_link
         self._db = db
         self._inbox = inbox
         self._settings = settings
@@ -111,6 +115,8 @@ class CommandService:
             return USAGE
         if command.name == "whoami":
             return self._whoami(person, inbound)
+        if command.name == "web":
+            return self._web(person, inbound)
         if command.name != "anima":
             return f"Unknown command /{command.name}.\n{USAGE}"
         return await self._anima(command, inbound, person)
@@ -275,6 +281,22 @@ class CommandService:
             raise
         self._audit(inbound, person, "anima.heartbeat", anima.name, {"outcome": outcome})
         return f"Heartbeat of {anima.name}: {outcome}"
+
+    def _web(self, person: PersonView, inbound: Inbound) -> str:
+        """A sign-in link to the web chat. The platform vouches for the sender, and the link
+        is only ever the answer in their own DM, which nobody else reads."""
+        if self._signin_link is None:
+            return "The web chat is not available on this hub."
+        if inbound.address.platform == "web":
+            return f"You are already in the web chat, as {person.display_name}."
+        if inbound.address.kind is not AddressKind.DM:
+            return "Send /web to me in a direct message: the sign-in link is for you alone."
+        link = self._signin_link(person.id)
+        self._audit(inbound, person, "person.invite", person.id, {"via": "/web"})
+        return (
+            f"Your sign-in link to the web chat, as {person.display_name} "
+            f"(it works once, for 15 minutes): {link}"
+        )
 
     def _whoami(self, person: PersonView, inbound: Inbound) -> str:
         with self._db.engine.connect() as conn:

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from hub.messages import Command
 
-COMMAND_NAMES = frozenset({"anima", "whoami"})
+COMMAND_NAMES = frozenset({"anima", "whoami", "web"})
 
 USAGE = (
     "Usage: /anima list | /anima status NAME | /anima bind NAME | /anima unbind | "
-    "/anima heartbeat NAME | /anima pause NAME | /anima resume NAME | /whoami"
+    "/anima heartbeat NAME | /anima pause NAME | /anima resume NAME | /whoami | "
+    "/web (in a DM: a sign-in link to the web chat)"
 )
 
 

@@ -17,6 +17,7 @@ from sqlmodel import select
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import ManualClock
+from hub.messages import Address, AddressKind, Command, Inbound, PlatformUser
 from hub.store.models import AuditEntry, Identity
 from tests.api.test_chat_api import sse_events
 from tests.conftest import add_demo_animas, make_settings
@@ -250,3 +251,45 @@ async def test_a_session_needs_its_csrf_token_and_ends_when_revoked(hub: Hub) ->
 def _same_origin() -> dict[str, str]:
     """What a browser sends with the sign-in page's own form."""
     return {"Sec-Fetch-Site": "same-origin", "Origin": "http://localhost"}
+
+
+async def test_web_in_a_dm_answers_with_a_sign_in_link(hub: Hub) -> None:
+    """The platform vouches for the sender: /web in their Telegram DM signs them in."""
+    dm = Address("telegram", "bot", "1001", kind=AddressKind.DM)
+    dana = PlatformUser("telegram", "1001", "Dana")
+    receipt = await hub.receive(
+        Inbound(event_id="tg-1", address=dm, sender=dana, text="/web", command=Command("web"))
+    )
+    assert receipt.reply is not None
+    path = urlsplit(receipt.reply.rsplit(" ", 1)[1]).path
+    async with web(hub) as client:
+        token = path.rsplit("/", 1)[1]
+        await client.post("/signin", data={"token": token}, headers=_same_origin())
+        me = (await client.get("/api/me")).json()
+        person = hub.identity.resolve(dana)
+        assert (me["id"], me["via"]) == (person.id, "session")
+    group = Address("telegram", "bot", "-5", kind=AddressKind.GROUP)
+    refused = await hub.receive(
+        Inbound(event_id="tg-2", address=group, sender=dana, text="/web", command=Command("web"))
+    )
+    assert refused.reply is not None and "/signin/" not in refused.reply
+
+
+async def test_a_name_two_people_go_by_is_refused(hub: Hub) -> None:
+    """A display name is a platform's claim (Eve goes by Dana's name on Telegram): a name
+    that fits two people picks neither; their ids do (and an id always wins)."""
+    slack_dana = hub.identity.resolve(PlatformUser("slack", "U0DANA", "Dana Li"))
+    eve = hub.identity.resolve(PlatformUser("telegram", "2009", "Dana Li"))
+    assert (slack_dana.id, eve.id) == ("dana-li", "dana-li-2")
+    async with web(hub) as client:
+        client.headers.update(ADMIN)
+        both = await client.post(
+            "/api/chat/aria", json={"message": "hi", "session_id": "s", "user": "dana li"}
+        )
+        assert both.status_code == 409 and eve.id in both.text and slack_dana.id in both.text
+        assert (await client.post("/api/people/Dana Li/invite")).status_code == 409
+        await say(client, "hi", "s", user=slack_dana.id)
+        history = await client.get(
+            "/api/chat/aria/history", params={"session_id": "s", "user": slack_dana.id}
+        )
+        assert said(history) == ["hi"]

@@ -50,7 +50,9 @@ PLACES = (
     Place("slack DM", "slack", "mallory", dm=True),
     Place("telegram DM", "telegram", "eve", dm=True),
     Place("telegram group", "telegram", "eve", dm=False),
-    Place("web DM", "web", "dana", dm=True),  # a web user who says she is dana
+    # Wendy, signed in to the web chat as herself, says she is Dana (refused with 403), then
+    # asks as herself.
+    Place("web DM", "web", "wendy", dm=True, claims="dana"),
 )
 
 
@@ -309,7 +311,7 @@ COMMANDS = (
     ("telegram", "eve", "dm", "pause aria"),
     ("telegram", "eve", "group", "bind kai"),
     ("web", "mallory", "dm", "pause aria"),
-    ("web", "root", "dm", "pause aria"),  # the admin's name, but not the admin's identity
+    ("web", "wendy", "dm", "pause aria"),
 )
 
 
@@ -321,11 +323,20 @@ async def test_admin_commands_from_non_admins_are_refused_and_audited(world: Wor
     assert hub.anima_states.paused() == set()
     with hub.db.session() as session:
         assert session.exec(select(func.count()).select_from(ChannelBinding)).one() == 0
-        audit = session.exec(select(AuditEntry).order_by(col(AuditEntry.id))).all()
+        audit = session.exec(
+            # the owner making the web people's own tokens is the world's setup
+            select(AuditEntry)
+            .where(col(AuditEntry.action) != "token.create")
+            .order_by(col(AuditEntry.id))
+        ).all()
     assert [(a.action, a.target) for a in audit] == [
         ("denied", f"anima.{c.split()[0]}") for *_, c in COMMANDS
     ]
     assert all(a.detail["person"] != "root" for a in audit)
+    # The admin's name is not the admin's identity: a web caller who claims it is refused
+    # before anything runs (no command, no audit entry of a command).
+    assert await world.web_claim("wendy", "root", "/anima pause aria") == 403
+    assert hub.anima_states.paused() == set()
     # The control: the admin's own command does what the others' could not (and is undone).
     assert "is paused" in await _command(world, "slack", "root", "dm", "pause aria")
     assert hub.anima_states.paused() == {ANIMA}

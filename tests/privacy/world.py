@@ -105,6 +105,7 @@ class Place:
     platform: str  # slack | telegram | web
     person: str
     dm: bool
+    claims: str = ""  # web: the person named in `user`, which the hub must refuse (403)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +133,7 @@ class World:
     http: httpx.AsyncClient
     model: FakeOpenAI | None
     threads: dict[str, str] = field(default_factory=dict)  # Slack channel -> thread ts
+    web_tokens: dict[str, str] = field(default_factory=dict)  # web person -> their own token
     _ids: Iterator[int] = field(default_factory=itertools.count)
 
     # speaking ---------------------------------------------------------------------------
@@ -142,6 +144,9 @@ class World:
             return await self.slack_say(place.person, text, None if place.dm else GENERAL)
         if place.platform == "telegram":
             return await self.tg_say(place.person, text, dm=place.dm)
+        if place.claims:
+            status = await self.web_claim(place.person, place.claims, text)
+            assert status == 403, f"{place.person} spoke as {place.claims}: {status}"
         return await self.web_say(place.person, text)
 
     async def slack_say(self, person: str, text: str, channel: str | None = None) -> Heard:
@@ -170,12 +175,31 @@ class World:
         await self.telegram.push("message", message)
         return await self._heard("telegram", before, f"{chat}:{message['message_id']}")
 
-    async def web_say(self, user: str, text: str) -> Heard:
-        """The web chat's DM, whose reply streams back as the HTTP response."""
+    async def _web_auth(self, person: str) -> dict[str, str]:
+        """`person`'s own API token, made by the owner (the loopback hub's caller)."""
+        if person not in self.web_tokens:
+            made = await self.http.post("/api/tokens", json={"person": person})
+            assert made.status_code == 201, made.text
+            self.web_tokens[person] = made.json()["token"]
+        return {"Authorization": f"Bearer {self.web_tokens[person]}"}
+
+    async def web_claim(self, person: str, claims: str, text: str) -> int:
+        """`person`, with their own token, says they are `claims`: the HTTP status."""
+        body = {"message": text, "user": claims, "session_id": "s1"}
+        response = await self.http.post(
+            f"/api/chat/{ANIMA}", json=body, headers=await self._web_auth(person)
+        )
+        return response.status_code
+
+    async def web_say(self, person: str, text: str) -> Heard:
+        """The web chat's DM as `person` (their own token), whose reply streams back as the
+        HTTP response."""
         asked = self._requests()
         message_id = f"rt-{next(self._ids)}"
-        body = {"message": text, "user": user, "session_id": "s1", "message_id": message_id}
-        response = await self.http.post(f"/api/chat/{ANIMA}", json=body)
+        body = {"message": text, "session_id": "s1", "message_id": message_id}
+        response = await self.http.post(
+            f"/api/chat/{ANIMA}", json=body, headers=await self._web_auth(person)
+        )
         assert response.status_code == 200, response.text
         await settle(self.hub)
         events = [
