@@ -32,7 +32,6 @@ _PERSON_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ("GET", r"/api/me"),
         ("POST", r"/api/signout"),
         ("GET", r"/api/animas(/[^/]+)?"),
-        ("GET", r"/api/system/health"),
         ("POST", r"/api/chat/[^/]+"),
         ("GET", r"/api/chat/[^/]+/history"),
         ("GET", r"/api/channels"),

@@ -88,7 +88,7 @@ async def token_for(client: httpx.AsyncClient, person: str) -> dict[str, str]:
 async def invite(client: httpx.AsyncClient, name: str) -> str:
     link = await client.post(f"/api/people/{name}/invite", headers=ADMIN)
     assert link.status_code == 201, link.text
-    url = link.json()["url"]
+    url: str = link.json()["url"]
     assert url.startswith("https://hub.example.com/signin/")
     return urlsplit(url).path
 
