@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
@@ -70,7 +71,11 @@ class _Gateway(discord.Client):
     def __init__(self, adapter: DiscordAdapter) -> None:
         intents = discord.Intents.default()
         intents.message_content = True  # privileged: enabled in the developer portal
-        super().__init__(intents=intents, max_ratelimit_timeout=rest.SDK_WAIT_LIMIT_S)
+        super().__init__(
+            intents=intents,
+            max_ratelimit_timeout=rest.SDK_WAIT_LIMIT_S,
+            http_trace=adapter.http_trace,
+        )
         self.adapter = adapter
         self.session_started = asyncio.Event()
         self.tree = build_tree(self, adapter.on_command)
@@ -129,6 +134,7 @@ class DiscordAdapter:
         assert token is not None  # checked in __init__
         self._hub = hub
         self._seen = Seen(hub)
+        self._outbound.open(hub)
         Route.BASE = self._settings.api_url.rstrip("/")
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self._settings.gateway_url or REAL_GATEWAY)
         client = self._client = _Gateway(self)
@@ -160,7 +166,9 @@ class DiscordAdapter:
         self._ids.bot_id = client.user.id
         for anima, secret in self._settings.anima_tokens.items():
             try:
-                bot = await rest.login(secret.get_secret_value(), f"the Anima {anima!r}")
+                bot = await rest.login(
+                    secret.get_secret_value(), f"the Anima {anima!r}", self.http_trace
+                )
             except RuntimeError as exc:  # a rejected token: as on Slack, not fatal
                 log.error("%s; the main bot answers for %s", exc, anima)
                 continue
@@ -217,6 +225,10 @@ class DiscordAdapter:
         self._hub = None
 
     @property
+    def http_trace(self) -> aiohttp.TraceConfig:
+        return self._outbound.trace
+
+    @property
     def hub(self) -> HubPort:
         if self._hub is None:
             raise RuntimeError("the Discord adapter is not running")
@@ -256,7 +268,7 @@ class DiscordAdapter:
             return
         receipt = await self.hub.receive(inbound)
         if not receipt.duplicate and not inbound.sender.is_bot:
-            self._outbound.follow(self.hub, receipt.inbox_id, inbound.address, inbound.event_id)
+            self._outbound.follow(receipt.inbox_id, inbound.address, inbound.event_id)
 
     async def on_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         data: Mapping[str, Any] = payload.data
