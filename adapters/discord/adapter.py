@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import discord
 import yarl
 from discord.gateway import DiscordWebSocket
@@ -71,11 +70,7 @@ class _Gateway(discord.Client):
     def __init__(self, adapter: DiscordAdapter) -> None:
         intents = discord.Intents.default()
         intents.message_content = True  # privileged: enabled in the developer portal
-        super().__init__(
-            intents=intents,
-            max_ratelimit_timeout=rest.SDK_WAIT_LIMIT_S,
-            http_trace=adapter.http_trace,
-        )
+        super().__init__(intents=intents, max_ratelimit_timeout=rest.SDK_WAIT_LIMIT_S)
         self.adapter = adapter
         self.session_started = asyncio.Event()
         self.tree = build_tree(self, adapter.on_command)
@@ -166,9 +161,7 @@ class DiscordAdapter:
         self._ids.bot_id = client.user.id
         for anima, secret in self._settings.anima_tokens.items():
             try:
-                bot = await rest.login(
-                    secret.get_secret_value(), f"the Anima {anima!r}", self.http_trace
-                )
+                bot = await rest.login(secret.get_secret_value(), f"the Anima {anima!r}")
             except RuntimeError as exc:  # a rejected token: as on Slack, not fatal
                 log.error("%s; the main bot answers for %s", exc, anima)
                 continue
@@ -223,10 +216,6 @@ class DiscordAdapter:
         self._client, self._gateway_task, self._outbound.main = None, None, None
         self._outbound.anima_bots.clear()
         self._hub = None
-
-    @property
-    def http_trace(self) -> aiohttp.TraceConfig:
-        return self._outbound.trace
 
     @property
     def hub(self) -> HubPort:

@@ -10,12 +10,8 @@ DMs: a DM channel belongs to the main bot, and no other bot can post in it.
 from __future__ import annotations
 
 import logging
-import re
 from collections import OrderedDict
-from types import SimpleNamespace
 from typing import Generic, TypeVar
-
-import aiohttp
 
 from adapters.discord import rest
 from adapters.discord.render import render
@@ -32,7 +28,6 @@ log = logging.getLogger(__name__)
 
 _REMEMBER = 10_000  # recent message ids kept for edits and reply detection
 _PREVIEWED = (DeliveryKind.REPLY, DeliveryKind.NOTICE)
-_CHANNEL_IN_PATH = re.compile(r"/channels/(\d+)/messages")
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -59,12 +54,9 @@ class Outbound:
         self._written_by: Recent[int, str] = Recent(_REMEMBER)  # ... and their Animas
         self._threads: Recent[int, bool] = Recent(_REMEMBER)  # threads we posted in
         self._streamer = EditStreamer("discord", self._post_preview, self.edit, render, max_text)
+        # One send to a channel at a time: a 429 that discord.py answers itself (it sleeps
+        # the retry-after inside the call) holds our other sends to the channel meanwhile.
         self._gate = ChannelGate()
-        # discord.py answers a 429 itself (sleeps, tries again) inside one call; every
-        # 429 it sees is also a hold on the channel for our other sends (bots' HTTP clients
-        # are built with this trace).
-        self.trace = aiohttp.TraceConfig()
-        self.trace.on_request_end.append(self._on_response)
 
     def open(self, hub: PreviewHub) -> None:
         self._streamer.open(hub)
@@ -148,18 +140,6 @@ class Outbound:
         )
         self._posted(message_id, bot, address, anima)
         return message_id
-
-    async def _on_response(
-        self,
-        _session: aiohttp.ClientSession,
-        _context: SimpleNamespace,
-        params: aiohttp.TraceRequestEndParams,
-    ) -> None:
-        if params.response.status != 429:
-            return
-        found = _CHANNEL_IN_PATH.search(params.url.path)
-        if found is not None:
-            self._gate.hold(found.group(1), rest.retry_after_of(params.response.headers))
 
     def bot_for(self, address: Address, anima: str | None) -> RestBot:
         if anima and address.kind is not AddressKind.DM and anima in self.anima_bots:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,11 +61,9 @@ class RestBot:
     name: str
 
 
-async def login(token: str, label: str, trace: aiohttp.TraceConfig | None = None) -> RestBot:
+async def login(token: str, label: str) -> RestBot:
     """A REST-only client for a bot token (no gateway connection): `GET /users/@me`."""
-    http = HTTPClient(
-        asyncio.get_running_loop(), max_ratelimit_timeout=SDK_WAIT_LIMIT_S, http_trace=trace
-    )
+    http = HTTPClient(asyncio.get_running_loop(), max_ratelimit_timeout=SDK_WAIT_LIMIT_S)
     try:
         data = await http.static_login(token)
     except discord.LoginFailure as exc:
@@ -147,13 +144,8 @@ def delivery_error(exc: BaseException) -> DeliveryError:
 
 def _retry_after(exc: discord.HTTPException) -> float:
     """Seconds to wait, from a 429 discord.py gave up on (the body is not kept on the
-    exception; the headers are)."""
-    return retry_after_of(exc.response.headers if exc.response is not None else {})
-
-
-def retry_after_of(headers: Mapping[str, str]) -> float:
-    """A 429's wait from its headers: `X-RateLimit-Reset-After` has decimals, `Retry-After`
-    not."""
+    exception; the headers are). `X-RateLimit-Reset-After` has decimals, `Retry-After` not."""
+    headers = exc.response.headers if exc.response is not None else {}
     for name in ("X-RateLimit-Reset-After", "Retry-After"):
         value = headers.get(name)
         if value:
