@@ -35,7 +35,7 @@ LONG_REPLY = (
     + "\n\n".join(f"Closing {i}. " + "Makes Jack a dull boy. " * 12 for i in range(16))
 )
 STREAM_PIECES = ("Thinking", " about", " it:", " the answer", " is 42.")
-PAUSED_PIECES = ("Partial answer", " and the rest.")  # the second waits for `resume`
+PAUSED_PIECES = ("Partial answer ", "and the rest.")  # the second waits for `resume`
 
 
 class ScriptedResponder:
