@@ -82,6 +82,7 @@ class Outbound:
 
     async def send(self, chunk: OutboundChunk) -> str:
         channel_id = target(chunk.address)
+        preview = None
         if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.reply_to is not None:
             # The preview stays in the book after this edit: a resend edits it again.
             preview = await self._streamer.claim(chunk.reply_to)
@@ -100,19 +101,25 @@ class Outbound:
                     return str(preview_id)
         first_reply = chunk.index == 0 and chunk.kind is DeliveryKind.REPLY
         reply_to = snowflake(chunk.reply_to) if first_reply else None
+        # A reply with no preview in the book posts with its preview's nonce: a preview
+        # posted just before a kill, its id never saved, is what Discord answers then (it
+        # checks nonces for a few minutes), and it is edited into the reply.
+        lost = first_reply and preview is None
+        key = f"preview:{chunk.reply_to}" if lost else chunk.idempotency_key
         bot = self.bot_for(chunk.address, chunk.anima)
-        message_id = await self._gate.send(
+        posted = await self._gate.send(
             str(channel_id),
             lambda: rest.post(
-                bot,
-                channel_id,
-                chunk.text,
-                reply_to=reply_to,
-                nonce=rest.nonce_for(chunk.idempotency_key),
+                bot, channel_id, chunk.text, reply_to=reply_to, nonce=rest.nonce_for(key)
             ),
         )
-        self._posted(message_id, bot, chunk.address, chunk.anima)
-        return message_id
+        if posted.text != chunk.text:  # that lost preview: it becomes the reply
+            message_id = int(posted.id)
+            await self._gate.send(
+                str(channel_id), lambda: rest.edit(bot, channel_id, message_id, chunk.text)
+            )
+        self._posted(posted.id, bot, chunk.address, chunk.anima)
+        return posted.id
 
     async def edit(self, address: Address, message_id: str, text: str) -> None:
         """Edit one of our messages, with the bot that posted it (only it may)."""
@@ -128,7 +135,7 @@ class Outbound:
     ) -> str:
         bot = self.bot_for(address, anima)
         channel_id = target(address)
-        message_id = await self._gate.send(
+        posted = await self._gate.send(
             str(channel_id),
             lambda: rest.post(
                 bot,
@@ -138,8 +145,8 @@ class Outbound:
                 nonce=rest.nonce_for(f"preview:{reply_to}"),
             ),
         )
-        self._posted(message_id, bot, address, anima)
-        return message_id
+        self._posted(posted.id, bot, address, anima)
+        return posted.id
 
     def bot_for(self, address: Address, anima: str | None) -> RestBot:
         if anima and address.kind is not AddressKind.DM and anima in self.anima_bots:
