@@ -8,7 +8,8 @@ returns, and kept after the reply's first chunk was edited into it: a resend of 
 recorded the chunk) finds the preview and edits it again, which is harmless, instead of
 posting a second message. Entries are pruned after `KEEP_S`. The one window left: a kill
 between the platform accepting the preview post and its id being saved leaves that preview
-beside the reply, which is then posted anew.
+beside the reply, which is then posted anew (except on Discord, where the reply posts with
+the preview's nonce and so finds it: adapters/discord/outbound.py).
 """
 
 from __future__ import annotations
