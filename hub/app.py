@@ -49,7 +49,7 @@ from hub.runtime import Responders, Runtime
 from hub.scheduler import Scheduler
 from hub.sessions import close_idle_sessions
 from hub.settings import Settings
-from hub.store.cursors import load_cursor, save_cursor
+from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.supervise import Supervisor
@@ -305,6 +305,15 @@ class Hub:
 
     def save_cursor(self, key: str, value: str) -> None:
         save_cursor(self.db, key, value, self.clock.now())
+
+    def forget_cursor(self, key: str) -> None:
+        forget_cursor(self.db, key)
+
+    def prune_cursors(self, prefix: str, older_than_s: float) -> int:
+        return prune_cursors(self.db, prefix, self.clock.now() - timedelta(seconds=older_than_s))
+
+    def pending_delivery(self, address: Address, besides: str | None = None) -> bool:
+        return self.outbox.pending(address, besides)
 
     def _platform_changed(self, _platform: str, state: PlatformState) -> None:
         if state is PlatformState.UP:
