@@ -194,10 +194,12 @@ class Hub:
         if self.memory is not None:
             await self.memory.start(self.animas.names())
             replay_recent(self.db, self.memory, set(self.animas.names()))
-        await self.platforms.start(self)
         if self.model_workers is not None and self._uses_a_model():
             self.model_workers.start()  # litellm imports in the workers while the hub starts
+        # Before the platforms start: what they deliver now (sent while the hub was down)
+        # came after what was accepted before, so its turns must queue behind those.
         self.dispatcher.recover()
+        await self.platforms.start(self)
         self.supervisor.start("outbox", self.outbox.run)
         memory = self.memory
         if memory is not None:
