@@ -1,10 +1,16 @@
 """Show a reply while it is being written, by posting it once and editing it as it grows.
 
-Platforms without a streaming API (Slack, Discord) get live replies this way. The streamed
-message is only a preview: the final text still comes through the outbox, and the adapter's
-`send` of the reply's first chunk calls `claim()` to edit the preview into the final text
-instead of posting a second message. Streaming is best-effort: a failed preview post or edit
-stops the preview and the outbox delivers the reply as usual.
+Platforms without a streaming API (Slack, Discord, Telegram) get live replies this way. The
+streamed message is only a preview: the final text still comes through the outbox, and the
+adapter's `send` of the reply's first chunk calls `claim()` to edit the preview into the
+final text instead of posting a second message. Streaming is best-effort: a failed preview
+post or edit stops the preview and the outbox delivers the reply as usual; a rate-limited
+one is skipped and tried again with later text.
+
+Order and restarts (adapters/previews.py): the preview's id is in the hub's `PreviewBook`
+from the moment its post returns, so the reply edits it also after a restart; and a
+preview is not posted while a message to the same address waits in the outbox
+(`HubPort.pending_delivery`), so it can never appear above an earlier reply still due.
 """
 
 from __future__ import annotations
@@ -16,46 +22,35 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hub.adapter import DeliveryError, TurnEvent
+from adapters.previews import Cursors, Placed, PreviewBook
+from hub.adapter import DeliveryError, RateLimited, TurnEvent
 from hub.messages import Address
 
 log = logging.getLogger(__name__)
 
-Post = Callable[[Address, str, str | None], Awaitable[str]]  # address, text, reply_to -> id
+# address, text, reply_to, anima (whose bot posts) -> message id
+Post = Callable[[Address, str, str | None, str | None], Awaitable[str]]
 Edit = Callable[[Address, str, str], Awaitable[None]]  # address, message id, text
 Render = Callable[[str], str]
 _ELLIPSIS = " …"
+_FORGET_AFTER_S = 600.0  # live previews whose reply never came through the outbox
 
 
-class TurnFeed(Protocol):
-    """What the streamer needs of the hub: the live events of one turn."""
+class PreviewHub(Cursors, Protocol):
+    """What the streamer needs of the hub (a part of `HubPort`)."""
 
     def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]: ...
 
-
-class AnimaTap:
-    """A turn's events, telling `on_anima` which Anima writes the reply, so that a preview
-    is posted as that Anima (its own bot, or the shared one signed with its name)."""
-
-    def __init__(self, feed: TurnFeed, on_anima: Callable[[str], None]) -> None:
-        self._feed = feed
-        self._on_anima = on_anima
-
-    async def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]:
-        async for event in self._feed.subscribe(inbox_id):
-            if event.anima:
-                self._on_anima(event.anima)
-            yield event
-
-
-_FORGET_AFTER_S = 600.0  # previews whose reply never came through the outbox
+    def pending_delivery(self, address: Address, besides: str | None = None) -> bool: ...
 
 
 @dataclass
 class _Preview:
+    inbox_id: str
     address: Address
-    reply_to: str
+    key: str  # the reply_to the outbox will send the reply with
     started: float
+    anima: str | None = None
     message_id: str | None = None
     # Held while a post or edit is in flight, so claim() never cancels a post half-way
     # (the message would exist on the platform with its id lost: a duplicate).
@@ -65,66 +60,103 @@ class _Preview:
 
 class EditStreamer:
     def __init__(
-        self, post: Post, edit: Edit, render: Render, max_text: int, interval_s: float = 1.0
+        self,
+        platform: str,
+        post: Post,
+        edit: Edit,
+        render: Render,
+        max_text: int,
+        interval_s: float = 1.0,
     ) -> None:
+        self._platform = platform
         self._post = post
         self._edit = edit
         self._render = render
         self._max_text = max_text
         self._interval_s = interval_s
+        self._hub: PreviewHub | None = None
+        self._book: PreviewBook | None = None
         self._previews: dict[str, _Preview] = {}
 
-    def follow(self, hub: TurnFeed, inbox_id: str, address: Address, key: str) -> None:
-        """Preview the reply to `inbox_id`; `key` is the reply_to the outbox will send with."""
-        self._forget_stale()
-        preview = _Preview(address, key, time.monotonic())
-        self._previews[key] = preview
-        preview.task = asyncio.create_task(self._run(hub, inbox_id, preview, key))
+    def open(self, hub: PreviewHub) -> None:
+        """At the adapter's start: previews are kept in this hub."""
+        self._hub = hub
+        self._book = PreviewBook(self._platform, hub)
 
-    async def claim(self, key: str) -> str | None:
-        """The preview's message id for the final text to replace, or None to post anew."""
+    def follow(self, inbox_id: str, address: Address, key: str) -> None:
+        """Preview the reply to `inbox_id`; `key` is the reply_to the outbox will send with."""
+        if self._hub is None:
+            return  # not started: nothing to preview into
+        self._forget_stale()
+        preview = _Preview(inbox_id, address, key, time.monotonic())
+        self._previews[key] = preview
+        preview.task = asyncio.create_task(self._run(self._hub, inbox_id, preview))
+        preview.task.add_done_callback(_log_crash)
+
+    async def claim(self, key: str) -> Placed | None:
+        """Stop the live preview of `key`; the preview to edit into the final text (also
+        one posted before a restart, and again on a resend), or None to post anew."""
         preview = self._previews.pop(key, None)
-        if preview is None:
-            return None
-        async with preview.busy:
+        if preview is not None:
+            async with preview.busy:
+                if preview.task is not None:
+                    preview.task.cancel()
             if preview.task is not None:
-                preview.task.cancel()
-        if preview.task is not None:
-            await asyncio.gather(preview.task, return_exceptions=True)
-        return preview.message_id
+                await asyncio.gather(preview.task, return_exceptions=True)
+        return self._book.find(key) if self._book is not None else None
+
+    def drop(self, key: str) -> None:
+        """The preview could not be edited (deleted meanwhile): the reply is posted anew."""
+        if self._book is not None:
+            self._book.drop(key)
 
     async def close(self) -> None:
-        tasks = [p.task for p in self._previews.values() if p.task is not None]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        previews = list(self._previews.values())
         self._previews.clear()
+        for preview in previews:
+            async with preview.busy:  # never cut a post short: its id would be lost
+                if preview.task is not None:
+                    preview.task.cancel()
+        await asyncio.gather(*(p.task for p in previews if p.task), return_exceptions=True)
+        self._hub = self._book = None
 
-    async def _run(self, hub: TurnFeed, inbox_id: str, preview: _Preview, key: str) -> None:
+    async def _run(self, hub: PreviewHub, inbox_id: str, preview: _Preview) -> None:
         text = ""
         shown = ""
-        last = 0.0
+        last = -self._interval_s
         try:
             async for event in hub.subscribe(inbox_id):
+                preview.anima = event.anima or preview.anima
                 if event.type != "text":
                     return
                 text += event.text
                 now = time.monotonic()
-                if preview.message_id is not None and now - last < self._interval_s:
-                    continue
                 view = self._view(text)
-                if view and view != shown:
-                    await self._show(preview, view)
-                    shown, last = view, now
+                if now - last < self._interval_s or not view or view == shown:
+                    continue
+                last = now
+                try:
+                    if await self._show(hub, preview, view):
+                        shown = view
+                except RateLimited as exc:  # the channel is held: later text tries again
+                    log.debug("preview of the reply to %s skipped: %s", preview.key, exc)
         except DeliveryError as exc:
-            log.info("stopped previewing the reply to %s: %s", key, exc)
+            log.info("stopped previewing the reply to %s: %s", preview.key, exc)
 
-    async def _show(self, preview: _Preview, view: str) -> None:
+    async def _show(self, hub: PreviewHub, preview: _Preview, view: str) -> bool:
+        """Post or edit the preview; False when it may not be posted yet."""
         async with preview.busy:
-            if preview.message_id is None:
-                preview.message_id = await self._post(preview.address, view, preview.reply_to)
-            else:
+            if preview.message_id is not None:
                 await self._edit(preview.address, preview.message_id, view)
+                return True
+            if hub.pending_delivery(preview.address, besides=preview.inbox_id):
+                return False  # an earlier message is still due there: it comes first
+            anima = preview.anima
+            message_id = await self._post(preview.address, view, preview.key, anima)
+            preview.message_id = message_id
+            if self._book is not None:
+                self._book.record(preview.key, Placed(message_id, anima))
+            return True
 
     def _view(self, text: str) -> str:
         rendered = self._render(text.strip())
@@ -136,5 +168,12 @@ class EditStreamer:
         cutoff = time.monotonic() - _FORGET_AFTER_S
         for key in [k for k, p in self._previews.items() if p.started < cutoff]:
             preview = self._previews.pop(key)
-            if preview.task is not None:
+            if preview.task is not None and not preview.busy.locked():
                 preview.task.cancel()
+
+
+def _log_crash(task: asyncio.Task[None]) -> None:
+    """A preview that failed other than by a DeliveryError (the hub could not save its id)
+    is logged with its traceback; the outbox still delivers the reply."""
+    if not task.cancelled() and task.exception() is not None:
+        log.error("a preview failed", exc_info=task.exception())

@@ -254,7 +254,22 @@ class HubPort(Protocol):
         ...
 
     def save_cursor(self, key: str, value: str) -> None:
-        """Store a small value durably in the hub database, under the adapter's own key."""
+        """Store a small value durably in the hub database, under the adapter's own key
+        (at most 200 characters; a value at most 2,000)."""
+        ...
+
+    def forget_cursor(self, key: str) -> None:
+        """Delete a saved value (nothing happens when there is none)."""
+        ...
+
+    def prune_cursors(self, prefix: str, older_than_s: float) -> int:
+        """Delete the values under `prefix` not saved for `older_than_s`; how many went."""
+        ...
+
+    def pending_delivery(self, address: Address, besides: str | None = None) -> bool:
+        """Whether a message to `address` waits in the outbox (not yet sent, not failed),
+        other than those answering the inbox row `besides`: what an adapter posts on its
+        own (a preview) must not overtake it."""
         ...
 
 

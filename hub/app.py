@@ -52,7 +52,7 @@ from hub.runtime import Responders, Runtime
 from hub.scheduler import Scheduler
 from hub.sessions import close_idle_sessions
 from hub.settings import Settings
-from hub.store.cursors import load_cursor, save_cursor
+from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.supervise import Supervisor
@@ -203,10 +203,12 @@ class Hub:
         if self.memory is not None:
             await self.memory.start(self.animas.names())
             replay_recent(self.db, self.memory, set(self.animas.names()))
-        await self.platforms.start(self)
         if self.model_workers is not None and self._uses_a_model():
             self.model_workers.start()  # litellm imports in the workers while the hub starts
+        # Before the platforms start: what they deliver now (sent while the hub was down)
+        # came after what was accepted before, so its turns must queue behind those.
         self.dispatcher.recover()
+        await self.platforms.start(self)
         self.supervisor.start("outbox", self.outbox.run)
         memory = self.memory
         if memory is not None:
@@ -317,6 +319,15 @@ class Hub:
 
     def save_cursor(self, key: str, value: str) -> None:
         save_cursor(self.db, key, value, self.clock.now())
+
+    def forget_cursor(self, key: str) -> None:
+        forget_cursor(self.db, key)
+
+    def prune_cursors(self, prefix: str, older_than_s: float) -> int:
+        return prune_cursors(self.db, prefix, self.clock.now() - timedelta(seconds=older_than_s))
+
+    def pending_delivery(self, address: Address, besides: str | None = None) -> bool:
+        return self.outbox.pending(address, besides)
 
     def _platform_changed(self, _platform: str, state: PlatformState) -> None:
         if state is PlatformState.UP:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, insert, or_, update
 from sqlmodel import col, select
 
 from hub.messages import DeliveryKind, DeliveryStatus, utcnow
@@ -76,6 +76,17 @@ DUE = (
     .where(col(DeliveryRow.status) == DeliveryStatus.PENDING.value)
     .order_by(col(DeliveryRow.created_at))
     .limit(_BATCH)
+)
+
+# Whether an address has a delivery still to send (HubPort.pending_delivery).
+PENDING_AT = (
+    select(col(DeliveryRow.id))
+    .where(
+        col(DeliveryRow.address) == bindparam("where"),
+        col(DeliveryRow.status) == DeliveryStatus.PENDING.value,
+        or_(col(DeliveryRow.inbox_id).is_(None), col(DeliveryRow.inbox_id) != bindparam("own")),
+    )
+    .limit(1)
 )
 
 

@@ -34,6 +34,7 @@ from hub.deliveries import (
     AUDIT,
     DUE,
     INSERT,
+    PENDING_AT,
     SAVE,
     Delivery,
     as_values,
@@ -338,6 +339,13 @@ class Outbox:
                 continue
             self._senders.ok()
             return
+
+    def pending(self, address: Address, besides: str | None = None) -> bool:
+        """Whether a delivery to `address` is still to be sent (or being sent), other than
+        those answering the inbox row `besides`."""
+        with self._db.engine.connect() as conn:
+            found = conn.execute(PENDING_AT, {"where": str(address), "own": besides or ""}).first()
+        return found is not None
 
     def counts(self) -> dict[str, int]:
         with self._db.session() as session:

@@ -160,7 +160,7 @@ class RuntimeSection(SettingsSection):
     max_turn_attempts: int = Field(default=3, ge=1)
     # A turn the hub stopped in the middle of (a crash, a kill) this many times is given up:
     # its message may be what kills the hub.
-    max_turn_interruptions: int = Field(default=5, ge=1)
+    max_turn_interruptions: int = Field(default=10, ge=1)
     max_concurrent_turns: int = Field(default=8, ge=1)
     # The largest attachment an Anima may read (the read_attachment tool).
     max_attachment_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)

@@ -129,6 +129,7 @@ class DiscordAdapter:
         assert token is not None  # checked in __init__
         self._hub = hub
         self._seen = Seen(hub)
+        self._outbound.open(hub)
         Route.BASE = self._settings.api_url.rstrip("/")
         DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(self._settings.gateway_url or REAL_GATEWAY)
         client = self._client = _Gateway(self)
@@ -256,7 +257,7 @@ class DiscordAdapter:
             return
         receipt = await self.hub.receive(inbound)
         if not receipt.duplicate and not inbound.sender.is_bot:
-            self._outbound.follow(self.hub, receipt.inbox_id, inbound.address, inbound.event_id)
+            self._outbound.follow(receipt.inbox_id, inbound.address, inbound.event_id)
 
     async def on_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
         data: Mapping[str, Any] = payload.data

@@ -16,9 +16,9 @@ from typing import Generic, TypeVar
 from adapters.discord import rest
 from adapters.discord.render import render
 from adapters.discord.rest import RestBot
-from adapters.streaming import AnimaTap, EditStreamer
+from adapters.previews import ChannelGate
+from adapters.streaming import EditStreamer, PreviewHub
 from hub.adapter import (
-    HubPort,
     PermanentDeliveryError,
     TransientDeliveryError,
 )
@@ -27,6 +27,7 @@ from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
 log = logging.getLogger(__name__)
 
 _REMEMBER = 10_000  # recent message ids kept for edits and reply detection
+_PREVIEWED = (DeliveryKind.REPLY, DeliveryKind.NOTICE)
 K = TypeVar("K")
 V = TypeVar("V")
 
@@ -52,14 +53,17 @@ class Outbound:
         self._posted_by: Recent[int, RestBot] = Recent(_REMEMBER)  # our messages
         self._written_by: Recent[int, str] = Recent(_REMEMBER)  # ... and their Animas
         self._threads: Recent[int, bool] = Recent(_REMEMBER)  # threads we posted in
-        self._writers: Recent[str, str] = Recent(1024)  # preview key -> Anima
-        self._claimed: dict[str, int] = {}  # preview key -> preview not yet edited
-        self._streamer = EditStreamer(self._post_preview, self.edit, render, max_text)
+        self._streamer = EditStreamer("discord", self._post_preview, self.edit, render, max_text)
+        # One send to a channel at a time: a 429 that discord.py answers itself (it sleeps
+        # the retry-after inside the call) holds our other sends to the channel meanwhile.
+        self._gate = ChannelGate()
 
-    def follow(self, hub: HubPort, inbox_id: str, address: Address, key: str) -> None:
+    def open(self, hub: PreviewHub) -> None:
+        self._streamer.open(hub)
+
+    def follow(self, inbox_id: str, address: Address, key: str) -> None:
         """Preview the reply to an inbound whose event id (the reply's reply_to) is `key`."""
-        tap = AnimaTap(hub, lambda anima: self._writers.__setitem__(key, anima))
-        self._streamer.follow(tap, inbox_id, address, key=key)
+        self._streamer.follow(inbox_id, address, key=key)
 
     def is_ours(self, message_id: int) -> bool:
         return message_id in self._posted_by
@@ -73,29 +77,49 @@ class Outbound:
 
     async def close(self) -> None:
         await self._streamer.close()
-        self._claimed.clear()
 
     # sending ---------------------------------------------------------------------------
 
     async def send(self, chunk: OutboundChunk) -> str:
         channel_id = target(chunk.address)
-        if chunk.index == 0 and chunk.reply_to is not None:
-            preview = await self._claim(chunk.reply_to)
-            if preview is not None and await self._finish_preview(chunk, channel_id, preview):
-                self._written_by[preview] = chunk.anima
-                return str(preview)
+        preview = None
+        if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.reply_to is not None:
+            # The preview stays in the book after this edit: a resend edits it again.
+            preview = await self._streamer.claim(chunk.reply_to)
+            if preview is not None:
+                preview_id = int(preview.message_id)
+                bot = self._posted_by.get(preview_id) or self.bot_for(chunk.address, preview.anima)
+                try:
+                    await self._gate.send(
+                        str(channel_id), lambda: rest.edit(bot, channel_id, preview_id, chunk.text)
+                    )
+                except PermanentDeliveryError as exc:  # deleted meanwhile: post it anew
+                    log.warning("could not edit preview %s (%s); posting it", preview_id, exc)
+                    self._streamer.drop(chunk.reply_to)
+                else:
+                    self._written_by[preview_id] = chunk.anima
+                    return str(preview_id)
         first_reply = chunk.index == 0 and chunk.kind is DeliveryKind.REPLY
         reply_to = snowflake(chunk.reply_to) if first_reply else None
+        # A reply with no preview in the book posts with its preview's nonce: a preview
+        # posted just before a kill, its id never saved, is what Discord answers then (it
+        # checks nonces for a few minutes), and it is edited into the reply.
+        lost = first_reply and preview is None
+        key = f"preview:{chunk.reply_to}" if lost else chunk.idempotency_key
         bot = self.bot_for(chunk.address, chunk.anima)
-        message_id = await rest.post(
-            bot,
-            channel_id,
-            chunk.text,
-            reply_to=reply_to,
-            nonce=rest.nonce_for(chunk.idempotency_key),
+        posted = await self._gate.send(
+            str(channel_id),
+            lambda: rest.post(
+                bot, channel_id, chunk.text, reply_to=reply_to, nonce=rest.nonce_for(key)
+            ),
         )
-        self._posted(message_id, bot, chunk.address, chunk.anima)
-        return message_id
+        if posted.text != chunk.text:  # that lost preview: it becomes the reply
+            message_id = int(posted.id)
+            await self._gate.send(
+                str(channel_id), lambda: rest.edit(bot, channel_id, message_id, chunk.text)
+            )
+        self._posted(posted.id, bot, chunk.address, chunk.anima)
+        return posted.id
 
     async def edit(self, address: Address, message_id: str, text: str) -> None:
         """Edit one of our messages, with the bot that posted it (only it may)."""
@@ -103,43 +127,26 @@ class Outbound:
         if known is None:
             raise PermanentDeliveryError(f"not a Discord message id: {message_id!r}")
         bot = self._posted_by.get(known) or self.main_bot()
-        await rest.edit(bot, target(address), known, text)
+        channel_id = target(address)
+        await self._gate.send(str(channel_id), lambda: rest.edit(bot, channel_id, known, text))
 
-    async def _claim(self, key: str) -> int | None:
-        """The streamed preview to turn into the reply; kept until the edit succeeds, so a
-        rate-limited edit is retried on the same message instead of posting a second one."""
-        if key not in self._claimed:
-            preview = await self._streamer.claim(key)
-            self._writers.pop(key, None)
-            if preview is None:
-                return None
-            self._claimed[key] = int(preview)
-        return self._claimed[key]
-
-    async def _finish_preview(self, chunk: OutboundChunk, channel_id: int, preview: int) -> bool:
-        bot = self._posted_by.get(preview) or self.main_bot()
-        key = chunk.reply_to or ""
-        try:
-            await rest.edit(bot, channel_id, preview, chunk.text)
-        except PermanentDeliveryError as exc:  # deleted meanwhile: post the reply instead
-            log.warning("could not edit preview %s into the reply (%s); posting it", preview, exc)
-            self._claimed.pop(key, None)
-            return False
-        self._claimed.pop(key, None)
-        return True
-
-    async def _post_preview(self, address: Address, text: str, reply_to: str | None) -> str:
-        anima = self._writers.get(reply_to or "")
+    async def _post_preview(
+        self, address: Address, text: str, reply_to: str | None, anima: str | None
+    ) -> str:
         bot = self.bot_for(address, anima)
-        message_id = await rest.post(
-            bot,
-            target(address),
-            text,
-            reply_to=snowflake(reply_to),
-            nonce=rest.nonce_for(f"preview:{reply_to}"),
+        channel_id = target(address)
+        posted = await self._gate.send(
+            str(channel_id),
+            lambda: rest.post(
+                bot,
+                channel_id,
+                text,
+                reply_to=snowflake(reply_to),
+                nonce=rest.nonce_for(f"preview:{reply_to}"),
+            ),
         )
-        self._posted(message_id, bot, address, anima)
-        return message_id
+        self._posted(posted.id, bot, address, anima)
+        return posted.id
 
     def bot_for(self, address: Address, anima: str | None) -> RestBot:
         if anima and address.kind is not AddressKind.DM and anima in self.anima_bots:

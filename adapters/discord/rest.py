@@ -80,10 +80,19 @@ def nonce_for(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:_NONCE_CHARS]
 
 
+@dataclass(frozen=True, slots=True)
+class Posted:
+    """What Discord answered a post with: the message's id and text (with a nonce it had
+    seen, the message created before, whatever its text)."""
+
+    id: str
+    text: str
+
+
 async def post(
     bot: RestBot, channel_id: int, text: str, *, reply_to: int | None, nonce: str | None
-) -> str:
-    """Post a message; with `reply_to`, as a reply to that message. Returns its id."""
+) -> Posted:
+    """Post a message; with `reply_to`, as a reply to that message."""
     reference: Any = discord.utils.MISSING
     if reply_to is not None:
         reference = discord.MessageReference(
@@ -104,7 +113,8 @@ async def post(
             lost = lost or exc
             log.warning("a Discord post to %s got no answer: %r", channel_id, exc)
             continue
-        return str(data["id"])  # after a lost answer: the message the nonce found
+        # After a lost answer (or a nonce seen before): the message the nonce found.
+        return Posted(str(data["id"]), str(data.get("content") or ""))
     raise OutcomeUnknown(
         f"Discord may have posted it: {type(lost).__name__}: {lost}; not sent again"
     ) from lost

@@ -39,7 +39,7 @@ from linebot.v3.webhooks import MessageEvent
 
 from adapters.line import files, webhook
 from adapters.line.normalize import Source, source_of, to_inbound
-from adapters.line.outbound import NothingSent, Outbound, ReplyTokenInvalid
+from adapters.line.outbound import NothingSent, Outbound, ReplyTokenInvalid, ReplyUnanswered
 from adapters.line.render import to_plain
 from adapters.line.settings import LineSettings
 from hub.adapter import (
@@ -50,6 +50,7 @@ from hub.adapter import (
     HubPort,
     MarkdownDialect,
     MessageTooLarge,
+    OutcomeUnknown,
     PermanentDeliveryError,
     PlatformUnauthorized,
     PlatformUnavailable,
@@ -82,6 +83,7 @@ class _Token:
     token: str
     received: float
     taken: bool = False
+    doubtful: bool = False  # a reply on it was answered 5xx: it may have been delivered
 
 
 class ReplyTokens:
@@ -108,11 +110,17 @@ class ReplyTokens:
         entry.taken = True
         return entry.token
 
-    def give_back(self, message_id: str) -> None:
-        """The token was not used after all (nothing reached LINE)."""
+    def give_back(self, message_id: str, *, doubtful: bool = False) -> None:
+        """The token was not used after all (nothing reached LINE), or, `doubtful`, a reply
+        on it was answered 5xx and may or may not have been delivered."""
         entry = self._tokens.get(message_id)
         if entry is not None:
             entry.taken = False
+            entry.doubtful = entry.doubtful or doubtful
+
+    def doubtful(self, message_id: str) -> bool:
+        entry = self._tokens.get(message_id)
+        return entry is not None and entry.doubtful
 
 
 class Profiles:
@@ -227,18 +235,33 @@ class LineAdapter:
         first = chunks[0]
         texts = [chunk.text for chunk in chunks]
         await self._loading_started(first.address.channel)
-        token = self._tokens.take(first.reply_to) if first.reply_to else None
-        if token is not None and first.reply_to is not None:
+        key = first.reply_to
+        token = self._tokens.take(key) if key else None
+        if token is not None and key is not None:
             try:
                 return await self._outbound.reply(token, texts)
             except ReplyTokenInvalid as exc:
-                log.info("reply to %s by push: %s", first.reply_to, exc)
+                if self._tokens.doubtful(key):
+                    # A reply LINE answered 5xx spent this token, still fresh: delivered.
+                    log.info("the reply to %s was delivered despite LINE's 5xx", key)
+                    return [f"reply:{token}:{i}" for i in range(len(texts))]
+                log.info("reply to %s by push: %s", key, exc)
+            except ReplyUnanswered as exc:
+                # Tried again on the same token: LINE carries a token out once at most.
+                self._tokens.give_back(key, doubtful=True)
+                raise TransientDeliveryError(str(exc)) from exc
             except NothingSent as exc:
-                self._tokens.give_back(first.reply_to)
+                self._tokens.give_back(key)
                 raise TransientDeliveryError(str(exc)) from exc
             except RateLimited:
-                self._tokens.give_back(first.reply_to)  # refused: the token is still good
+                self._tokens.give_back(key)  # refused: the token is still good
                 raise
+        elif key is not None and self._tokens.doubtful(key):
+            # A push now could double a reply LINE did deliver: failed visibly instead.
+            raise OutcomeUnknown(
+                "LINE answered the reply 5xx and its token expired before another try; "
+                "it may have been delivered, so it is not pushed"
+            )
         return await self._outbound.push(first.address.channel, texts, retry_key(chunks))
 
     async def edit(self, address: Address, message_id: str, text: str) -> None:

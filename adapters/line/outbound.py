@@ -5,11 +5,13 @@ outbox's vocabulary (hub/adapter.py).
   monthly quota ("You have reached your monthly limit."), which no wait fixes before the
   month turns: `PermanentDeliveryError`, so the delivery is `failed` and visible.
 * 401 and 403 (the token revoked, the bot blocked or removed) and other 4xx are permanent.
-* A reply whose answer never came (a dropped connection, a read timeout, a 5xx: LINE says
-  the message may have been delivered) is `OutcomeUnknown`: a reply cannot be repeated
-  safely. A push can: it always carries `X-Line-Retry-Key`, LINE executes a key once and
-  answers a repeat 409, which is read as "already sent". So a push without an answer is a
-  `TransientDeliveryError` that the outbox retries with the same key.
+* A 5xx to a reply is `ReplyUnanswered`: LINE says the message may have been delivered, and
+  replies take no retry key; the adapter tries the same reply token again (adapter.py),
+  which LINE carries out at most once. A reply whose answer never came (a dropped
+  connection, a read timeout) is `OutcomeUnknown`. A push can always be repeated: it
+  carries `X-Line-Retry-Key`, LINE executes a key once and answers a repeat 409, which is
+  read as "already sent". So a push without an answer is a `TransientDeliveryError` that the
+  outbox retries with the same key.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ LOOKUP_TIMEOUT_S = 3.0  # profile lookups and the loading animation, on the webh
 
 class ReplyTokenInvalid(DeliveryError):
     """LINE refused the reply token (used, expired, or not for this chat): nothing was sent."""
+
+
+class ReplyUnanswered(DeliveryError):
+    """LINE answered a reply with a 5xx: it may or may not have been delivered."""
 
 
 class NothingSent(DeliveryError):
@@ -146,7 +152,7 @@ class Outbound:
         except ApiException as exc:
             error = api_error("reply", exc)
             if isinstance(error, TransientDeliveryError):  # a 5xx: it may have been sent
-                raise OutcomeUnknown(f"{error}; the reply may have been delivered") from exc
+                raise ReplyUnanswered(f"{error}; the reply may have been delivered") from exc
             raise error from exc
         except aiohttp.ClientConnectorError as exc:
             raise NothingSent(f"LINE reply: cannot connect: {exc}") from exc

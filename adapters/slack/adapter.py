@@ -24,7 +24,7 @@ from adapters.slack.outbound import Outbound, web_client
 from adapters.slack.render import to_mrkdwn
 from adapters.slack.settings import SlackSettings
 from adapters.slack.verify import event_problem
-from adapters.streaming import AnimaTap, EditStreamer
+from adapters.streaming import EditStreamer
 from hub.adapter import (
     Capabilities,
     DeliveryError,
@@ -112,12 +112,10 @@ class SlackAdapter:
         )
         # Without a signing secret nothing could be verified: no HTTP route at all then.
         self._http = self._socket is None and bool(secret)
-        self._streamer = EditStreamer(self._preview_post, self.edit, self.render, MAX_TEXT)
+        self._streamer = EditStreamer("slack", self._preview_post, self.edit, self.render, MAX_TEXT)
         self._hub: HubPort | None = None
         self._sequencer = _Sequencer()
         self._threads = _Bounded()  # threads we posted in: replies there are addressed to us
-        self._preview_animas = _Bounded()  # reply key -> the Anima writing it
-        self._claimed = _Bounded()  # reply key -> preview ts, until the final edit lands
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SlackAdapter | None:
@@ -134,6 +132,7 @@ class SlackAdapter:
         except DeliveryError as exc:
             raise PlatformUnavailable(f"Slack cannot be reached: {exc}") from exc
         self._hub = hub
+        self._streamer.open(hub)
         if self._socket is not None:
             await self._socket.start()
         log.info(
@@ -153,16 +152,17 @@ class SlackAdapter:
 
     async def send(self, chunk: OutboundChunk) -> str:
         if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.reply_to:
-            preview = await self._take_preview(chunk.reply_to)
+            # The preview stays in the book after this edit: a resend edits it again.
+            preview = await self._streamer.claim(chunk.reply_to)
             if preview is not None:
+                ts = preview.message_id
                 try:
-                    await self._outbound.update(chunk.address, preview, chunk.text)
+                    await self._outbound.update(chunk.address, ts, chunk.text, preview.anima)
                 except PermanentDeliveryError as exc:  # deleted meanwhile: post it anew
-                    log.warning("preview %s cannot be edited (%s); posting the reply", preview, exc)
-                    self._claimed.pop(chunk.reply_to, None)
+                    log.warning("preview %s cannot be edited (%s); posting the reply", ts, exc)
+                    self._streamer.drop(chunk.reply_to)
                 else:
-                    self._claimed.pop(chunk.reply_to, None)
-                    return preview
+                    return ts
         ts = await self._outbound.post(chunk.address, chunk.text, chunk.anima)
         self._note_thread(chunk.address)
         return ts
@@ -213,9 +213,7 @@ class SlackAdapter:
             log.debug("Slack event %s seen before", inbound.event_id)
             return
         if inbound.edit_of is None and not inbound.sender.is_bot:
-            key = inbound.event_id
-            tap = AnimaTap(hub, lambda anima: self._preview_animas.put(key, anima))
-            self._streamer.follow(tap, receipt.inbox_id, inbound.address, inbound.event_id)
+            self._streamer.follow(receipt.inbox_id, inbound.address, inbound.event_id)
 
     async def _on_command(self, body: dict[str, Any]) -> str:
         hub = self._hub
@@ -238,22 +236,12 @@ class SlackAdapter:
 
     # outbound helpers -------------------------------------------------------------------
 
-    async def _preview_post(self, address: Address, text: str, reply_to: str | None) -> str:
-        anima = self._preview_animas.get(reply_to) if reply_to else None
+    async def _preview_post(
+        self, address: Address, text: str, _reply_to: str | None, anima: str | None
+    ) -> str:
         ts = await self._outbound.post(address, text, anima)
         self._note_thread(address)
         return ts
-
-    async def _take_preview(self, key: str) -> str | None:
-        """The preview to edit into the reply: claimed once, kept until the edit lands so
-        a retried first chunk (after a 429) edits it instead of posting a second message."""
-        preview = self._claimed.get(key)
-        if preview is None:
-            preview = await self._streamer.claim(key)
-            self._preview_animas.pop(key, None)
-            if preview is not None:
-                self._claimed.put(key, preview)
-        return preview
 
     def _note_thread(self, address: Address) -> None:
         if address.thread:

@@ -17,6 +17,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.previews import ChannelGate
 from adapters.slack.errors import call
 from adapters.slack.normalize import Bot, Bots
 from hub.adapter import DeliveryError
@@ -54,6 +55,7 @@ class Outbound:
         self._own = dict(own)
         self._customize = False
         self._authors: OrderedDict[str, Author] = OrderedDict()
+        self._gate = ChannelGate()  # a 429 on any send holds the channel's sends
         self.bots = Bots()
         self.team_id = ""
 
@@ -95,8 +97,11 @@ class Outbound:
             request["thread_ts"] = address.thread
         if username:
             request["username"] = username
-        response = await call(
-            "chat.postMessage", author.client.chat_postMessage(**request), idempotent=False
+        response = await self._gate.send(
+            address.channel,
+            lambda: call(
+                "chat.postMessage", author.client.chat_postMessage(**request), idempotent=False
+            ),
         )
         ts = str(response["ts"])
         self._authors[ts] = author
@@ -104,10 +109,15 @@ class Outbound:
             self._authors.popitem(last=False)
         return ts
 
-    async def update(self, address: Address, ts: str, text: str) -> None:
-        author = self._authors.get(ts, Author(None, self.shared))
-        await call(
-            "chat.update", author.client.chat_update(channel=address.channel, ts=ts, text=text)
+    async def update(self, address: Address, ts: str, text: str, anima: str | None = None) -> None:
+        """Edit one of our messages with the bot that posted it: remembered, or after a
+        restart the bot of `anima` (who wrote it)."""
+        author = self._authors.get(ts) or self._author(anima)[0]
+        await self._gate.send(
+            address.channel,
+            lambda: call(
+                "chat.update", author.client.chat_update(channel=address.channel, ts=ts, text=text)
+            ),
         )
 
     async def ephemeral(self, address: Address, user: str, text: str) -> None:

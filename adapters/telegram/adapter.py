@@ -85,8 +85,7 @@ class TelegramAdapter:
         self._me: Me | None = None
         self._poller: asyncio.Task[None] | None = None
         self._order = asyncio.Lock()  # updates reach the hub one at a time, in order
-        self._streamer = EditStreamer(self._preview_post, self.edit, self.render, MAX_TEXT)
-        self._claimed: dict[str, str] = {}  # reply key -> preview id, until edited
+        self._streamer = EditStreamer(NAME, self._preview_post, self.edit, self.render, MAX_TEXT)
         self.poll_backoff_s = _BACKOFF_S  # after a failed poll: first delay, cap
 
     @classmethod
@@ -123,6 +122,7 @@ class TelegramAdapter:
         self._outbound = Outbound(
             bot, Pacer(self._settings.chat_interval_s, self._settings.group_per_minute)
         )
+        self._streamer.open(hub)
         if not self._webhook:
             self._poller = asyncio.create_task(self._poll(bot, hub), name="telegram-poll")
         log.info(
@@ -151,7 +151,6 @@ class TelegramAdapter:
         if self._bot is not None:
             await self._bot.shutdown()
         self._poller = self._bot = self._outbound = self._hub = None
-        self._claimed.clear()
 
     # polling ---------------------------------------------------------------------------
 
@@ -234,7 +233,7 @@ class TelegramAdapter:
         if inbound.command is not None:
             await self._answer_command(inbound, receipt.reply)
         elif inbound.edit_of is None and not inbound.sender.is_bot:
-            self._streamer.follow(hub, receipt.inbox_id, inbound.address, inbound.event_id)
+            self._streamer.follow(receipt.inbox_id, inbound.address, inbound.event_id)
 
     async def _answer_command(self, inbound: Inbound, reply: str | None) -> None:
         text = commands.answer(inbound, reply)
@@ -304,17 +303,18 @@ class TelegramAdapter:
         outbound = self._out()
         key = chunk.reply_to
         if chunk.index == 0 and chunk.kind in _PREVIEWED and key:
-            preview = await self._take_preview(key)
+            # The preview stays in the book after this edit: a resend edits it again.
+            preview = await self._streamer.claim(key)
             if preview is not None:
+                message_id = preview.message_id
                 try:
-                    await outbound.edit(chunk.address, preview, chunk.text)
+                    await outbound.edit(chunk.address, message_id, chunk.text)
                 except PermanentDeliveryError as exc:  # deleted meanwhile: post it anew
-                    log.warning("preview %s cannot be edited (%s); posting the reply", preview, exc)
+                    log.warning("preview %s cannot be edited (%s); posting it", message_id, exc)
+                    self._streamer.drop(key)
                 else:
-                    self._claimed.pop(key, None)
-                    outbound.remember(int(chunk.address.channel), int(preview), chunk.anima)
-                    return preview
-                self._claimed.pop(key, None)
+                    outbound.remember(int(chunk.address.channel), int(message_id), chunk.anima)
+                    return message_id
         reply_to = None
         if chunk.index == 0 and chunk.kind is DeliveryKind.REPLY:
             reply_to = _reference(chunk.address, key)
@@ -323,18 +323,11 @@ class TelegramAdapter:
     async def edit(self, address: Address, message_id: str, text: str) -> None:
         await self._out().edit(address, message_id, text)
 
-    async def _preview_post(self, address: Address, text: str, reply_to: str | None) -> str:
-        return await self._out().post(address, text, reply_to=_reference(address, reply_to))
-
-    async def _take_preview(self, key: str) -> str | None:
-        """The preview to edit into the reply: claimed once, kept until the edit lands, so a
-        retried first chunk (after a 429) edits it instead of posting a second message."""
-        preview = self._claimed.get(key)
-        if preview is None:
-            preview = await self._streamer.claim(key)
-            if preview is not None:
-                self._claimed[key] = preview
-        return preview
+    async def _preview_post(
+        self, address: Address, text: str, reply_to: str | None, anima: str | None
+    ) -> str:
+        reference = _reference(address, reply_to)
+        return await self._out().post(address, text, reply_to=reference, anima=anima)
 
 
 def _reference(address: Address, key: str | None) -> int | None:

@@ -41,6 +41,7 @@ from telegram.error import (
 )
 from telegram.warnings import PTBDeprecationWarning
 
+from adapters.previews import ChannelGate
 from adapters.telegram.render import balance, to_plain
 from hub.adapter import (
     DeliveryError,
@@ -119,6 +120,7 @@ class Outbound:
         self.bot = bot
         self._pacer = pacer
         self._written: OrderedDict[tuple[int, int], str] = OrderedDict()  # our msg -> Anima
+        self._gate = ChannelGate()  # one send to a chat at a time, so the pacer sees each
 
     def anima_of(self, chat_id: int, message_id: int) -> str | None:
         return self._written.get((chat_id, message_id))
@@ -131,6 +133,9 @@ class Outbound:
                 self._written.popitem(last=False)
 
     async def _paced(self, address: Address, call: Callable[[], Awaitable[T]]) -> T:
+        return await self._gate.send(address.channel, lambda: self._paced_now(address, call))
+
+    async def _paced_now(self, address: Address, call: Callable[[], Awaitable[T]]) -> T:
         group = address.kind is not AddressKind.DM
         wait = self._pacer.wait_s(address.channel, group)
         if wait > _SLEEP_AT_MOST_S:

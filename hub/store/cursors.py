@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from sqlalchemy import delete
+from sqlmodel import col
+
 from hub.store.db import Database
 from hub.store.models import AdapterCursor
 
@@ -22,3 +25,21 @@ def save_cursor(db: Database, key: str, value: str, at: datetime) -> None:
         else:
             row.value = value
             row.updated_at = at
+
+
+def forget_cursor(db: Database, key: str) -> None:
+    with db.write() as conn:
+        conn.execute(delete(AdapterCursor).where(col(AdapterCursor.key) == key))
+
+
+def prune_cursors(db: Database, prefix: str, before: datetime) -> int:
+    """Delete the cursors under `prefix` last saved before `before`; how many went."""
+    pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    with db.write() as conn:
+        result = conn.execute(
+            delete(AdapterCursor).where(
+                col(AdapterCursor.key).like(pattern, escape="\\"),
+                col(AdapterCursor.updated_at) < before,
+            )
+        )
+    return int(result.rowcount or 0)

@@ -98,8 +98,11 @@ async def _accepted_not_run(home: Path) -> str:
 
 async def test_a_turn_cut_off_by_a_crash_costs_no_attempt(home: Path) -> None:
     inbox_id = await _accepted_not_run(home)
-    # More kills than max_turn_attempts (3): each left the turn `processing`.
-    _cut_off(home, inbox_id, interrupted=4)
+    # More kills than max_turn_attempts (3), each leaving the turn `processing`, and the
+    # next start makes it the most a turn may be cut off.
+    limit = make_settings(home).runtime.max_turn_interruptions
+    assert limit > make_settings(home).runtime.max_turn_attempts
+    _cut_off(home, inbox_id, interrupted=limit - 1)
     again = Hub(make_settings(home))
     await again.start()
     try:
@@ -107,7 +110,8 @@ async def test_a_turn_cut_off_by_a_crash_costs_no_attempt(home: Path) -> None:
         with again.db.session() as session:
             row = session.get(InboxItem, inbox_id)
             delivery = session.exec(select(DeliveryRow)).one()
-        assert row is not None and (row.status, row.attempts, row.interrupted) == ("done", 0, 5)
+        assert row is not None
+        assert (row.status, row.attempts, row.interrupted) == ("done", 0, limit)
         assert delivery.kind == "reply"
     finally:
         await again.stop()
@@ -115,7 +119,8 @@ async def test_a_turn_cut_off_by_a_crash_costs_no_attempt(home: Path) -> None:
 
 async def test_a_turn_that_keeps_killing_the_hub_is_given_up(home: Path) -> None:
     inbox_id = await _accepted_not_run(home)
-    _cut_off(home, inbox_id, interrupted=5)  # the next start makes it 6 > 5
+    limit = make_settings(home).runtime.max_turn_interruptions
+    _cut_off(home, inbox_id, interrupted=limit)  # the next start makes it one too many
     again = Hub(make_settings(home))
     await again.start()
     try:
@@ -124,7 +129,7 @@ async def test_a_turn_that_keeps_killing_the_hub_is_given_up(home: Path) -> None
             row = session.get(InboxItem, inbox_id)
             delivery = session.exec(select(DeliveryRow)).one()
         assert row is not None and row.status == "failed"
-        assert row.error == "the hub stopped during this turn 6 times"
+        assert row.error == f"the hub stopped during this turn {limit + 1} times"
         assert delivery.kind == "notice" and "stopped during this turn" in delivery.text
     finally:
         await again.stop()

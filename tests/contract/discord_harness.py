@@ -37,6 +37,7 @@ from tests.contract.harness import (
     start_hub,
 )
 from tests.fakes.discord_server import JSON, FakeDiscord
+from tests.fakes.faults import FaultPolicy
 
 MESSAGES_ROUTE = "/channels/{channel_id}/messages"
 WRONG_CREDENTIALS: dict[str, Any] = {"bot_token": "not-the-bot-token"}
@@ -180,6 +181,9 @@ class DiscordHarness:
 
     def post_requests(self) -> int:
         return len(self.fake.requests_to("POST", MESSAGES_ROUTE))
+
+    def set_faults(self, policy: FaultPolicy | None) -> None:
+        self.fake.faults = policy
 
     def drop_next_send_response(self) -> None:
         self.fake.drop_next_send_response()

@@ -23,6 +23,7 @@ from hub.messages import Address
 from hub.runtime import Responders
 from hub.settings import Settings
 from tests.conftest import add_demo_animas, make_settings
+from tests.fakes.faults import FaultPolicy
 
 # A code fence in the middle of a 10,000-character reply: chunking must never break it.
 FENCE = "```python\n" + "\n".join(f"print('line {i:03d}')" for i in range(120)) + "\n```"
@@ -34,17 +35,20 @@ LONG_REPLY = (
     + "\n\n".join(f"Closing {i}. " + "Makes Jack a dull boy. " * 12 for i in range(16))
 )
 STREAM_PIECES = ("Thinking", " about", " it:", " the answer", " is 42.")
+PAUSED_PIECES = ("Partial answer ", "and the rest.")  # the second waits for `resume`
 
 
 class ScriptedResponder:
     """Answers by keyword so each contract case gets the reply shape it needs.
 
-    "LONG" -> LONG_REPLY; "STREAM" -> STREAM_PIECES, slowly; otherwise "echo: <text>".
+    "LONG" -> LONG_REPLY; "STREAM" -> STREAM_PIECES, slowly; "PAUSE" -> the first of
+    PAUSED_PIECES, then the rest once `resume` is set; otherwise "echo: <text>".
     """
 
     def __init__(self, piece_delay_s: float = 0.25) -> None:
         self.piece_delay_s = piece_delay_s
         self.seen: list[TurnContext] = []
+        self.resume = asyncio.Event()
 
     async def stream(self, ctx: TurnContext) -> AsyncIterator[str]:
         self.seen.append(ctx)
@@ -54,6 +58,10 @@ class ScriptedResponder:
             for piece in STREAM_PIECES:
                 await asyncio.sleep(self.piece_delay_s)
                 yield piece
+        elif "PAUSE" in ctx.text:
+            yield PAUSED_PIECES[0]
+            await self.resume.wait()
+            yield PAUSED_PIECES[1]
         else:
             yield f"echo: {ctx.text}"
 
@@ -141,6 +149,10 @@ class Harness(Protocol):
 
     def post_requests(self) -> int:
         """Post requests the fake received, the rate-limited ones included."""
+        ...
+
+    def set_faults(self, policy: FaultPolicy | None) -> None:
+        """Let `policy` decide every send (post, edit, reply, push) the fake receives."""
         ...
 
     def drop_next_send_response(self) -> None:

@@ -30,6 +30,7 @@ from tests.contract.harness import (
     start_hub,
 )
 from tests.contract.slack_harness import HubServer
+from tests.fakes.faults import FaultPolicy
 from tests.fakes.line_server import JSON, FakeLine
 
 CHANNEL_SECRET = "contract-channel-secret"
@@ -118,6 +119,9 @@ class LineHarness:
 
     def post_requests(self) -> int:
         return len(self.fake.calls_to("reply")) + len(self.fake.calls_to("push"))
+
+    def set_faults(self, policy: FaultPolicy | None) -> None:
+        self.fake.faults = policy
 
     def drop_next_send_response(self) -> None:
         self.fake.drop_next_send_response()

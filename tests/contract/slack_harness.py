@@ -33,6 +33,7 @@ from tests.contract.harness import (
     harness_settings,
     start_hub,
 )
+from tests.fakes.faults import FaultPolicy
 from tests.fakes.slack_server import FakeSlack
 
 BOT_TOKEN = "xoxb-shared-bot"
@@ -183,6 +184,9 @@ class SlackHarness:
 
     def post_requests(self) -> int:
         return len(self.fake.calls_of("chat.postMessage"))
+
+    def set_faults(self, policy: FaultPolicy | None) -> None:
+        self.fake.faults = policy
 
     def drop_next_send_response(self) -> None:
         self.fake.drop_next_send_response()

@@ -31,6 +31,7 @@ from tests.contract.harness import (
     start_hub,
 )
 from tests.contract.slack_harness import HubServer
+from tests.fakes.faults import FaultPolicy
 from tests.fakes.telegram_server import JSON, FakeTelegram
 
 TOKEN = "123456:CONTRACT-token"
@@ -151,6 +152,9 @@ class TelegramHarness:
 
     def post_requests(self) -> int:
         return len(self.fake.calls_of("sendMessage"))
+
+    def set_faults(self, policy: FaultPolicy | None) -> None:
+        self.fake.faults = policy
 
     def drop_next_send_response(self) -> None:
         self.fake.drop_next_send_response()

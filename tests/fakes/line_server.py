@@ -26,6 +26,8 @@ Every request is recorded (:attr:`FakeLine.calls`), and every message the bot se
 :attr:`FakeLine.messages`. Faults: :meth:`rate_limit` (an ordinary 429), :meth:`exhaust_quota`
 (the monthly-limit 429 on push), a wrong access token gets 401, :meth:`drop_next_send_response`
 accepts the next push or reply, records it, then closes the connection without answering;
+:meth:`fail_next_reply` answers the next reply 5xx, having delivered it or not (LINE says a
+5xx may have been delivered);
 :attr:`FakeLine.faults` (tests/fakes/faults.py) decides for every reply and push.
 A fake built with a fixed ``port`` can be started later (the platform down at hub start).
 """
@@ -159,6 +161,7 @@ class FakeLine:
         self._limits: list[_Limit] = []
         self._quota_exhausted = False
         self._drop_next = False
+        self._failing_replies: list[tuple[int, bool]] = []  # (status, delivered), in order
         self._events: dict[str, JSON] = {}  # webhookEventId -> the event as first sent
         self._ids = itertools.count(600_000_000_000_000_001)
         self._http: aiohttp.ClientSession | None = None
@@ -252,6 +255,11 @@ class FakeLine:
     def drop_next_send_response(self) -> None:
         """Accept the next push or reply and record it, then close without answering."""
         self._drop_next = True
+
+    def fail_next_reply(self, status: int = 503, *, delivered: bool = False) -> None:
+        """Answer the next reply (with a valid token) `status`; with `delivered`, after
+        sending it and spending its token, as LINE may."""
+        self._failing_replies.append((status, delivered))
 
     def expire_reply_tokens(self) -> None:
         for token in self._tokens.values():
@@ -372,6 +380,12 @@ class FakeLine:
         problem = self._bad_messages(body)
         if problem is not None:
             return self._answer(index, {"message": problem}, 400)
+        if self._failing_replies:
+            status, delivered = self._failing_replies.pop(0)
+            if delivered:
+                token.used = True
+                self._store(index, token.chat, body, "reply", None)
+            return self._answer(index, {"message": "Internal server error"}, status)
         token.used = True
         sent = self._store(index, token.chat, body, "reply", None)
         if self._drop_next:

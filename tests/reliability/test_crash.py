@@ -27,8 +27,7 @@ from tests.reliability.verdict import all_answered, judge
 from tests.reliability.world import World
 from tests.sizes import size
 
-# Fails today on bugs listed in docs/reliability.md: run with `make reliability`.
-pytestmark = [pytest.mark.e2e, pytest.mark.known_failing]
+pytestmark = pytest.mark.e2e
 
 MESSAGES = size(ci=100, full=1000)
 KILLS = size(ci=3, full=10)

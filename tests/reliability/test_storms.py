@@ -34,8 +34,7 @@ from tests.reliability.verdict import all_answered, judge
 from tests.reliability.world import World
 from tests.sizes import size
 
-# Fails today on bugs listed in docs/reliability.md: run with `make reliability`.
-pytestmark = [pytest.mark.e2e, pytest.mark.known_failing]
+pytestmark = pytest.mark.e2e
 
 STORM_S = size(ci=20, full=60)  # 429s to half the sends for this long
 BURSTS = 3  # then this many bursts of 5xx

@@ -128,6 +128,13 @@ class World:
             "ANIMAHUB_LINE__CHANNEL_ACCESS_TOKEN": self.line.access_token,
             "ANIMAHUB_LINE__API_URL": self.line.url,
             "ANIMAHUB_LINE__DATA_API_URL": self.line.url,
+            # The load is 20 people sending at machine speed, in bursts after each restart:
+            # pacing would rightly slow them and tell them so, which is the pacing suite's
+            # business (tests/unit/test_pacing.py); here every bot message is a reply.
+            "ANIMAHUB_RUNTIME__PERSON_MESSAGES_PER_MINUTE": "100000",
+            "ANIMAHUB_RUNTIME__PERSON_BURST": "100000",
+            "ANIMAHUB_RUNTIME__CHANNEL_MESSAGES_PER_MINUTE": "100000",
+            "ANIMAHUB_RUNTIME__CHANNEL_BURST": "100000",
             # Heartbeats and session summaries are other suites' business: here every bot
             # message must be the reply to a message of the load.
             "ANIMAHUB_SCHEDULER__ENABLED": "false",

@@ -80,6 +80,15 @@ class NoHub:
     def save_cursor(self, key: str, value: str) -> None:
         return None
 
+    def forget_cursor(self, key: str) -> None:
+        return None
+
+    def prune_cursors(self, prefix: str, older_than_s: float) -> int:
+        return 0
+
+    def pending_delivery(self, address: Address, besides: str | None = None) -> bool:
+        return False
+
 
 FAST = Backoff(base_s=0.01, max_s=0.05)
 

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import discord
+import httpx
 import pytest
 from sqlmodel import select
 
+from adapters.discord import rest
 from adapters.discord.commands import NO_REPLY
 from hub.adapter import PlatformState, RateLimited, Receipt
 from hub.messages import (
@@ -425,3 +427,30 @@ async def test_a_rejected_anima_token_leaves_that_anima_to_the_main_bot(
         await h.say("alice", "general", "kai, still there?", mention=True)
         posted = await reply_to(h, "echo: kai, still there?")
         assert fake.messages[posted.id].author_id == fake.bot["id"]
+
+
+async def test_a_preview_whose_id_was_never_saved_is_found_by_its_nonce_and_edited(
+    h: DiscordHarness,
+) -> None:
+    """A kill between Discord creating the preview and the hub saving its id: the reply,
+    sent after the restart with the preview's nonce, is answered with that preview, which
+    it edits instead of posting a second message."""
+    asked = "1577000000000000001"  # the message answered (only its id matters here)
+    channel = h.fake.channel_id("general")
+    async with httpx.AsyncClient(base_url=h.fake.api_url) as http:
+        lost = await http.post(  # the preview as the adapter posts it: main bot, its nonce
+            f"/channels/{channel}/messages",
+            headers={"Authorization": f"Bot {h.fake.bot_token}"},
+            json={
+                "content": "the whole … ",
+                "nonce": rest.nonce_for(f"preview:{asked}"),
+                "enforce_nonce": True,
+            },
+        )
+    lost.raise_for_status()
+    chunk = OutboundChunk(
+        "d9", 0, 1, general(h), "the whole reply", "mika", DeliveryKind.REPLY, asked, "reply:z:0"
+    )
+    assert await h.adapter.send(chunk) == lost.json()["id"]
+    mine = [(m.id, m.content) for m in h.fake.bot_messages()]
+    assert mine == [(lost.json()["id"], "the whole reply")]  # edited, nothing posted beside it

@@ -151,3 +151,31 @@ async def test_a_429_on_a_reply_keeps_the_token_for_the_retry(tmp_path: Path) ->
         await reply_to(h, "echo: patience")
         assert [c.status for c in h.fake.calls_to("reply")] == [429, 200]
         assert h.fake.calls_to("push") == []
+
+
+async def test_a_5xx_on_a_reply_is_tried_again_on_the_same_token_and_sent_once(
+    tmp_path: Path,
+) -> None:
+    async with open_harness(tmp_path) as h:
+        h.fake.fail_next_reply(503)  # nothing delivered: LINE failed before sending
+        await h.dm("bob", "flaky")
+        await reply_to(h, "echo: flaky")
+        replies = h.fake.calls_to("reply")
+        assert [c.status for c in replies] == [503, 200]
+        tokens = {c.body["replyToken"] for c in replies if c.body is not None}
+        assert len(tokens) == 1  # the same token: LINE carries a token out once at most
+        assert h.fake.texts() == ["echo: flaky"]
+        assert h.fake.calls_to("push") == []
+        assert [d.status for d in h.hub.outbox.listing(None, 10)] == ["sent"]
+
+
+async def test_a_5xx_on_a_reply_that_was_delivered_is_not_sent_again(tmp_path: Path) -> None:
+    async with open_harness(tmp_path) as h:
+        h.fake.fail_next_reply(500, delivered=True)  # sent, token spent, answered 500
+        await h.dm("bob", "did it arrive?")
+        sent = await eventually(lambda: h.hub.outbox.listing("sent", 10))
+        replies = h.fake.calls_to("reply")
+        assert [c.status for c in replies] == [500, 400]  # the token was spent: it arrived
+        assert h.fake.texts() == ["echo: did it arrive?"]  # once, and no push after it
+        assert h.fake.calls_to("push") == []
+        assert len(sent[0].message_ids) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 
@@ -101,7 +102,7 @@ async def test_a_server_error_is_retried_until_the_reply_lands(tmp_path: Path) -
 async def test_the_sdk_hands_a_429_to_the_outbox_instead_of_retrying(tmp_path: Path) -> None:
     async with open_harness(tmp_path) as h:
         adapter = h.hub.adapters["slack"]
-        h.fake.rate_limit("chat.postMessage", 1, retry_after=7)
+        h.fake.rate_limit("chat.postMessage", 1, retry_after=1)
         chunk = OutboundChunk(
             delivery_id="d1",
             index=0,
@@ -115,7 +116,12 @@ async def test_the_sdk_hands_a_429_to_the_outbox_instead_of_retrying(tmp_path: P
         )
         with pytest.raises(RateLimited) as caught:
             await adapter.send(chunk)
-        assert caught.value.retry_after == 7
+        assert caught.value.retry_after == 1
         assert len(h.fake.calls_of("chat.postMessage")) == 1  # no retry inside the SDK
+        with pytest.raises(RateLimited) as held:  # the channel is held until then
+            await adapter.send(chunk)
+        assert 0 < held.value.retry_after <= 1
+        assert len(h.fake.calls_of("chat.postMessage")) == 1  # Slack was not asked again
+        await asyncio.sleep(held.value.retry_after)
         ts = await adapter.send(chunk)
         assert [m.ts for m in h.fake.messages] == [ts]
