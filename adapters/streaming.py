@@ -34,6 +34,7 @@ Edit = Callable[[Address, str, str], Awaitable[None]]  # address, message id, te
 Render = Callable[[str], str]
 _ELLIPSIS = " …"
 _FORGET_AFTER_S = 600.0  # live previews whose reply never came through the outbox
+FIRST_PREVIEW_AFTER_S = 1.0  # a reply written faster than this is not previewed
 
 
 class PreviewHub(Cursors, Protocol):
@@ -67,6 +68,7 @@ class EditStreamer:
         render: Render,
         max_text: int,
         interval_s: float = 1.0,
+        first_after_s: float = FIRST_PREVIEW_AFTER_S,
     ) -> None:
         self._platform = platform
         self._post = post
@@ -74,6 +76,7 @@ class EditStreamer:
         self._render = render
         self._max_text = max_text
         self._interval_s = interval_s
+        self._first_after_s = first_after_s
         self._hub: PreviewHub | None = None
         self._book: PreviewBook | None = None
         self._previews: dict[str, _Preview] = {}
@@ -121,16 +124,34 @@ class EditStreamer:
         self._hub = self._book = None
 
     async def _run(self, hub: PreviewHub, inbox_id: str, preview: _Preview) -> None:
-        text = ""
-        shown = ""
+        events: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
+        reader = asyncio.create_task(_read(hub.subscribe(inbox_id), events))
+        text = shown = ""
         last = -self._interval_s
+        # A reply written within first_after_s gets no preview: it arrives whole (no partial
+        # message that a kill could leave behind, no edit a moment later).
+        first_due: float | None = None
+        ready = False
         try:
-            async for event in hub.subscribe(inbox_id):
-                preview.anima = event.anima or preview.anima
-                if event.type != "text":
+            while True:
+                wait = None
+                if not ready and first_due is not None:
+                    wait = max(0.0, first_due - time.monotonic())
+                try:
+                    event = await asyncio.wait_for(events.get(), wait)
+                except TimeoutError:
+                    event = TurnEvent("text", "", preview.anima or "")  # time to show it
+                if event is None or event.type != "text":
                     return
+                preview.anima = event.anima or preview.anima
                 text += event.text
                 now = time.monotonic()
+                if first_due is None and text:
+                    first_due = now + self._first_after_s
+                if not ready:
+                    if first_due is None or now < first_due:
+                        continue
+                    ready = True
                 view = self._view(text)
                 if now - last < self._interval_s or not view or view == shown:
                     continue
@@ -142,6 +163,9 @@ class EditStreamer:
                     log.debug("preview of the reply to %s skipped: %s", preview.key, exc)
         except DeliveryError as exc:
             log.info("stopped previewing the reply to %s: %s", preview.key, exc)
+        finally:
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
 
     async def _show(self, hub: PreviewHub, preview: _Preview, view: str) -> bool:
         """Post or edit the preview; False when it may not be posted yet."""
@@ -170,6 +194,16 @@ class EditStreamer:
             preview = self._previews.pop(key)
             if preview.task is not None and not preview.busy.locked():
                 preview.task.cancel()
+
+
+async def _read(feed: AsyncIterator[TurnEvent], into: asyncio.Queue[TurnEvent | None]) -> None:
+    """A turn's events into a queue, so the preview can wait on them with a timeout
+    (cancelling a wait on the feed itself would end the feed)."""
+    try:
+        async for event in feed:
+            into.put_nowait(event)
+    finally:
+        into.put_nowait(None)
 
 
 def _log_crash(task: asyncio.Task[None]) -> None:

@@ -41,11 +41,12 @@ PAUSED_PIECES = ("Partial answer ", "and the rest.")  # the second waits for `re
 class ScriptedResponder:
     """Answers by keyword so each contract case gets the reply shape it needs.
 
-    "LONG" -> LONG_REPLY; "STREAM" -> STREAM_PIECES, slowly; "PAUSE" -> the first of
+    "LONG" -> LONG_REPLY; "STREAM" -> STREAM_PIECES, slowly (slower than the first
+    preview waits, adapters/streaming.py); "PAUSE" -> the first of
     PAUSED_PIECES, then the rest once `resume` is set; otherwise "echo: <text>".
     """
 
-    def __init__(self, piece_delay_s: float = 0.25) -> None:
+    def __init__(self, piece_delay_s: float = 0.5) -> None:
         self.piece_delay_s = piece_delay_s
         self.seen: list[TurnContext] = []
         self.resume = asyncio.Event()

@@ -397,10 +397,12 @@ async def test_a_rate_limited_edit_of_the_preview_is_retried_on_the_same_message
     h: DiscordHarness,
 ) -> None:
     h.fake.rate_limit("PATCH", EDIT_ROUTE, 5, 0.05)
-    sent = await h.say("alice", "general", "edit me", mention=True)
+    # A reply written slowly (STREAM) is previewed; its edits meet the 429s.
+    sent = await h.say("alice", "general", "STREAM edit me", mention=True)
     row = await settled_row(h, sent)
     assert row.status == "done"
-    posted = await eventually(lambda: [p for p in h.posted() if p.text == "echo: edit me"])
+    final = "Thinking about it: the answer is 42."
+    posted = await eventually(lambda: [p for p in h.posted() if p.text == final])
     assert len(h.posted()) == 1 and posted[0].edits == 1  # the preview, edited once
     assert len(h.fake.requests_to("PATCH", EDIT_ROUTE)) == 6
 

@@ -27,11 +27,12 @@ def add_kai(fake: FakeSlack) -> None:
 
 async def test_an_anima_with_its_own_token_posts_as_itself(tmp_path: Path) -> None:
     async with open_harness(tmp_path, anima_tokens={"kai": KAI_TOKEN}, setup=add_kai) as h:
-        sent = await h.say("alice", "general", "<@U0KAI> what is the build status?")
+        # Written slowly (STREAM), so it is previewed: the post and its edits are kai's.
+        sent = await h.say("alice", "general", "<@U0KAI> STREAM the build status?")
         row = await settled_row(h, sent)
         assert (row.anima, row.mentions, row.addressed) == ("kai", ["kai"], True)
-        assert row.text == "@kai what is the build status?"
-        final = "echo: @kai what is the build status?"
+        assert row.text == "@kai STREAM the build status?"
+        final = "Thinking about it: the answer is 42."
         posted = await eventually(lambda: next((p for p in h.posted() if p.text == final), None))
         message = next(m for m in h.fake.messages if m.ts == posted.id)
         assert (message.user, message.username) == ("U0KAI", None)  # kai's own bot
@@ -83,8 +84,9 @@ async def test_a_channel_not_found_fails_the_delivery_without_retrying(tmp_path:
         failed = await eventually(lambda: h.hub.outbox.listing("failed", 10))
         assert "channel_not_found" in (failed[0].error or "")
         assert failed[0].attempts == 0
-        # the preview tried once, the reply once: a permanent error is not retried
-        assert len(h.fake.calls_of("chat.postMessage")) == 2
+        # the reply (written at once, so not previewed) tried once: a permanent error is
+        # not retried
+        assert len(h.fake.calls_of("chat.postMessage")) == 1
         async with httpx.AsyncClient() as http:
             listed = (await http.get(f"{h.hub_url}/api/deliveries?status=failed")).json()
         assert [d["id"] for d in listed] == [failed[0].id]
