@@ -80,6 +80,7 @@ class EditStreamer:
         self._hub: PreviewHub | None = None
         self._book: PreviewBook | None = None
         self._previews: dict[str, _Preview] = {}
+        self._closing = False
 
     def open(self, hub: PreviewHub) -> None:
         """At the adapter's start: previews are kept in this hub."""
@@ -114,6 +115,7 @@ class EditStreamer:
             self._book.drop(key)
 
     async def close(self) -> None:
+        self._closing = True  # no new post from here on: only those in flight finish
         previews = list(self._previews.values())
         self._previews.clear()
         for preview in previews:
@@ -122,6 +124,7 @@ class EditStreamer:
                     preview.task.cancel()
         await asyncio.gather(*(p.task for p in previews if p.task), return_exceptions=True)
         self._hub = self._book = None
+        self._closing = False
 
     async def _run(self, hub: PreviewHub, inbox_id: str, preview: _Preview) -> None:
         events: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
@@ -170,6 +173,8 @@ class EditStreamer:
     async def _show(self, hub: PreviewHub, preview: _Preview, view: str) -> bool:
         """Post or edit the preview; False when it may not be posted yet."""
         async with preview.busy:
+            if self._closing:
+                return False
             if preview.message_id is not None:
                 await self._edit(preview.address, preview.message_id, view)
                 return True
