@@ -141,7 +141,10 @@ class EditStreamer:
                 if not ready and first_due is not None:
                     wait = max(0.0, first_due - time.monotonic())
                 try:
-                    event = await asyncio.wait_for(events.get(), wait)
+                    # Not wait_for: on 3.11 it can swallow a cancel that lands as the item
+                    # arrives, and the preview then outlives the adapter's stop.
+                    async with asyncio.timeout(wait):
+                        event = await events.get()
                 except TimeoutError:
                     event = TurnEvent("text", "", preview.anima or "")  # time to show it
                 if event is None or event.type != "text":

@@ -75,7 +75,10 @@ class ModelWorkers:
                 worker.process.stdin.close()  # end of input: the worker exits
         for worker in workers:
             try:
-                await asyncio.wait_for(worker.process.wait(), _STOP_GRACE_S)
+                # asyncio.timeout, not wait_for: on 3.11 wait_for can lose a cancel that
+                # arrives as the awaited thing completes (hub/outbox.py says more).
+                async with asyncio.timeout(_STOP_GRACE_S):
+                    await worker.process.wait()
             except TimeoutError:
                 log.warning("model worker %d did not exit; killing it", worker.slot)
                 worker.process.kill()
@@ -146,7 +149,8 @@ class ModelWorkers:
                 raise LLMError("the hub is stopping", retryable=True)
             self._changed.clear()
             try:
-                await asyncio.wait_for(self._changed.wait(), max(0.0, deadline - loop.time()))
+                async with asyncio.timeout_at(deadline):
+                    await self._changed.wait()
             except TimeoutError:
                 raise LLMError("no model worker is running", retryable=True) from None
 
@@ -180,7 +184,8 @@ class ModelWorkers:
             delay = _BACKOFF_S[min(failures, len(_BACKOFF_S)) - 1]
             log.error("model worker %d exited (code %s); restarting in %.1fs", slot, code, delay)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopped.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._stopped.wait()
 
     async def _spawn(self, slot: int) -> _Worker:
         process = await asyncio.create_subprocess_exec(

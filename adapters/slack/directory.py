@@ -113,6 +113,7 @@ class Directory:
 
 async def _within_budget(lookup: Awaitable[Any]) -> Any:
     try:
-        return await asyncio.wait_for(lookup, LOOKUP_BUDGET_S)
+        async with asyncio.timeout(LOOKUP_BUDGET_S):  # not wait_for: it can lose a cancel
+            return await lookup
     except TimeoutError as exc:
         raise DeliveryError(f"no answer within {LOOKUP_BUDGET_S:.0f} s") from exc
