@@ -85,7 +85,11 @@ class TelegramAdapter:
         self._me: Me | None = None
         self._poller: asyncio.Task[None] | None = None
         self._order = asyncio.Lock()  # updates reach the hub one at a time, in order
-        self._streamer = EditStreamer(NAME, self._preview_post, self.edit, self.render, MAX_TEXT)
+        # Drafts and "typing…", never a posted preview (adapters/telegram/outbound.py); a
+        # preview an earlier version posted is still in the book and edited into its reply.
+        self._streamer = EditStreamer(
+            NAME, None, None, self.render, MAX_TEXT, ephemeral=self._writing
+        )
         self.poll_backoff_s = _BACKOFF_S  # after a failed poll: first delay, cap
 
     @classmethod
@@ -304,7 +308,7 @@ class TelegramAdapter:
         key = chunk.reply_to
         if chunk.index == 0 and chunk.kind in _PREVIEWED and key:
             # The preview stays in the book after this edit: a resend edits it again.
-            preview = await self._streamer.claim(key)
+            preview = await self._streamer.claim(key, chunk.address)
             if preview is not None:
                 message_id = preview.message_id
                 try:
@@ -323,11 +327,8 @@ class TelegramAdapter:
     async def edit(self, address: Address, message_id: str, text: str) -> None:
         await self._out().edit(address, message_id, text)
 
-    async def _preview_post(
-        self, address: Address, text: str, reply_to: str | None, anima: str | None
-    ) -> str:
-        reference = _reference(address, reply_to)
-        return await self._out().post(address, text, reply_to=reference, anima=anima)
+    async def _writing(self, address: Address, key: str, text: str) -> None:
+        await self._out().show_writing(address, key, text)
 
 
 def _reference(address: Address, key: str | None) -> int | None:
