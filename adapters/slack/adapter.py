@@ -166,7 +166,17 @@ class SlackAdapter:
                     self._streamer.drop(chunk.reply_to)
                 else:
                     return ts
-        ts = await self._outbound.post(chunk.address, chunk.text, chunk.anima)
+        if chunk.maybe_sent_since is not None:  # the hub stopped while sending it
+            since = chunk.maybe_sent_since.timestamp()
+            found = await self._outbound.find(
+                chunk.address, chunk.idempotency_key, since, chunk.anima
+            )
+            if found is not None:
+                log.info("delivery %s was posted before the stop: %s", chunk.delivery_id, found)
+                return found
+        ts = await self._outbound.post(
+            chunk.address, chunk.text, chunk.anima, marker=chunk.idempotency_key
+        )
         self._note_thread(chunk.address)
         return ts
 

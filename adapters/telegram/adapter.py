@@ -319,6 +319,12 @@ class TelegramAdapter:
                 else:
                     outbound.remember(int(chunk.address.channel), int(message_id), chunk.anima)
                     return message_id
+        if chunk.maybe_sent_since is not None:
+            # Telegram cannot be asked what a bot posted: sent again, it may show twice.
+            log.warning(
+                "delivery %s may have been sent before the stop; sending it again",
+                chunk.delivery_id,
+            )
         reply_to = None
         if chunk.index == 0 and chunk.kind is DeliveryKind.REPLY:
             reply_to = _reference(chunk.address, key)
