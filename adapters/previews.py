@@ -2,14 +2,15 @@
 kept in the hub (`PreviewBook`), and one send at a time per channel, none while a 429's
 retry-after runs (`ChannelGate`).
 
-A preview's message id is saved in the hub (`HubPort.save_cursor`) as soon as the post
-returns, and kept after the reply's first chunk was edited into it: a resend of that chunk
-(the outbox retrying, or sending again after a restart because the hub died before it
+Each preview is written ahead: `intend` stores that a post is about to go (when, and by
+which Anima) before the post is sent, and `record` its message id as soon as the post
+returns. The id is kept after the reply's first chunk was edited into it: a resend of that
+chunk (the outbox retrying, or sending again after a restart because the hub died before it
 recorded the chunk) finds the preview and edits it again, which is harmless, instead of
-posting a second message. Entries are pruned after `KEEP_S`. The one window left: a kill
-between the platform accepting the preview post and its id being saved leaves that preview
-beside the reply, which is then posted anew (except on Discord, where the reply posts with
-the preview's nonce and so finds it: adapters/discord/outbound.py).
+posting a second message. A kill between the platform accepting the post and its id being
+saved leaves an intent without an id (`Intended`): the adapter then looks for the message on
+the platform (Slack: by the metadata the post carried; Discord: the reply posts with the
+preview's nonce), so the reply still edits it. Entries are pruned after `KEEP_S`.
 """
 
 from __future__ import annotations
@@ -54,6 +55,15 @@ class Placed:
     anima: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Intended:
+    """A preview post that went out, or was about to, when the hub stopped: its id is not
+    known. `since` (epoch seconds) is taken before the post was sent."""
+
+    since: float
+    anima: str | None = None
+
+
 class PreviewBook:
     """Each reply's preview by the reply's key (the message it answers), in the hub."""
 
@@ -67,6 +77,11 @@ class PreviewBook:
         # Keys are the platform's event ids, of any length; the cursor key is at most 200.
         return self._prefix + hashlib.sha256(key.encode()).hexdigest()[:40]
 
+    def intend(self, key: str, anima: str | None) -> None:
+        """Called before a preview's post is sent: a kill from here on leaves an intent."""
+        self._cache.pop(key, None)
+        self._hub.save_cursor(self._cursor(key), json.dumps({"since": time.time(), "anima": anima}))
+
     def record(self, key: str, placed: Placed) -> None:
         """Called the moment the preview's post returned, before anything else can run."""
         self._remember(key, placed)
@@ -75,7 +90,7 @@ class PreviewBook:
         )
         self._prune()
 
-    def find(self, key: str) -> Placed | None:
+    def find(self, key: str) -> Placed | Intended | None:
         placed = self._cache.get(key)
         if placed is not None:
             return placed
@@ -83,8 +98,10 @@ class PreviewBook:
         if not raw:
             return None
         data = json.loads(raw)
-        anima = data.get("anima")
-        placed = Placed(str(data["id"]), str(anima) if anima else None)
+        anima = str(data["anima"]) if data.get("anima") else None
+        if "id" not in data:
+            return Intended(float(data.get("since") or 0.0), anima)
+        placed = Placed(str(data["id"]), anima)
         self._remember(key, placed)
         return placed
 

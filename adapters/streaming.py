@@ -7,10 +7,15 @@ final text instead of posting a second message. Streaming is best-effort: a fail
 post or edit stops the preview and the outbox delivers the reply as usual; a rate-limited
 one is skipped and tried again with later text.
 
-Order and restarts (adapters/previews.py): the preview's id is in the hub's `PreviewBook`
-from the moment its post returns, so the reply edits it also after a restart; and a
-preview is not posted while a message to the same address waits in the outbox
-(`HubPort.pending_delivery`), so it can never appear above an earlier reply still due.
+Order and restarts (adapters/previews.py): the preview is written ahead in the hub's
+`PreviewBook` before its post goes and its id saved the moment the post returns, so the
+reply edits it also after a restart, and a post whose id a kill lost is looked for on the
+platform (`find_lost`); a preview is not posted while a message to the same address waits
+in the outbox (`HubPort.pending_delivery`), so it can never appear above an earlier reply
+still due.
+
+A platform with an ephemeral preview (Telegram's drafts) gets `ephemeral` instead: nothing
+is posted, so nothing can be left behind or doubled, and the reply is posted whole.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from adapters.previews import Cursors, Placed, PreviewBook
+from adapters.previews import Cursors, Intended, Placed, PreviewBook
 from hub.adapter import DeliveryError, RateLimited, TurnEvent
 from hub.messages import Address
 
@@ -32,6 +37,9 @@ log = logging.getLogger(__name__)
 Post = Callable[[Address, str, str | None, str | None], Awaitable[str]]
 Edit = Callable[[Address, str, str], Awaitable[None]]  # address, message id, text
 Render = Callable[[str], str]
+# address, key, the intent: the id of the preview a kill lost, found on the platform, or None
+FindLost = Callable[[Address, str, Intended], Awaitable[str | None]]
+Ephemeral = Callable[[Address, str, str], Awaitable[None]]  # address, key, text
 _ELLIPSIS = " …"
 _FORGET_AFTER_S = 600.0  # live previews whose reply never came through the outbox
 FIRST_PREVIEW_AFTER_S = 1.0  # a reply written faster than this is not previewed
@@ -63,12 +71,15 @@ class EditStreamer:
     def __init__(
         self,
         platform: str,
-        post: Post,
-        edit: Edit,
+        post: Post | None,
+        edit: Edit | None,
         render: Render,
         max_text: int,
         interval_s: float = 1.0,
         first_after_s: float = FIRST_PREVIEW_AFTER_S,
+        *,
+        find_lost: FindLost | None = None,
+        ephemeral: Ephemeral | None = None,
     ) -> None:
         self._platform = platform
         self._post = post
@@ -77,6 +88,8 @@ class EditStreamer:
         self._max_text = max_text
         self._interval_s = interval_s
         self._first_after_s = first_after_s
+        self._find_lost = find_lost
+        self._ephemeral = ephemeral
         self._hub: PreviewHub | None = None
         self._book: PreviewBook | None = None
         self._previews: dict[str, _Preview] = {}
@@ -97,7 +110,7 @@ class EditStreamer:
         preview.task = asyncio.create_task(self._run(self._hub, inbox_id, preview))
         preview.task.add_done_callback(_log_crash)
 
-    async def claim(self, key: str) -> Placed | None:
+    async def claim(self, key: str, address: Address) -> Placed | None:
         """Stop the live preview of `key`; the preview to edit into the final text (also
         one posted before a restart, and again on a resend), or None to post anew."""
         preview = self._previews.pop(key, None)
@@ -107,7 +120,19 @@ class EditStreamer:
                     preview.task.cancel()
             if preview.task is not None:
                 await asyncio.gather(preview.task, return_exceptions=True)
-        return self._book.find(key) if self._book is not None else None
+        book = self._book
+        found = book.find(key) if book is not None else None
+        if not isinstance(found, Intended):
+            return found
+        assert book is not None
+        message_id = await self._find_lost(address, key, found) if self._find_lost else None
+        if message_id is None:
+            book.drop(key)  # never posted, or not to be found: the reply is posted anew
+            return None
+        placed = Placed(message_id, found.anima)
+        book.record(key, placed)
+        log.info("found the preview of the reply to %s that a stop lost: %s", key, message_id)
+        return placed
 
     def drop(self, key: str) -> None:
         """The preview could not be edited (deleted meanwhile): the reply is posted anew."""
@@ -178,16 +203,27 @@ class EditStreamer:
         async with preview.busy:
             if self._closing:
                 return False
+            if self._ephemeral is not None:
+                await self._ephemeral(preview.address, preview.key, view)
+                return True
+            assert self._post is not None and self._edit is not None, "nothing to show with"
             if preview.message_id is not None:
                 await self._edit(preview.address, preview.message_id, view)
                 return True
             if hub.pending_delivery(preview.address, besides=preview.inbox_id):
                 return False  # an earlier message is still due there: it comes first
-            anima = preview.anima
-            message_id = await self._post(preview.address, view, preview.key, anima)
+            anima, book = preview.anima, self._book
+            if book is not None:
+                book.intend(preview.key, anima)
+            try:
+                message_id = await self._post(preview.address, view, preview.key, anima)
+            except RateLimited:
+                if book is not None:
+                    book.drop(preview.key)  # refused: nothing was posted
+                raise
             preview.message_id = message_id
-            if self._book is not None:
-                self._book.record(preview.key, Placed(message_id, anima))
+            if book is not None:
+                book.record(preview.key, Placed(message_id, anima))
             return True
 
     def _view(self, text: str) -> str:

@@ -38,6 +38,7 @@ SAVE = (
         message_ids=bindparam("sent_ids"),
         error=bindparam("reason"),
         sent_at=bindparam("at"),
+        sending_since=bindparam("sending"),
     )
 )
 
@@ -66,6 +67,7 @@ class Delivery:
     error: str | None = None
     created_at: datetime = field(default_factory=utcnow)
     sent_at: datetime | None = None
+    sending_since: datetime | None = None  # a chunk went out then, its id not yet stored
 
 
 DELIVERY_FIELDS = tuple(f.name for f in fields(Delivery))
@@ -111,6 +113,7 @@ def progress(row: Delivery) -> dict[str, object]:
         "sent_ids": row.message_ids,
         "reason": row.error,
         "at": row.sent_at,
+        "sending": row.sending_since,
     }
 
 

@@ -192,6 +192,9 @@ class OutboundChunk:
     kind: DeliveryKind
     reply_to: str | None
     idempotency_key: str
+    # Set when the hub stopped while sending this chunk (then): it may be on the platform
+    # already, and an adapter that can look for it (Slack) does so before posting it again.
+    maybe_sent_since: datetime | None = None
 
 
 _MENTION_RE = re.compile(r"(?:^|[\s(])@([a-z][a-z0-9_-]{0,31})\b", re.IGNORECASE)

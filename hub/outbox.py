@@ -237,20 +237,28 @@ class Outbox:
         address = Address.parse(row.address, row.address_kind)
         try:
             while len(row.message_ids) < len(row.chunks):
-                row.message_ids = [*row.message_ids, *await self._send_next(adapter, row, address)]
+                maybe_sent = row.sending_since  # set in an earlier life: that chunk may be out
+                if maybe_sent is None:
+                    row.sending_since = self._clock()
+                    await self._save(row)  # written ahead: a stop from here on is noticed
+                ids = await self._send_next(adapter, row, address, maybe_sent)
+                row.message_ids, row.sending_since = [*row.message_ids, *ids], None
                 if len(row.message_ids) < len(row.chunks):  # the last is saved with the status
                     await self._save(row)
         except RateLimited as exc:
+            row.sending_since = None  # refused: nothing was sent
             await self._retry(row, exc.retry_after, str(exc))
             return False
         except PermanentDeliveryError as exc:
+            row.sending_since = None
             await self._fail(row, str(exc))
             return True
-        except OutcomeUnknown as exc:
+        except OutcomeUnknown as exc:  # sending_since stays: a resend looks first, if it can
             # Sending it again could double it; an admin sees it failed and can resend.
             await self._fail(row, f"outcome unknown, not repeated: {exc}")
             return True
         except DeliveryError as exc:
+            row.sending_since = None  # a transient refusal: nothing was sent
             return await self._backoff(row, str(exc))
         except Exception as exc:
             # translate: logged with its traceback, retried with backoff, then failed visibly.
@@ -264,20 +272,24 @@ class Outbox:
             listener(row)
         return True
 
-    async def _send_next(self, adapter: Adapter, row: Delivery, address: Address) -> list[str]:
+    async def _send_next(
+        self, adapter: Adapter, row: Delivery, address: Address, maybe_sent: datetime | None
+    ) -> list[str]:
         """Send the first unsent chunk, or as many as the adapter takes in one call."""
         first = len(row.message_ids)
         batch = adapter.capabilities.batch
         if batch > 1 and isinstance(adapter, BatchSender):
             last = min(len(row.chunks), first + batch)
-            chunks = [self._chunk(row, address, i) for i in range(first, last)]
+            chunks = [self._chunk(row, address, i, maybe_sent) for i in range(first, last)]
             ids = await adapter.send_batch(chunks)
             if len(ids) != len(chunks):
                 raise PermanentDeliveryError(f"{len(ids)} ids for {len(chunks)} chunks sent")
             return ids
-        return [await adapter.send(self._chunk(row, address, first))]
+        return [await adapter.send(self._chunk(row, address, first, maybe_sent))]
 
-    def _chunk(self, row: Delivery, address: Address, index: int) -> OutboundChunk:
+    def _chunk(
+        self, row: Delivery, address: Address, index: int, maybe_sent: datetime | None = None
+    ) -> OutboundChunk:
         return OutboundChunk(
             delivery_id=row.id,
             index=index,
@@ -288,6 +300,7 @@ class Outbox:
             kind=row.kind,
             reply_to=row.reply_to,
             idempotency_key=f"{row.idempotency_key}:{index}",
+            maybe_sent_since=maybe_sent if index == len(row.message_ids) else None,
         )
 
     async def _backoff(self, row: Delivery, error: str) -> bool:

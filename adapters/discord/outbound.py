@@ -85,7 +85,7 @@ class Outbound:
         preview = None
         if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.reply_to is not None:
             # The preview stays in the book after this edit: a resend edits it again.
-            preview = await self._streamer.claim(chunk.reply_to)
+            preview = await self._streamer.claim(chunk.reply_to, chunk.address)
             if preview is not None:
                 preview_id = int(preview.message_id)
                 bot = self._posted_by.get(preview_id) or self.bot_for(chunk.address, preview.anima)

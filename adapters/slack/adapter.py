@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from adapters.previews import Intended
 from adapters.slack.directory import Directory
 from adapters.slack.events import SocketMode, build_app, events_router
 from adapters.slack.normalize import Normalizer
@@ -112,7 +113,9 @@ class SlackAdapter:
         )
         # Without a signing secret nothing could be verified: no HTTP route at all then.
         self._http = self._socket is None and bool(secret)
-        self._streamer = EditStreamer("slack", self._preview_post, self.edit, self.render, MAX_TEXT)
+        self._streamer = EditStreamer(
+            "slack", self._preview_post, self.edit, self.render, MAX_TEXT, find_lost=self._find_lost
+        )
         self._hub: HubPort | None = None
         self._sequencer = _Sequencer()
         self._threads = _Bounded()  # threads we posted in: replies there are addressed to us
@@ -153,7 +156,7 @@ class SlackAdapter:
     async def send(self, chunk: OutboundChunk) -> str:
         if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.reply_to:
             # The preview stays in the book after this edit: a resend edits it again.
-            preview = await self._streamer.claim(chunk.reply_to)
+            preview = await self._streamer.claim(chunk.reply_to, chunk.address)
             if preview is not None:
                 ts = preview.message_id
                 try:
@@ -163,7 +166,17 @@ class SlackAdapter:
                     self._streamer.drop(chunk.reply_to)
                 else:
                     return ts
-        ts = await self._outbound.post(chunk.address, chunk.text, chunk.anima)
+        if chunk.maybe_sent_since is not None:  # the hub stopped while sending it
+            since = chunk.maybe_sent_since.timestamp()
+            found = await self._outbound.find(
+                chunk.address, chunk.idempotency_key, since, chunk.anima
+            )
+            if found is not None:
+                log.info("delivery %s was posted before the stop: %s", chunk.delivery_id, found)
+                return found
+        ts = await self._outbound.post(
+            chunk.address, chunk.text, chunk.anima, marker=chunk.idempotency_key
+        )
         self._note_thread(chunk.address)
         return ts
 
@@ -237,12 +250,19 @@ class SlackAdapter:
     # outbound helpers -------------------------------------------------------------------
 
     async def _preview_post(
-        self, address: Address, text: str, _reply_to: str | None, anima: str | None
+        self, address: Address, text: str, key: str | None, anima: str | None
     ) -> str:
-        ts = await self._outbound.post(address, text, anima)
+        ts = await self._outbound.post(address, text, anima, marker=_preview_marker(key))
         self._note_thread(address)
         return ts
+
+    async def _find_lost(self, address: Address, key: str, intent: Intended) -> str | None:
+        return await self._outbound.find(address, _preview_marker(key), intent.since, intent.anima)
 
     def _note_thread(self, address: Address) -> None:
         if address.thread:
             self._threads.put(str(address), "")
+
+
+def _preview_marker(key: str | None) -> str:
+    return f"preview:{key or ''}"

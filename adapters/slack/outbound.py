@@ -5,10 +5,15 @@ One shared bot answers for every Anima; an Anima with a token of its own (a Slac
 (`username`) when its token has `chat:write.customize`, which `auth.test` reports in the
 `X-OAuth-Scopes` header. A message can only be edited by the bot that posted it, so the
 author of every message posted in this process is remembered for `chat.update`.
+
+Every post can carry a marker in its message metadata (`animahub_post`, a hash of the key it
+was posted under): Slack has no idempotency key, so a post whose answer a kill or a dropped
+connection lost is found again by reading the conversation with its metadata (`find`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -20,12 +25,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.previews import ChannelGate
 from adapters.slack.errors import call
 from adapters.slack.normalize import Bot, Bots
-from hub.adapter import DeliveryError
+from hub.adapter import DeliveryError, PermanentDeliveryError
 from hub.messages import Address
 
 log = logging.getLogger(__name__)
 CUSTOMIZE_SCOPE = "chat:write.customize"
 _REMEMBERED = 5_000
+MARK_EVENT = "animahub_post"
+_SKEW_S = 60.0  # how far Slack's clock may be behind ours when we look for a post
+_PAGES = 5  # of 200 messages: more than a conversation gets while a hub restarts
 
 
 def web_client(token: str | None, api_url: str) -> AsyncWebClient:
@@ -90,13 +98,21 @@ class Outbound:
             return Author(anima, self._own[anima]), None
         return Author(None, self.shared), (anima if anima and self._customize else None)
 
-    async def post(self, address: Address, text: str, anima: str | None) -> str:
+    async def post(
+        self, address: Address, text: str, anima: str | None, marker: str | None = None
+    ) -> str:
+        """Post as the Anima's bot; with a `marker`, `find` can find the post again."""
         author, username = self._author(anima)
         request: dict[str, Any] = {"channel": address.channel, "text": text}
         if address.thread:
             request["thread_ts"] = address.thread
         if username:
             request["username"] = username
+        if marker:
+            request["metadata"] = {
+                "event_type": MARK_EVENT,
+                "event_payload": {"key": _mark(marker)},
+            }
         response = await self._gate.send(
             address.channel,
             lambda: call(
@@ -120,6 +136,43 @@ class Outbound:
             ),
         )
 
+    async def find(
+        self, address: Address, marker: str, since: float, anima: str | None
+    ) -> str | None:
+        """The ts of our post carrying `marker` made after `since` (epoch seconds), or None.
+
+        A transient failure raises (the outbox tries the send again later); a permanent one
+        (no history scope, say) is logged and answers None: the caller posts anew."""
+        author = self._author(anima)[0]
+        wanted = _mark(marker)
+        request: dict[str, Any] = {
+            "channel": address.channel,
+            "oldest": f"{max(0.0, since - _SKEW_S):.6f}",
+            "include_all_metadata": True,
+            "limit": 200,
+        }
+        try:
+            for _ in range(_PAGES):
+                if address.thread:
+                    method = "conversations.replies"
+                    pending = author.client.conversations_replies(ts=address.thread, **request)
+                else:
+                    method = "conversations.history"
+                    pending = author.client.conversations_history(**request)
+                response = await call(method, pending)
+                for message in response.get("messages") or []:
+                    metadata = message.get("metadata") or {}
+                    payload = metadata.get("event_payload") or {}
+                    if metadata.get("event_type") == MARK_EVENT and payload.get("key") == wanted:
+                        return str(message["ts"])
+                cursor = (response.get("response_metadata") or {}).get("next_cursor")
+                if not response.get("has_more") or not cursor:
+                    return None
+                request["cursor"] = cursor
+        except PermanentDeliveryError as exc:
+            log.warning("cannot look for a lost post in %s (%s): it may show twice", address, exc)
+        return None
+
     async def ephemeral(self, address: Address, user: str, text: str) -> None:
         """A note only `user` sees (a rejected message); best effort, errors are logged."""
         try:
@@ -131,3 +184,8 @@ class Outbound:
             )
         except DeliveryError as exc:
             log.warning("could not tell %s in %s: %s", user, address, exc)
+
+
+def _mark(key: str) -> str:
+    """What a post carries of its key: opaque, since other apps may read metadata."""
+    return hashlib.sha256(key.encode()).hexdigest()[:24]

@@ -85,7 +85,11 @@ class TelegramAdapter:
         self._me: Me | None = None
         self._poller: asyncio.Task[None] | None = None
         self._order = asyncio.Lock()  # updates reach the hub one at a time, in order
-        self._streamer = EditStreamer(NAME, self._preview_post, self.edit, self.render, MAX_TEXT)
+        # Drafts and "typing…", never a posted preview (adapters/telegram/outbound.py); a
+        # preview an earlier version posted is still in the book and edited into its reply.
+        self._streamer = EditStreamer(
+            NAME, None, None, self.render, MAX_TEXT, ephemeral=self._writing
+        )
         self.poll_backoff_s = _BACKOFF_S  # after a failed poll: first delay, cap
 
     @classmethod
@@ -304,7 +308,7 @@ class TelegramAdapter:
         key = chunk.reply_to
         if chunk.index == 0 and chunk.kind in _PREVIEWED and key:
             # The preview stays in the book after this edit: a resend edits it again.
-            preview = await self._streamer.claim(key)
+            preview = await self._streamer.claim(key, chunk.address)
             if preview is not None:
                 message_id = preview.message_id
                 try:
@@ -315,6 +319,12 @@ class TelegramAdapter:
                 else:
                     outbound.remember(int(chunk.address.channel), int(message_id), chunk.anima)
                     return message_id
+        if chunk.maybe_sent_since is not None:
+            # Telegram cannot be asked what a bot posted: sent again, it may show twice.
+            log.warning(
+                "delivery %s may have been sent before the stop; sending it again",
+                chunk.delivery_id,
+            )
         reply_to = None
         if chunk.index == 0 and chunk.kind is DeliveryKind.REPLY:
             reply_to = _reference(chunk.address, key)
@@ -323,11 +333,8 @@ class TelegramAdapter:
     async def edit(self, address: Address, message_id: str, text: str) -> None:
         await self._out().edit(address, message_id, text)
 
-    async def _preview_post(
-        self, address: Address, text: str, reply_to: str | None, anima: str | None
-    ) -> str:
-        reference = _reference(address, reply_to)
-        return await self._out().post(address, text, reply_to=reference, anima=anima)
+    async def _writing(self, address: Address, key: str, text: str) -> None:
+        await self._out().show_writing(address, key, text)
 
 
 def _reference(address: Address, key: str | None) -> int | None:

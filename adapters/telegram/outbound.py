@@ -13,12 +13,17 @@ the outbox's vocabulary (hub/adapter.py).
   network error before anything was sent (connect) is transient; a read timeout or a
   connection dropped after the request went out is `OutcomeUnknown`: the message may exist,
   and Telegram has no idempotency key, so it is not sent again.
+* A reply being written is shown without posting anything (`show_writing`): as a draft in a
+  private chat (`sendMessageDraft`), as "typing…" in a group. A posted preview could not be
+  found again after a kill (Telegram has no way to list a bot's messages), so it could be
+  left beside the reply; a draft cannot.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import logging
 import time
 import warnings
@@ -28,7 +33,7 @@ from typing import Any, TypeVar
 
 import httpx
 from telegram import Bot, LinkPreviewOptions, Message, ReplyParameters
-from telegram.constants import ParseMode
+from telegram.constants import ChatAction, ParseMode
 from telegram.error import (
     BadRequest,
     ChatMigrated,
@@ -59,6 +64,7 @@ _UNPARSEABLE = "can't parse entities"
 _NOT_MODIFIED = "message is not modified"
 _SLEEP_AT_MOST_S = 1.5
 _REMEMBERED = 10_000
+_TYPING_EVERY_S = 4.0  # Telegram shows "typing…" for 5 s
 
 
 def retry_after_s(exc: RetryAfter) -> float:
@@ -121,6 +127,7 @@ class Outbound:
         self._pacer = pacer
         self._written: OrderedDict[tuple[int, int], str] = OrderedDict()  # our msg -> Anima
         self._gate = ChannelGate()  # one send to a chat at a time, so the pacer sees each
+        self._typing: dict[str, float] = {}  # chat -> when "typing…" was last sent
 
     def anima_of(self, chat_id: int, message_id: int) -> str | None:
         return self._written.get((chat_id, message_id))
@@ -174,6 +181,31 @@ class Outbound:
         message = await self._with_fallback(address, "sendMessage", html, send)
         self.remember(chat_id, message.message_id, anima)
         return str(message.message_id)
+
+    async def show_writing(self, address: Address, key: str, html: str) -> None:
+        """Show a reply being written: a draft of it in a private chat, "typing…" in a group."""
+        chat_id = chat_of(address)
+        thread = int(address.thread) if address.thread else None
+        if address.kind is not AddressKind.DM:
+            now = time.monotonic()
+            if now - self._typing.get(address.channel, -_TYPING_EVERY_S) < _TYPING_EVERY_S:
+                return
+            self._typing[address.channel] = now
+            try:
+                await self.bot.send_chat_action(
+                    chat_id, ChatAction.TYPING, message_thread_id=thread
+                )
+            except TelegramError as exc:
+                raise delivery_error("sendChatAction", exc) from exc
+            return
+        draft_id = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4]) & 0x7FFFFFFF or 1
+
+        async def draft(text: str, mode: str | None) -> bool:
+            return await self.bot.send_message_draft(
+                chat_id, draft_id, text, message_thread_id=thread, parse_mode=mode
+            )
+
+        await self._with_fallback(address, "sendMessageDraft", html, draft)
 
     async def edit(self, address: Address, message_id: str, html: str) -> None:
         chat_id = chat_of(address)

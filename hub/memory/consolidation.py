@@ -35,6 +35,7 @@ from hub.memory.documents import (
     MemoryItem,
     append_episode,
     episode_path,
+    has_section,
     read_episodes,
     stable_id,
 )
@@ -190,7 +191,7 @@ class Consolidator:
         relative = episode_path(last.date())
         key = str(session.last_turn_id)
         item_id = stable_id("session", session.anima, session.conversation, key)
-        if _has_section(folder / relative, item_id):
+        if has_section(folder / relative, item_id):
             return StageReport.of("session", session.anima, changes)
         summary = await self.distiller(session.anima).summarize_session(session)
         header = (
@@ -306,10 +307,6 @@ class Consolidator:
             restored = restore(folder, path, now or datetime.now(UTC))
             await self.memory.refresh(anima, [restored])
         return restored
-
-
-def _has_section(path: Path, item_id: str) -> bool:
-    return path.is_file() and f'"id": "{item_id}"' in path.read_text(encoding="utf-8")
 
 
 def _winners(candidates: list[_Candidate]) -> list[_Candidate]:

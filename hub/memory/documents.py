@@ -248,6 +248,16 @@ def _episode_items(relative: str, body: str) -> list[MemoryItem]:
     return items
 
 
+def _section_mark(item_id: str) -> str:
+    """How an item's id stands in its section's metadata comment (render_section)."""
+    return f'"id": "{item_id}"'
+
+
+def has_section(path: Path, item_id: str) -> bool:
+    """Whether the episode file at `path` holds the section of `item_id`."""
+    return path.is_file() and _section_mark(item_id) in path.read_text(encoding="utf-8")
+
+
 def append_episode(folder: Path, item: MemoryItem) -> bool:
     """Add one section to its day's file (created with its front matter when new).
 
@@ -256,7 +266,7 @@ def append_episode(folder: Path, item: MemoryItem) -> bool:
     path = folder / item.path
     if path.exists():
         meta, body = read_document(path)
-        if f'"id": "{item.id}"' in body:
+        if _section_mark(item.id) in body:
             return False
     else:
         day = item.created.date().isoformat()

@@ -24,6 +24,7 @@ from hub.memory.documents import (
     MemoryItem,
     append_episode,
     episode_path,
+    has_section,
     importance_of,
     items_in,
     items_of_text,
@@ -235,9 +236,7 @@ class MemoryService:
     def has_episode(self, anima: str, inbox_id: str, at: datetime) -> bool:
         """Whether the turn answering `inbox_id` at `at` is in its day's episodes."""
         path = self.anima_dir(anima) / episode_path(at.date())
-        return path.is_file() and f'"id": "{stable_id("turn", inbox_id)}"' in path.read_text(
-            encoding="utf-8"
-        )
+        return has_section(path, stable_id("turn", inbox_id))
 
     def record_note(
         self, anima: str, key: str, text: str, scope: str, channel: str | None, at: datetime

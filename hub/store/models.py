@@ -177,6 +177,9 @@ class DeliveryRow(SQLModel, table=True):
     error: str | None = None
     created_at: datetime = _ts(nullable=False)
     sent_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    # Set just before a chunk goes out, cleared with its id: set at start, that chunk may be
+    # on the platform already (the hub stopped while sending it).
+    sending_since: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
 class Turn(SQLModel, table=True):

@@ -23,7 +23,9 @@ from tests.contract.harness import Harness, Opener
 
 # What each platform can do, as far as the contract cases are concerned:
 # edits: the platform delivers edits of a person's message; threads: replies can be put in
-# a thread (or forum topic); streaming: a reply can be previewed by editing one message;
+# a thread (or forum topic); streaming: a reply is previewed by posting one message and
+# editing it; drafts: a reply being written is shown without posting anything (Telegram's
+# drafts in a private chat, "typing…" in a group);
 # replay_window: signed requests carry a timestamp, so a stale replay is refusable;
 # mention_routing: a channel message can mention the bot, and chatter without it is ignored;
 # captions: one message carries both text and a file (a LINE message is one or the other).
@@ -35,7 +37,7 @@ FEATURES: dict[str, frozenset[str]] = {
         {"edits", "threads", "streaming", "replay_window", "mention_routing", "captions"}
     ),
     "line": frozenset({"mention_routing"}),
-    "telegram": frozenset({"edits", "threads", "streaming", "mention_routing", "captions"}),
+    "telegram": frozenset({"edits", "threads", "drafts", "mention_routing", "captions"}),
 }
 PLATFORMS = tuple(FEATURES)
 

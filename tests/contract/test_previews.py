@@ -1,8 +1,9 @@
-"""Streamed previews (adapters/streaming.py, adapters/previews.py) on every platform that has
+"""Streamed previews (adapters/streaming.py, adapters/previews.py) on every platform that posts
 them, with the real SDK against the fake: a preview survives an adapter restart and the
-reply, also when it is sent again, edits it; no preview overtakes an earlier reply still due
-at the same address; and after a 429 nothing at all goes to the channel before its
-retry-after ran out.
+reply, also when it is sent again, edits it; a preview whose post was carried out but never
+answered (the window a kill can fall in) is found again, also after a restart, and edited;
+no preview overtakes an earlier reply still due at the same address; and after a 429
+nothing at all goes to the channel before its retry-after ran out.
 """
 
 from __future__ import annotations
@@ -106,6 +107,20 @@ async def test_a_preview_survives_a_restart_and_the_reply_edits_it_also_when_res
     resent = await eventually(lambda: (d := delivery(harness, row.id)).status == "sent" and d)
     assert resent.message_ids == [preview.id]  # the same message, edited again
     assert [p.text for p in partial_posts(harness)] == [FINAL]  # still one message
+
+
+async def test_a_preview_whose_post_was_never_answered_is_found_and_edited_after_a_restart(
+    harness: Harness,
+) -> None:
+    harness.drop_next_send_response()  # the preview's post: carried out, its answer lost
+    sent = await harness.say("alice", "general", "PAUSE a moment", mention=True)
+    lost: Posted = await eventually(lambda: next(iter(partial_posts(harness)), None))
+    await restart_adapter(harness)  # all the hub knows of that preview: it was intended
+    harness.responder.resume.set()
+    await reply_to(harness, FINAL)
+    row = await reply_delivery(harness, sent)
+    assert [p.text for p in partial_posts(harness)] == [FINAL]  # found and edited: one message
+    assert row.message_ids == [lost.id]
 
 
 async def test_no_preview_overtakes_an_earlier_reply_that_waits_at_the_address(

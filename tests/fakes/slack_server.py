@@ -5,8 +5,11 @@ wire protocols:
 
 * the Web API under ``/api/<method>`` (form-encoded, JSON or query parameters; the token as
   ``Authorization: Bearer`` or a ``token`` parameter): ``auth.test``, ``chat.postMessage``,
-  ``chat.update``, ``chat.postEphemeral``, ``users.info``, ``conversations.info`` and
-  ``apps.connections.open`` (which needs the app-level token). Anything else answers
+  ``chat.update``, ``chat.postEphemeral``, ``users.info``, ``conversations.info``,
+  ``conversations.history`` and ``conversations.replies`` (the bots' own messages only,
+  newest first and oldest first as Slack answers them, ``oldest``/``limit``/``cursor``, and
+  message ``metadata`` with ``include_all_metadata``) and ``apps.connections.open`` (which
+  needs the app-level token). Anything else answers
   ``{"ok": false, "error": "unknown_method"}``.
 * Socket Mode at ``/link``: a ``hello`` on connect; :meth:`FakeSlack.push` sends an
   ``events_api`` or ``slash_commands`` envelope and :meth:`FakeSlack.ack` waits for the
@@ -96,6 +99,7 @@ class PostedMessage:
     icon: str | None = None
     updates: int = 0
     history: list[str] = field(default_factory=list)
+    metadata: JSON | None = None  # as posted: {"event_type": …, "event_payload": {…}}
 
 
 @dataclass(frozen=True)
@@ -389,6 +393,7 @@ class FakeSlack:
             bot_id=bot.bot_id,
             username=params.get("username"),
             icon=params.get("icon_emoji") or params.get("icon_url"),
+            metadata=_metadata(params.get("metadata")),
         )
         self.messages.append(message)
         if self.echo_bot_messages:
@@ -437,6 +442,48 @@ class FakeSlack:
     def _users_info(self, bot: BotUser, params: JSON) -> JSON:
         user = self.users.get(str(params.get("user") or ""))
         return {"ok": True, "user": user} if user else {"ok": False, "error": "user_not_found"}
+
+    def _history(self, bot: BotUser, params: JSON) -> JSON:
+        channel = str(params.get("channel") or "")
+        if channel not in self.channels:
+            return {"ok": False, "error": "channel_not_found"}
+        found = [
+            m
+            for m in self.messages
+            if m.channel == channel and (m.thread_ts is None or m.thread_ts == m.ts)
+        ]
+        return self._page(list(reversed(found)), params)
+
+    def _replies(self, bot: BotUser, params: JSON) -> JSON:
+        channel, thread = str(params.get("channel") or ""), str(params.get("ts") or "")
+        if channel not in self.channels:
+            return {"ok": False, "error": "channel_not_found"}
+        if not thread:
+            return {"ok": False, "error": "thread_not_found"}
+        found = [m for m in self.messages if m.channel == channel and thread in (m.ts, m.thread_ts)]
+        return self._page(found, params)
+
+    def _page(self, found: list[PostedMessage], params: JSON) -> JSON:
+        """One page of messages after `oldest`, as history and replies answer."""
+        oldest = float(params.get("oldest") or 0)
+        found = [m for m in found if float(m.ts) > oldest]
+        start = int(params.get("cursor") or 0)
+        limit = max(1, min(999, int(params.get("limit") or 100)))
+        page = found[start : start + limit]
+        metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+        messages = []
+        for message in page:
+            event = self._as_event(message)
+            if metadata and message.metadata:
+                event["metadata"] = message.metadata
+            messages.append(event)
+        more = start + limit < len(found)
+        return {
+            "ok": True,
+            "messages": messages,
+            "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
 
     def _conversations_info(self, bot: BotUser, params: JSON) -> JSON:
         info = self.channels.get(str(params.get("channel") or ""))
@@ -777,6 +824,13 @@ async def _dropped(request: web.Request) -> web.Response:
     return web.Response(status=200)
 
 
+def _metadata(raw: object) -> JSON | None:
+    """Message metadata as chat.postMessage takes it: an object, or JSON in a form field."""
+    if isinstance(raw, str) and raw:
+        raw = json.loads(raw)
+    return raw if isinstance(raw, dict) and raw.get("event_type") else None
+
+
 def sign(secret: str, timestamp: str, body: str) -> dict[str, str]:
     """Slack's request signature headers for `body`."""
     base = f"v0:{timestamp}:{body}".encode()
@@ -792,4 +846,6 @@ _METHODS = {
     "chat.postEphemeral": FakeSlack._post_ephemeral,
     "users.info": FakeSlack._users_info,
     "conversations.info": FakeSlack._conversations_info,
+    "conversations.history": FakeSlack._history,
+    "conversations.replies": FakeSlack._replies,
 }

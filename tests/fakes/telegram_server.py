@@ -21,6 +21,10 @@ everything else JSON-encoded), JSON bodies or query parameters, answered with
   ``message_thread_id`` that is not a forum topic of the chat (the General topic included: it
   takes none) 400 "message thread not found". What the bot posted is kept as Telegram shows it
   (plain text and entities), with its text after every edit (:attr:`FakeTelegram.messages`).
+* ``sendMessageDraft`` (Bot API 9.3+): a private chat only (400 otherwise), ``draft_id`` not
+  zero, parsed like ``sendMessage``; each draft shown is kept (:attr:`FakeTelegram.drafts`)
+  and none of them is a message. ``sendChatAction`` calls are kept in
+  :attr:`FakeTelegram.actions`.
 
 People speak through :meth:`message`, :meth:`edit` (an ``edited_message``), and
 :meth:`push`; an update is queued for ``getUpdates``, or POSTed to the webhook when one is set
@@ -168,6 +172,8 @@ class FakeTelegram:
         self.topics: dict[int, set[int]] = {}  # forum chat -> its topic ids
         self.calls: list[ApiCall] = []
         self.messages: list[PostedMessage] = []
+        self.drafts: list[tuple[int, int, str]] = []  # chat id, draft id, plain text
+        self.actions: list[tuple[int, str]] = []  # chat id, action
         self.commands: list[JSON] = []
         self.webhook_url = ""  # as registered by setWebhook
         self.webhook_secret = ""
@@ -414,7 +420,19 @@ class FakeTelegram:
         return list(self.commands)
 
     def _chat_action(self, params: JSON) -> bool:
-        self._chat(params)
+        chat = self._chat(params)
+        self.actions.append((chat.id, str(params.get("action") or "")))
+        return True
+
+    def _send_draft(self, params: JSON) -> bool:
+        chat = self._chat(params)
+        if chat.type != "private":
+            raise _ApiError(400, "Bad Request: the chat is not a private chat")
+        draft_id = _as_int(params.get("draft_id")) or 0
+        if draft_id == 0:
+            raise _ApiError(400, "Bad Request: draft_id must be non-zero")
+        plain, _entities, _source = self._parsed(params)
+        self.drafts.append((chat.id, draft_id, plain))
         return True
 
     def _get_file(self, params: JSON) -> JSON:
@@ -705,7 +723,7 @@ def _entities(text: str, users: dict[int, JSON]) -> list[JSON]:
     return found
 
 
-_SENDS = frozenset({"sendMessage", "editMessageText"})
+_SENDS = frozenset({"sendMessage", "editMessageText", "sendMessageDraft"})
 _METHODS: dict[str, Any] = {
     "getMe": FakeTelegram._get_me,
     "deleteWebhook": FakeTelegram._delete_webhook,
@@ -716,5 +734,6 @@ _METHODS: dict[str, Any] = {
     "sendChatAction": FakeTelegram._chat_action,
     "getFile": FakeTelegram._get_file,
     "sendMessage": FakeTelegram._send_message,
+    "sendMessageDraft": FakeTelegram._send_draft,
     "editMessageText": FakeTelegram._edit_message,
 }

@@ -13,8 +13,7 @@ import qdrant_edge as qe
 
 from hub.files import read_document
 from hub.memory.documents import iter_items, stable_id
-
-PAYLOAD_TEXT = 4000  # characters of an item's text kept in its index payload (service.py)
+from hub.memory.reconcile import PAYLOAD_TEXT
 
 
 @dataclass

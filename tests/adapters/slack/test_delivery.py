@@ -8,11 +8,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlmodel import select
+from sqlalchemy import update
+from sqlmodel import col, select
 
 from hub.adapter import RateLimited
 from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
-from hub.store.models import InboxItem
+from hub.store.models import DeliveryRow, InboxItem
 from tests.contract.harness import LONG_REPLY, eventually
 from tests.contract.slack_harness import BOT_TOKEN, BOT_USER, open_harness
 from tests.contract.test_contract import reply_to, settled_row
@@ -127,3 +128,39 @@ async def test_the_sdk_hands_a_429_to_the_outbox_instead_of_retrying(tmp_path: P
         await asyncio.sleep(held.value.retry_after)
         ts = await adapter.send(chunk)
         assert [m.ts for m in h.fake.messages] == [ts]
+
+
+@pytest.mark.parametrize("where", ["thread", "dm"])
+async def test_a_reply_a_stop_cut_off_mid_send_is_found_on_slack_not_posted_again(
+    tmp_path: Path, where: str
+) -> None:
+    async with open_harness(tmp_path) as h:
+        h.fake.drop_next_send_response()  # carried out, its answer lost: the id is unknown
+        text = f"cut off in a {where}"
+        if where == "dm":
+            sent = await h.dm("alice", text)
+        else:
+            sent = await h.say("alice", "general", text, mention=True)
+
+        def reply_row(status: str) -> DeliveryRow | None:
+            rows = [d for d in h.hub.outbox.listing(None, 50) if d.reply_to == sent.event_id]
+            return rows[0] if rows and rows[0].status == status else None
+
+        failed = await eventually(lambda: reply_row("failed"))
+        assert failed.sending_since is not None  # written ahead of the send
+        posts = [m for m in h.fake.messages if m.text == f"echo: {text}"]
+        assert len(posts) == 1
+        # As a kill leaves it: still pending, its chunk sent, no id recorded.
+        with h.hub.db.write() as conn:
+            conn.execute(
+                update(DeliveryRow)
+                .where(col(DeliveryRow.id) == failed.id)
+                .values(status="pending", error=None)
+            )
+        h.hub.outbox.wake()
+        done = await eventually(lambda: reply_row("sent"))
+        assert done.message_ids == [posts[0].ts]  # found, not posted again
+        assert done.sending_since is None
+        assert [m.ts for m in h.fake.messages if m.text == f"echo: {text}"] == [posts[0].ts]
+        looked = "conversations.history" if where == "dm" else "conversations.replies"
+        assert h.fake.calls_of(looked)
