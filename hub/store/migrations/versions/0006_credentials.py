@@ -1,7 +1,7 @@
 """credentials: per-person API tokens, one-time sign-in links and web sessions
 
-Revision ID: 0005
-Revises: 0004
+Revision ID: 0006
+Revises: 0005
 Create Date: 2026-12-01 22:40:00
 """
 
@@ -9,8 +9,8 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-revision = '0005'
-down_revision = '0004'
+revision = '0006'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 
