@@ -29,7 +29,10 @@ _ID_PREFIX = {
     CredentialKind.API_TOKEN: "t",
     CredentialKind.SIGNIN: "l",
     CredentialKind.SESSION: "s",
+    CredentialKind.LINK: "k",
 }
+LINK_TTL = timedelta(minutes=10)
+LINK_PENDING = 3  # at most this many `/link` codes per person wait at once
 # A session's last use is written at most this often, not on every request.
 _TOUCH_EVERY = timedelta(minutes=5)
 
@@ -168,6 +171,42 @@ class Access:
         return self._issue(
             CredentialKind.SESSION, person_id, secrets.token_urlsafe(32), SESSION_TTL
         )
+
+    def create_link(self, person_id: str, code: str, label: str = "") -> Issued:
+        """Store a `/link` code for the person (`label`: where it was asked for); beyond
+        `LINK_PENDING` their oldest goes."""
+        now = self._now()
+        with self._db.session() as session:
+            pending = session.exec(
+                select(Credential)
+                .where(
+                    Credential.person_id == person_id,
+                    Credential.kind == CredentialKind.LINK,
+                    col(Credential.used_at).is_(None),
+                    col(Credential.revoked_at).is_(None),
+                    col(Credential.expires_at) > now,
+                )
+                .order_by(col(Credential.created_at))
+            ).all()
+            for row in pending[: max(0, len(pending) - LINK_PENDING + 1)]:
+                row.revoked_at = now
+                session.add(row)
+        return self._issue(CredentialKind.LINK, person_id, code, LINK_TTL, label=label)
+
+    def redeem_link(self, code: str) -> tuple[str, str] | None:
+        """The person a live `/link` code stands for and where it was asked for, using it
+        up (once, also when two redeem it at the same moment); None for a code unknown,
+        used or expired."""
+        row = self._live(CredentialKind.LINK, code)
+        if row is None or row.used_at is not None:
+            return None
+        with self._db.write() as conn:
+            used = conn.execute(
+                update(Credential)
+                .where(col(Credential.id) == row.id, col(Credential.used_at).is_(None))
+                .values(used_at=self._now())
+            )
+        return (row.person_id, row.label) if used.rowcount == 1 else None
 
     def session_person(self, secret: str) -> str | None:
         row = self._live(CredentialKind.SESSION, secret)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime, timedelta
 
@@ -25,6 +26,7 @@ from hub.animas import Anima, AnimaRegistry
 from hub.attachments import read_attachment_tool
 from hub.clock import Clock, SystemClock
 from hub.commands.handler import CommandService
+from hub.commands.link import LinkCommands
 from hub.commands.state import AnimaStates
 from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
@@ -32,13 +34,14 @@ from hub.events import EventBus
 from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, Inbox
 from hub.ingress import Ingress, storable
+from hub.linking import Linking
 from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill_llm import anima_distillers
 from hub.memory.redact import redact
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
-from hub.messages import Address, Command, Inbound, PlatformUser
+from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls, ModelClient
 from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
@@ -89,6 +92,7 @@ class Hub:
         )
         self.access = Access(self.db, self.clock.now)
         self.people = People(self.db, self.identity)
+        self.linking = Linking(self.db, self.identity, self.access)
         if adapter_factories is None:
             adapter_factories = {name: plugin.build for name, plugin in discover().items()}
         self.adapters: dict[str, Adapter] = {}
@@ -124,6 +128,7 @@ class Hub:
             else None
         )
         if self.memory is not None:
+            self.memory.aliases_of = self.identity.aliases_of
             self.tools.register(search_memory_tool(self.memory))
             self.tools.register(remember_about_person_tool(self.memory))
         self.anima_states = AnimaStates(self.db, self.inbox, self.outbox)
@@ -170,6 +175,7 @@ class Hub:
             self.runtime.submit,
             self._heartbeat_now,
             self._signin_link if "web" in self.adapters else None,
+            LinkCommands(self.linking, self._notify),
         )
         self.agenda = Agenda(
             self.db,
@@ -334,6 +340,14 @@ class Hub:
             self.outbox.wake()  # what waited for it goes now
 
     # admin -----------------------------------------------------------------------------
+
+    def _notify(self, address: Address, text: str) -> None:
+        """A notice from the hub itself (the other side of a `/link`), through the outbox."""
+        anima = self.settings.hub.default_anima or (self.animas.names() or ["hub"])[0]
+        with self.db.write() as conn:
+            self.outbox.enqueue(
+                conn, address, text, DeliveryKind.NOTICE, anima, f"notice:{uuid.uuid4()}"
+            )
 
     def _signin_link(self, person_id: str) -> str:
         issued = self.access.create_signin(person_id, created_by="/web")

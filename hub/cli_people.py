@@ -73,11 +73,63 @@ def _credential_table(rows: list[dict[str, Any]]) -> Table:
 
 @people_app.command("list")
 def people_list() -> None:
-    """Everyone the hub knows, with their roles."""
-    table = Table("id", "name", "roles")
+    """Everyone the hub knows, with their roles and the platforms they are on."""
+    table = Table("id", "name", "roles", "platforms")
     for person in call("GET", "/api/people"):
-        table.add_row(person["id"], person["name"], ", ".join(person["roles"]))
+        table.add_row(
+            person["id"], person["name"], ", ".join(person["roles"]), ", ".join(person["platforms"])
+        )
     console.print(table)
+
+
+def _print_person(person: dict[str, Any]) -> None:
+    console.print(f"[bold]{person['name']}[/] ({person['id']})", highlight=False)
+    console.print(f"roles: {', '.join(person['roles']) or 'none'}", highlight=False)
+    if person["aliases"]:
+        console.print(f"merged in: {', '.join(person['aliases'])}", highlight=False)
+    table = Table("platform", "user id", "name")
+    for account in person["accounts"]:
+        table.add_row(account["platform"], account["user_id"], account["name"])
+    console.print(table)
+
+
+@people_app.command("show")
+def people_show(name: Annotated[str, typer.Argument(help="A person's id or name.")]) -> None:
+    """One person: roles, linked accounts, merged ids."""
+    _print_person(call("GET", f"/api/people/{_name(name)}"))
+
+
+@people_app.command("link")
+def people_link(
+    name: Annotated[str, typer.Argument(help="The person.")],
+    account: Annotated[str, typer.Argument(help="PLATFORM:USER_ID, e.g. slack:U024BE7LH.")],
+) -> None:
+    """Link a platform account to a person (whoever it was before is merged in)."""
+    platform, _, user_id = account.partition(":")
+    if not platform or not user_id:
+        err.print("[bold red]error:[/] the account is PLATFORM:USER_ID", highlight=False)
+        raise typer.Exit(2)
+    body = {"platform": platform, "user_id": user_id}
+    _print_person(call("POST", f"/api/people/{_name(name)}/accounts", body))
+
+
+@people_app.command("unlink")
+def people_unlink(
+    name: Annotated[str, typer.Argument(help="The person.")],
+    platform: Annotated[str, typer.Argument(help="slack, discord, telegram, line or web.")],
+) -> None:
+    """The person's account on PLATFORM becomes a person of its own."""
+    answer = call("DELETE", f"/api/people/{_name(name)}/accounts/{_name(platform)}")
+    console.print(f"{platform} is now {answer['split']['id']}", highlight=False)
+
+
+@people_app.command("merge")
+def people_merge(
+    name: Annotated[str, typer.Argument(help="Who is merged away.")],
+    into: Annotated[str, typer.Argument(help="Who they become.")],
+) -> None:
+    """NAME becomes part of INTO: accounts, profile and private memory."""
+    _print_person(call("POST", f"/api/people/{_name(name)}/merge", {"into": into}))
 
 
 @people_app.command("owner")

@@ -15,7 +15,7 @@ from hub.adapter import AmbiguousName
 from hub.files import read_document, write_document
 from hub.messages import PlatformUser, utcnow
 from hub.store.db import Database
-from hub.store.models import Identity, Person
+from hub.store.models import Identity, Person, PersonAlias
 
 PROFILE_BODY = "# {name}\n\n## What Animas have learned\n\n"
 OWNER = "owner"
@@ -78,6 +78,25 @@ class IdentityService:
         self._names: dict[str, str] = {}  # the display name each identity last came with
         self._owner: PersonView | None = None
         self._web: dict[str, PlatformUser] = {}  # person id -> their web identity
+        self._aliases: dict[str, tuple[str, ...]] | None = None  # person -> merged ids
+
+    def forget(self) -> None:
+        """Drop what is cached: people were merged or split (hub/linking.py)."""
+        self._cache.clear()
+        self._web.clear()
+        self._owner = None
+        self._aliases = None
+
+    def aliases_of(self, person_id: str) -> tuple[str, ...]:
+        """The ids merged into this person: their memory is this person's."""
+        if self._aliases is None:
+            with self._db.session() as session:
+                rows = session.exec(select(PersonAlias)).all()
+            found: dict[str, list[str]] = {}
+            for row in rows:
+                found.setdefault(row.person_id, []).append(row.alias)
+            self._aliases = {k: tuple(sorted(v)) for k, v in found.items()}
+        return self._aliases.get(person_id, ())
 
     def profile_path(self, person_id: str) -> Path:
         return self._users_dir / f"{person_id}.md"
@@ -127,6 +146,9 @@ class IdentityService:
                 return view
         with self._db.session() as session:
             row = session.get(Person, person_id)
+            if row is None:  # merged into another since (an inbox row kept the old id)
+                alias = session.get(PersonAlias, person_id)
+                row = session.get(Person, alias.person_id) if alias is not None else None
         if row is None:
             return PersonView(
                 person_id or "unknown", "someone", (), self._timezone, self._language, None

@@ -49,7 +49,29 @@ def build_tree(client: discord.Client, on_command: OnCommand) -> app_commands.Co
         group.add_command(_command(name, description, takes_name, on_command))
     tree.add_command(group)
     tree.add_command(_command(*WHOAMI, False, on_command))
+    tree.add_command(_link(on_command))
+    tree.add_command(_unlink(on_command))
     return tree
+
+
+def _link(on_command: OnCommand) -> app_commands.Command[Any, Any, None]:
+    @app_commands.describe(code="The code your other account was given (none: get a code)")
+    async def link(interaction: discord.Interaction, code: str | None = None) -> None:
+        await on_command(interaction)
+
+    return app_commands.Command(
+        name="link", description="Link your accounts on other platforms", callback=link
+    )
+
+
+def _unlink(on_command: OnCommand) -> app_commands.Command[Any, Any, None]:
+    @app_commands.describe(platform="slack, discord, telegram, line or web")
+    async def unlink(interaction: discord.Interaction, platform: str) -> None:
+        await on_command(interaction)
+
+    return app_commands.Command(
+        name="unlink", description="Unlink your account on a platform", callback=unlink
+    )
 
 
 def _command(

@@ -23,6 +23,8 @@ MENU = (
     ("anima", "Animas: list, status, bind, unbind, heartbeat, pause, resume"),
     ("whoami", "Who the hub knows you as"),
     ("web", "A sign-in link to the web chat (in a private chat)"),
+    ("link", "Link your other accounts: a code, or /link CODE from the other one"),
+    ("unlink", "Unlink a platform: /unlink slack"),
     (START, "Start talking to the Animas"),
 )
 WELCOME = "Welcome to AnimaHub. Write here to talk to the Animas."

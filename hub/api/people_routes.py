@@ -5,6 +5,7 @@ Everything but /api/me and /api/signout is for the owner and the admin token
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -17,6 +18,7 @@ from hub.api.auth import SESSION_COOKIE, session_secret
 from hub.api.routes import HubDep
 from hub.app import Hub
 from hub.identity import PersonView
+from hub.linking import Account, LinkRefused
 from hub.store.models import CredentialKind
 
 router = APIRouter(prefix="/api")
@@ -84,10 +86,25 @@ def signout(request: Request, hub: HubDep) -> Response:
     return response
 
 
+class AccountIn(BaseModel):
+    platform: str = Field(min_length=1, max_length=32)
+    user_id: str = Field(min_length=1, max_length=128)
+    display_name: str = Field(default="", max_length=200)
+
+
+class MergeIn(BaseModel):
+    into: str = Field(min_length=1, max_length=200)
+
+
 @router.get("/people")
 def people(hub: HubDep) -> list[dict[str, Any]]:
     return [
-        {"id": p.id, "name": p.display_name, "roles": list(p.roles)}
+        {
+            "id": p.id,
+            "name": p.display_name,
+            "roles": list(p.roles),
+            "platforms": list(hub.linking.platforms(p.id)),
+        }
         for p in hub.identity.everyone()
     ]
 
@@ -157,3 +174,58 @@ def _revoke(hub: Hub, caller: Caller, credential_id: str, kind: CredentialKind) 
         raise HTTPException(404, f"no {kind.value.replace('_', ' ')} {credential_id!r}")
     hub.people.audit(caller, f"{kind.value}.revoke", credential_id)
     return _credential(info)
+
+
+@router.get("/people/{name}")
+def person(name: str, hub: HubDep) -> dict[str, Any]:
+    """One person: roles, linked accounts, and the ids merged into them."""
+    return _shown(hub, _person(hub, name))
+
+
+@router.post("/people/{name}/accounts")
+def link_account(name: str, body: AccountIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """Link a platform account to the person (its former person, if any, merged in)."""
+    account = Account(body.platform, body.user_id, body.display_name)
+    target = _person(hub, name)
+    return _shown(hub, _linked(lambda: hub.linking.attach(target.id, account, _actor(caller))))
+
+
+@router.delete("/people/{name}/accounts/{platform}")
+def unlink_account(name: str, platform: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """The person's account on `platform` becomes a person of its own."""
+    target = _person(hub, name)
+    split = _linked(lambda: hub.linking.unlink(target.id, platform, _actor(caller)))
+    return {"person": _shown(hub, hub.identity.by_id(target.id)), "split": _shown(hub, split)}
+
+
+@router.post("/people/{name}/merge")
+def merge(name: str, body: MergeIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """`name` becomes part of `into`: accounts, profile, memory."""
+    source, into = _person(hub, name), _person(hub, body.into)
+    return _shown(
+        hub, _linked(lambda: hub.linking.merge(source.id, into.id, _actor(caller), "admin"))
+    )
+
+
+def _linked(change: Callable[[], PersonView]) -> PersonView:
+    try:
+        return change()
+    except LinkRefused as exc:
+        raise HTTPException(409, str(exc)) from None
+
+
+def _actor(caller: Caller) -> str:
+    return f"{caller.kind.value}:{caller.person_id}"
+
+
+def _shown(hub: Hub, person: PersonView) -> dict[str, Any]:
+    return {
+        "id": person.id,
+        "name": person.display_name,
+        "roles": list(person.roles),
+        "accounts": [
+            {"platform": a.platform, "user_id": a.user_id, "name": a.display_name}
+            for a in hub.linking.accounts(person.id)
+        ],
+        "aliases": list(hub.identity.aliases_of(person.id)),
+    }

@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from hub.animas import Anima, AnimaRegistry
+from hub.commands.link import LinkCommands
 from hub.commands.parse import USAGE, parse_command
 from hub.commands.state import AnimaStates
 from hub.deliveries import as_utc
@@ -73,8 +74,10 @@ class CommandService:
         submit: Submit,
         heartbeat: HeartbeatTrigger,
         signin_link: SignInLink | None = None,
+        links: LinkCommands | None = None,
     ) -> None:
         self._signin_link = signin_link
+        self._links = links
         self._db = db
         self._inbox = inbox
         self._settings = settings
@@ -117,6 +120,10 @@ class CommandService:
             return self._whoami(person, inbound)
         if command.name == "web":
             return self._web(person, inbound)
+        if command.name in ("link", "unlink"):
+            if self._links is None:
+                return "Linking accounts is not available on this hub."
+            return self._links.answer(command, person, inbound)
         if command.name != "anima":
             return f"Unknown command /{command.name}.\n{USAGE}"
         return await self._anima(command, inbound, person)

@@ -37,6 +37,8 @@ class RecallScope:
     is_dm: bool
     # Set only for admin tools (API, CLI): these exact scopes, or every scope when empty.
     admin_scopes: tuple[str, ...] | None = None
+    # Ids merged into person_id (hub/linking.py): what they said in DMs is the person's.
+    aliases: tuple[str, ...] = ()
 
     @classmethod
     def admin(cls, anima: str, scopes: tuple[str, ...] = ()) -> RecallScope:
@@ -46,6 +48,8 @@ class RecallScope:
         """The scope filter for the index; None (no filter) only for an admin asking all."""
         if self.admin_scopes is not None:
             return self.admin_scopes or None
+        if self.is_dm and self.person_id:
+            return (*self.scopes(), *(f"person:{alias}" for alias in self.aliases))
         return self.scopes()
 
     @classmethod

@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -117,6 +117,8 @@ class MemoryService:
         self.profiles = Profiles(home / "shared" / "users")
         self._graphs: dict[str, KnowledgeGraph] = {}
         self._access: dict[str, AccessLog] = {}
+        # The ids merged into a person (IdentityService.aliases_of, set by the hub).
+        self.aliases_of: Callable[[str], tuple[str, ...]] = lambda _person: ()
 
     @classmethod
     def from_settings(
@@ -401,6 +403,7 @@ class MemoryService:
         """Recall within the scope's privacy; `dense` is the query's embedding, if known.
         `explain` runs each retriever alone as well, to say why each result matched
         (what the API and CLI show; priming skips it, as it costs two more queries)."""
+        scope = self._linked(scope)
         flt = MemoryFilter(
             anima=scope.anima,
             layers=layers,
@@ -430,6 +433,7 @@ class MemoryService:
 
     async def prime(self, scope: RecallScope, text: str) -> Priming:
         """The sections recalled before a turn, each within its own token budget."""
+        scope = self._linked(scope)
         s = self.settings
         now = self.now()
         dense = await self.embed_query(text)  # once, for every section
@@ -469,6 +473,13 @@ class MemoryService:
                 ),
             }
         )
+
+    def _linked(self, scope: RecallScope) -> RecallScope:
+        """The scope with the ids merged into its person (their DM memory is theirs)."""
+        if not scope.person_id or scope.aliases:
+            return scope
+        aliases = self.aliases_of(scope.person_id)
+        return replace(scope, aliases=aliases) if aliases else scope
 
     def _profile_lines(self, scope: RecallScope) -> list[str]:
         """What Animas learned about the person; in a channel, not what they said in DMs."""

@@ -106,6 +106,16 @@ class Identity(SQLModel, table=True):
     created_at: datetime = _ts(nullable=False)
 
 
+class PersonAlias(SQLModel, table=True):
+    """A person merged into another (`/link`, `animahub people merge`): what was kept under
+    the old id (memory scoped `person:<alias>`) is now the other person's."""
+
+    __tablename__ = "person_alias"
+    alias: str = Field(primary_key=True, max_length=64)
+    person_id: str = Field(foreign_key="person.id", index=True, max_length=64)
+    created_at: datetime = _ts(nullable=False)
+
+
 class ChannelBinding(SQLModel, table=True):
     __tablename__ = "channel_binding"
     channel_key: str = Field(primary_key=True, max_length=300)
@@ -244,6 +254,7 @@ class CredentialKind(StrEnum):
     API_TOKEN = "api_token"  # `animahub token create`: a person's bearer token
     SIGNIN = "signin"  # a one-time sign-in link's token
     SESSION = "session"  # the web chat's cookie, opened by a sign-in link
+    LINK = "link"  # a `/link` code: whoever sends it from elsewhere is this person
 
 
 class Credential(SQLModel, table=True):

@@ -1,0 +1,84 @@
+"""`/link`, `/link CODE` and `/unlink PLATFORM`: one person across platforms (hub/linking.py).
+
+A code is only ever handed out in a DM: whoever sends it from another account becomes this
+person, with their private memory, so it must not be read by anyone else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hub.identity import PersonView
+from hub.linking import Linking, LinkRefused
+from hub.messages import Address, AddressKind, Command, Inbound
+
+Notify = Callable[[Address, str], None]
+"""Sends a notice to an address through the outbox (the other side of a link)."""
+
+LINK_USAGE = (
+    "Usage: /link (in a DM: a code) | /link CODE (from your other account) | /unlink PLATFORM"
+)
+_PLATFORMS = ("slack", "discord", "telegram", "line", "web")
+
+
+class LinkCommands:
+    def __init__(self, linking: Linking, notify: Notify) -> None:
+        self._linking = linking
+        self._notify = notify
+
+    def answer(self, command: Command, person: PersonView, inbound: Inbound) -> str:
+        actor = f"person:{person.id}"
+        if command.name == "unlink":
+            return self._unlink(command, person, actor)
+        if len(command.args) > 1:
+            return LINK_USAGE
+        if not command.args:
+            return self._code(person, inbound)
+        try:
+            linked, where = self._linking.redeem(command.args[0], person, actor)
+        except LinkRefused as exc:
+            return str(exc)
+        on = ", ".join(linked.platforms)
+        told = _address(where)
+        if told is not None:
+            self._notify(
+                told,
+                f"Linked: your {inbound.address.platform} account is now you too "
+                f"({linked.person.display_name} on {on}).",
+            )
+        return (
+            f"Linked: you are {linked.person.display_name} on {on}. What you tell the Animas "
+            "in a DM on one of them is theirs on all of them, and nobody else's."
+        )
+
+    def _code(self, person: PersonView, inbound: Inbound) -> str:
+        address = inbound.address
+        if address.kind is not AddressKind.DM:
+            return "Send /link to me in a direct message: whoever holds the code becomes you."
+        code = self._linking.code_for(person, f"{address.kind.value}|{address}")
+        return (
+            f"Your link code: {code} (valid {self._linking.minutes_valid()} minutes, once). "
+            f"Send /link {code} to me from your other account (Slack, Discord, Telegram, LINE "
+            "or the web chat), and the Animas will know both are you."
+        )
+
+    def _unlink(self, command: Command, person: PersonView, actor: str) -> str:
+        if len(command.args) != 1 or command.args[0].lower() not in _PLATFORMS:
+            return f"Usage: /unlink PLATFORM, one of {', '.join(_PLATFORMS)}."
+        platform = command.args[0].lower()
+        try:
+            split = self._linking.unlink(person.id, platform, actor)
+        except LinkRefused as exc:
+            return str(exc)
+        return (
+            f"Unlinked: your {platform} account is someone of its own now ({split.id}); "
+            "what you said before stays with you here."
+        )
+
+
+def _address(where: str) -> Address | None:
+    kind, _, text = where.partition("|")
+    try:
+        return Address.parse(text, kind)
+    except ValueError:
+        return None

@@ -1,0 +1,212 @@
+"""One person across platforms: link codes, merging two people, unlinking (docs/people.md).
+
+`/link` answers with a code (8 characters without 0/O/1/I, from `secrets`, valid 10
+minutes, at most 3 pending a person, stored hashed in the database: `Access.create_link`).
+`/link CODE` sent from another account joins the sender into the person the code stands
+for: the code proves the two are one. A merge moves identities, credentials, aliases and
+roles in one transaction, folds the profile in with nothing lost, and leaves an alias, so
+what was kept under the old id (memory scoped `person:<old id>`) is the person's now
+(`IdentityService.aliases_of`, hub/memory/service.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+
+from sqlalchemy import update
+from sqlmodel import Session, col, select
+
+from hub.access import LINK_TTL, Access
+from hub.files import read_document, write_document
+from hub.identity import IdentityService, PersonView
+from hub.memory.profiles import LEARNED
+from hub.messages import PlatformUser, utcnow
+from hub.store.db import Database
+from hub.store.models import AuditEntry, Credential, Identity, Person, PersonAlias
+
+log = logging.getLogger(__name__)
+ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no 0/O, no 1/I: read aloud, typed on a phone
+CODE_LENGTH = 8
+
+
+def new_code() -> str:
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def normal_code(text: str) -> str:
+    """A code as typed: any case, with spaces or dashes."""
+    return "".join(text.split()).replace("-", "").upper()
+
+
+class LinkRefused(Exception):
+    """Said to the person as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class Linked:
+    person: PersonView  # who the sender is now
+    merged: str  # the id that was merged into it
+    platforms: tuple[str, ...]  # the person's platforms now
+
+
+@dataclass(frozen=True, slots=True)
+class Account:
+    platform: str
+    user_id: str
+    display_name: str
+
+
+class Linking:
+    def __init__(self, db: Database, identity: IdentityService, access: Access) -> None:
+        self._db = db
+        self._identity = identity
+        self._access = access
+
+    def code_for(self, person: PersonView, where: str) -> str:
+        """A new code for `person`, asked for at `where` (told there once it is used)."""
+        code = new_code()
+        self._access.create_link(person.id, code, label=where)
+        return code
+
+    @staticmethod
+    def minutes_valid() -> int:
+        return int(LINK_TTL.total_seconds() // 60)
+
+    def redeem(self, code: str, sender: PersonView, actor: str) -> tuple[Linked, str]:
+        """Join the sender into the person `code` stands for; also where the code was
+        asked for. Raises `LinkRefused`."""
+        found = self._access.redeem_link(normal_code(code))
+        if found is None:
+            raise LinkRefused("That code is not valid: it may have expired or been used.")
+        person_id, where = found
+        if person_id == sender.id:
+            raise LinkRefused("That code is yours: this account is already that person.")
+        person = self.merge(sender.id, person_id, actor, via="/link")
+        return Linked(person, sender.id, self.platforms(person.id)), where
+
+    def merge(self, source_id: str, into_id: str, actor: str, via: str) -> PersonView:
+        """Everything of `source_id` becomes `into_id`'s; `source_id` stays as an alias."""
+        if source_id == into_id:
+            raise LinkRefused("Those are the same person.")
+        with self._db.session() as session:
+            source = session.get(Person, source_id)
+            into = session.get(Person, into_id)
+            if source is None or into is None:
+                raise LinkRefused(f"No person {source_id if source is None else into_id}.")
+            self._fold_profile(source, into, session)
+            for table in (Identity, Credential):
+                session.exec(
+                    update(table).where(col(table.person_id) == source_id).values(person_id=into_id)
+                )
+            session.exec(
+                update(PersonAlias)
+                .where(col(PersonAlias.person_id) == source_id)
+                .values(person_id=into_id)
+            )
+            session.add(PersonAlias(alias=source_id, person_id=into_id))
+            into.roles = sorted({*into.roles, *source.roles})
+            into.default_anima = into.default_anima or source.default_anima
+            session.add(into)
+            session.flush()
+            session.delete(source)
+            session.add(_audit(actor, "person.linked", into_id, {"from": source_id, "via": via}))
+        self._identity.forget()
+        self._identity.profile_path(source_id).unlink(missing_ok=True)
+        log.info("%s merged into %s (%s)", source_id, into_id, via)
+        return self._identity.by_id(into_id)
+
+    def unlink(self, person_id: str, platform: str, actor: str) -> PersonView:
+        """The person's account on `platform` becomes a person of its own (what was said
+        before stays with the person). Raises `LinkRefused`."""
+        accounts = self.accounts(person_id)
+        leaving = [a for a in accounts if a.platform == platform]
+        if not leaving:
+            raise LinkRefused(f"No {platform} account is linked to you.")
+        if len(leaving) == len(accounts):
+            raise LinkRefused(
+                f"Your {platform} account is all there is: nothing to unlink it from."
+            )
+        with self._db.session() as session:
+            for account in leaving:
+                row = session.get(Identity, (account.platform, account.user_id))
+                if row is not None:
+                    session.delete(row)
+            session.add(_audit(actor, "person.unlinked", person_id, {"platform": platform}))
+        self._identity.forget()
+        first = leaving[0]
+        split = self._identity.resolve(
+            PlatformUser(first.platform, first.user_id, first.display_name)
+        )
+        for account in leaving[1:]:
+            self.attach(split.id, account, actor)
+        return split
+
+    def attach(self, person_id: str, account: Account, actor: str) -> PersonView:
+        """An admin's link: the account is this person's from now on (its former person,
+        if it had one and nothing else, is merged in)."""
+        with self._db.session() as session:
+            row = session.get(Identity, (account.platform, account.user_id))
+            former = row.person_id if row is not None else None
+        if former == person_id:
+            return self._identity.by_id(person_id)
+        if former is not None:
+            return self.merge(former, person_id, actor, via="admin")
+        with self._db.session() as session:
+            session.add(
+                Identity(
+                    platform=account.platform,
+                    user_id=account.user_id,
+                    person_id=person_id,
+                    display_name=account.display_name,
+                )
+            )
+            session.add(_audit(actor, "person.linked", person_id, {"account": account.platform}))
+        self._identity.forget()
+        return self._identity.by_id(person_id)
+
+    def accounts(self, person_id: str) -> list[Account]:
+        with self._db.session() as session:
+            rows = session.exec(
+                select(Identity)
+                .where(Identity.person_id == person_id)
+                .order_by(col(Identity.platform), col(Identity.user_id))
+            ).all()
+        return [Account(r.platform, r.user_id, r.display_name) for r in rows]
+
+    def platforms(self, person_id: str) -> tuple[str, ...]:
+        return tuple(sorted({a.platform for a in self.accounts(person_id)}))
+
+    def _fold_profile(self, source: Person, into: Person, session: Session) -> None:
+        """The source's profile into the target's: names, identities, facts, any notes."""
+        src_path = self._identity.profile_path(source.id)
+        if not src_path.exists():
+            return
+        src_meta, src_body = read_document(src_path)
+        path = self._identity.profile_path(into.id)
+        meta, body = read_document(path) if path.exists() else ({}, f"# {into.display_name}\n")
+        for key in ("display_names", "identities"):
+            meta[key] = sorted({*meta.get(key, []), *src_meta.get(key, [])})
+        have = set(body.splitlines())
+        facts = [
+            line
+            for line in src_body.split(LEARNED, 1)[-1].splitlines()
+            if line.startswith("- ") and line not in have
+        ]
+        if facts:
+            if LEARNED not in body:
+                body = body.rstrip() + f"\n\n{LEARNED}\n"
+            body = body.rstrip() + "\n" + "\n".join(facts) + "\n"
+        notes = src_body.split(LEARNED, 1)[0].strip()
+        heading = f"# {source.display_name}"
+        extra = "\n".join(ln for ln in notes.splitlines() if ln.strip() and ln != heading)
+        if extra and extra not in body:
+            body = body.rstrip() + f"\n\n## Notes kept as {source.id}\n\n{extra}\n"
+        write_document(path, meta, body)
+
+
+def _audit(actor: str, action: str, target: str, detail: dict[str, str]) -> AuditEntry:
+    return AuditEntry(
+        at=utcnow(), actor=actor, where="hub", action=action, target=target, detail=detail
+    )
