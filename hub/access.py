@@ -30,7 +30,9 @@ _ID_PREFIX = {
     CredentialKind.SIGNIN: "l",
     CredentialKind.SESSION: "s",
     CredentialKind.LINK: "k",
+    CredentialKind.PAIRING: "p",
 }
+PAIRING_TTL = timedelta(days=7)
 LINK_TTL = timedelta(minutes=10)
 LINK_PENDING = 3  # at most this many `/link` codes per person wait at once
 # A session's last use is written at most this often, not on every request.
@@ -195,9 +197,13 @@ class Access:
 
     def redeem_link(self, code: str) -> tuple[str, str] | None:
         """The person a live `/link` code stands for and where it was asked for, using it
-        up (once, also when two redeem it at the same moment); None for a code unknown,
-        used or expired."""
-        row = self._live(CredentialKind.LINK, code)
+        up; None for a code unknown, used or expired."""
+        return self.use_code(CredentialKind.LINK, code)
+
+    def use_code(self, kind: CredentialKind, code: str) -> tuple[str, str] | None:
+        """The person a live one-time code of `kind` stands for, and its label, using it up
+        (once, also when two use it at the same moment); None if unknown, used, expired."""
+        row = self._live(kind, code)
         if row is None or row.used_at is not None:
             return None
         with self._db.write() as conn:
@@ -207,6 +213,23 @@ class Access:
                 .values(used_at=self._now())
             )
         return (row.person_id, row.label) if used.rowcount == 1 else None
+
+    def pairing_of(self, person_id: str) -> Credential | None:
+        """The person's live pairing request, if they have one."""
+        now = self._now()
+        with self._db.session() as session:
+            return session.exec(
+                select(Credential).where(
+                    Credential.person_id == person_id,
+                    Credential.kind == CredentialKind.PAIRING,
+                    col(Credential.used_at).is_(None),
+                    col(Credential.revoked_at).is_(None),
+                    col(Credential.expires_at) > now,
+                )
+            ).first()
+
+    def create_pairing(self, person_id: str, code: str, label: str) -> Issued:
+        return self._issue(CredentialKind.PAIRING, person_id, code, PAIRING_TTL, label=label)
 
     def session_person(self, secret: str) -> str | None:
         row = self._live(CredentialKind.SESSION, secret)

@@ -21,12 +21,13 @@ from hub.adapter import (
     TurnEvent,
     discover,
 )
+from hub.admission import Admission
 from hub.agenda import Agenda
 from hub.animas import Anima, AnimaRegistry
 from hub.attachments import read_attachment_tool
 from hub.clock import Clock, SystemClock
 from hub.commands.handler import CommandService
-from hub.commands.link import LinkCommands
+from hub.commands.people import PeopleCommands
 from hub.commands.state import AnimaStates
 from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
@@ -156,6 +157,9 @@ class Hub:
             self.runtime.submit,
             flood_reporter(self.db, self.outbox),
         )
+        self.admission = Admission(
+            self.db, settings.people, self.access, self.identity, self.linking, self._notify
+        )
         self.dispatcher = Dispatcher(
             self.inbox,
             self.identity,
@@ -164,6 +168,7 @@ class Hub:
             self.runtime,
             self.supervisor.part("turns"),
             self.pacing,
+            self.admission,
         )
         self.commands = CommandService(
             self.db,
@@ -175,7 +180,7 @@ class Hub:
             self.runtime.submit,
             self._heartbeat_now,
             self._signin_link if "web" in self.adapters else None,
-            LinkCommands(self.linking, self._notify),
+            PeopleCommands(self.linking, self.admission, self._notify),
         )
         self.agenda = Agenda(
             self.db,

@@ -16,8 +16,14 @@ from rich.table import Table
 from hub.runfile import HubBusy
 from hub.settings import ConfigError, Settings, load_settings
 
-people_app = typer.Typer(help="The owner, sign-in links and sessions.", no_args_is_help=True)
+people_app = typer.Typer(
+    help="The owner, linked accounts, sign-in links and sessions.", no_args_is_help=True
+)
 token_app = typer.Typer(help="People's own API tokens.", no_args_is_help=True)
+pairing_app = typer.Typer(
+    help="Strangers waiting to be let in to DMs ([people] dm_policy = pairing).",
+    no_args_is_help=True,
+)
 console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
@@ -192,3 +198,21 @@ def token_revoke(token_id: Annotated[str, typer.Argument(help="A token id (t-…
     """Revoke an API token: requests with it are refused from now on."""
     row = call("DELETE", f"/api/tokens/{_name(token_id)}")
     console.print(f"revoked token {row['id']} of {row['person']}", highlight=False)
+
+
+@pairing_app.command("list")
+def pairing_list() -> None:
+    """Who is waiting, where they wrote from, since when."""
+    table = Table("request", "person", "where", "since")
+    for row in call("GET", "/api/pairing"):
+        table.add_row(row["id"], row["person"], row["where"], row["since"])
+    console.print(table)
+
+
+@pairing_app.command("approve")
+def pairing_approve(
+    code: Annotated[str, typer.Argument(help="The code the person was given, or a request id.")],
+) -> None:
+    """Let the person in: their DMs reach the Animas from now on."""
+    person = call("POST", f"/api/pairing/{_name(code)}/approve")
+    console.print(f"let in: {person['name']} ({person['id']})", highlight=False)

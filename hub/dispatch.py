@@ -7,6 +7,7 @@ import logging
 
 from sqlalchemy.exc import DBAPIError
 
+from hub.admission import Admission
 from hub.animas import AnimaRegistry
 from hub.commands.parse import is_command_text
 from hub.identity import IdentityService
@@ -34,7 +35,9 @@ class Dispatcher:
         runtime: Runtime,
         health: Part | None = None,
         pacing: Pacing | None = None,
+        admission: Admission | None = None,
     ) -> None:
+        self._admission = admission
         self._inbox = inbox
         self._identity = identity
         self._router = router
@@ -77,6 +80,10 @@ class Dispatcher:
             self._inbox.close_now(row, InboxStatus.IGNORED, f"an edit of {inbound.edit_of}")
             return None
         person = self._identity.resolve(inbound.sender)
+        if self._admission is not None and not self._admission.admits(inbound, person):
+            reason = f"{person.id} is not let in to DMs on {inbound.address.platform} yet"
+            self._inbox.close_now(row, InboxStatus.IGNORED, reason, person_id=person.id)
+            return None
         anima = self._router.route(inbound, person, self._animas.names())
         if anima is None and not inbound.addressed:
             self._inbox.close_now(

@@ -269,6 +269,20 @@ class IdentityService:
             owner = self._owner = self.by_id(target.id)
         return owner
 
+    def add_role(self, person_id: str, role: str) -> PersonView:
+        """Give the person a role (`member`: let in by an admin, docs/people.md)."""
+        with self._db.session() as session:
+            row = session.get(Person, person_id)
+            if row is None:
+                raise LookupError(f"no person {person_id!r}")
+            if role not in row.roles:
+                row.roles = [*row.roles, role]
+                session.add(row)
+                self._write_profile(row, [])
+            view = _view(row)
+        self._cache.clear()  # cached views carry the old roles
+        return view
+
     def _create(self, session: Session, user: PlatformUser) -> Person:
         name = user.display_name or user.user_id
         person = Person(

@@ -14,6 +14,7 @@ import re
 import stat
 import tomllib
 from collections.abc import Mapping
+from enum import StrEnum
 from functools import cache
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -81,6 +82,36 @@ class HubSection(SettingsSection):
             if not _IDENTITY_RE.match(entry):
                 raise ValueError(f"{entry!r} is not platform:user_id (e.g. web:alice)")
         return value
+
+
+class DmPolicy(StrEnum):
+    OPEN = "open"  # anyone who can write to the bot there
+    ALLOWLIST = "allowlist"  # only `[people] allowlist`, and people already known elsewhere
+    PAIRING = "pairing"  # the rest get a code an admin approves
+
+
+def _default_dm_policy() -> dict[str, DmPolicy]:
+    # Anyone can find a bot on Telegram and LINE; Slack and Discord are a workspace's members.
+    return {"telegram": DmPolicy.PAIRING, "line": DmPolicy.PAIRING}
+
+
+class PeopleSection(SettingsSection):
+    """Who may reach an Anima in a DM on each platform (docs/people.md); a platform not
+    listed is `open`. A person on an open platform, linked, is known everywhere."""
+
+    dm_policy: dict[str, DmPolicy] = Field(default_factory=_default_dm_policy)
+    allowlist: list[str] = Field(default_factory=list)  # platform:user_id
+
+    @field_validator("allowlist")
+    @classmethod
+    def _allowed_form(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            if not _IDENTITY_RE.match(entry):
+                raise ValueError(f"{entry!r} is not platform:user_id (e.g. telegram:1001)")
+        return value
+
+    def policy(self, platform: str) -> DmPolicy:
+        return self.dm_policy.get(platform, DmPolicy.OPEN)
 
 
 class ServerSection(SettingsSection):
@@ -224,6 +255,7 @@ class Settings(BaseSettings):
     outbox: OutboxSection = Field(default_factory=OutboxSection)
     memory: MemorySection = Field(default_factory=MemorySection)
     scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
+    people: PeopleSection = Field(default_factory=PeopleSection)
 
     @model_validator(mode="before")
     @classmethod

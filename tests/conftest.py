@@ -69,6 +69,9 @@ def db(database_url: str) -> Iterator[Database]:
 def make_settings(home: Path, **sections: Any) -> Settings:
     # A named owner, not the OS user the tests happen to run as (often root, an admin here).
     sections["hub"] = {"owner": "Olivia", **sections.get("hub", {})}
+    # Every platform's DMs open: a test about something else speaks as whoever it likes
+    # (tests/api/test_admission.py has the defaults, pairing on Telegram and LINE).
+    sections.setdefault("people", {"dm_policy": {}})
     return load_settings(home=home, **sections)
 
 

@@ -229,3 +229,20 @@ def _shown(hub: Hub, person: PersonView) -> dict[str, Any]:
         ],
         "aliases": list(hub.identity.aliases_of(person.id)),
     }
+
+
+@router.get("/pairing")
+def pairing(hub: HubDep) -> list[dict[str, Any]]:
+    """Strangers waiting to be let in to DMs (hub/admission.py)."""
+    return [
+        {"id": r.id, "person": r.person_id, "where": r.where, "since": _when(r.since)}
+        for r in hub.admission.requests()
+    ]
+
+
+@router.post("/pairing/{code}/approve")
+def approve(code: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    person = hub.admission.approve(code, _actor(caller))
+    if person is None:
+        raise HTTPException(404, "no one is waiting with that code")
+    return _shown(hub, person)

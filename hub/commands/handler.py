@@ -20,8 +20,8 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from hub.animas import Anima, AnimaRegistry
-from hub.commands.link import LinkCommands
 from hub.commands.parse import USAGE, parse_command
+from hub.commands.people import PeopleCommands
 from hub.commands.state import AnimaStates
 from hub.deliveries import as_utc
 from hub.identity import IdentityService, PersonView
@@ -56,6 +56,7 @@ ADMIN_ONLY = {
     "pause": "pause Animas",
     "resume": "resume Animas",
     "heartbeat": "trigger heartbeats",
+    "approve": "let people in",
 }
 NEEDS_NAME = frozenset({"status", "bind", "pause", "resume", "heartbeat"})
 NO_ARGS = frozenset({"list", "unbind"})
@@ -74,10 +75,10 @@ class CommandService:
         submit: Submit,
         heartbeat: HeartbeatTrigger,
         signin_link: SignInLink | None = None,
-        links: LinkCommands | None = None,
+        people: PeopleCommands | None = None,
     ) -> None:
         self._signin_link = signin_link
-        self._links = links
+        self._people = people
         self._db = db
         self._inbox = inbox
         self._settings = settings
@@ -121,9 +122,9 @@ class CommandService:
         if command.name == "web":
             return self._web(person, inbound)
         if command.name in ("link", "unlink"):
-            if self._links is None:
+            if self._people is None:
                 return "Linking accounts is not available on this hub."
-            return self._links.answer(command, person, inbound)
+            return self._people.answer(command, person, inbound)
         if command.name != "anima":
             return f"Unknown command /{command.name}.\n{USAGE}"
         return await self._anima(command, inbound, person)
@@ -131,12 +132,16 @@ class CommandService:
     async def _anima(self, command: Command, inbound: Inbound, person: PersonView) -> str:
         sub = command.args[0].lower() if command.args else ""
         rest = command.args[1:]
-        if sub not in NEEDS_NAME | NO_ARGS:
+        if sub not in NEEDS_NAME | NO_ARGS | {"approve"}:
             said = f" /anima {sub}" if sub else ""
             return f"Unknown command{said}.\n{USAGE}"
         if sub in ADMIN_ONLY and not person.is_admin:
             self._audit(inbound, person, "denied", f"anima.{sub}", {"args": list(command.args[1:])})
             return f"Sorry, only hub admins can {ADMIN_ONLY[sub]}. {ADMINS_HINT}"
+        if sub == "approve":
+            if self._people is None:
+                return "Letting people in is not available on this hub."
+            return self._people.approve(tuple(rest), person)
         if sub in NO_ARGS:
             if rest:
                 return f"/anima {sub} takes no name.\n{USAGE}"

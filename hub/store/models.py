@@ -255,6 +255,7 @@ class CredentialKind(StrEnum):
     SIGNIN = "signin"  # a one-time sign-in link's token
     SESSION = "session"  # the web chat's cookie, opened by a sign-in link
     LINK = "link"  # a `/link` code: whoever sends it from elsewhere is this person
+    PAIRING = "pairing"  # a stranger's code, waiting for an admin's approval
 
 
 class Credential(SQLModel, table=True):

@@ -1,13 +1,15 @@
-"""`/link`, `/link CODE` and `/unlink PLATFORM`: one person across platforms (hub/linking.py).
+"""Commands about people: `/link`, `/link CODE` and `/unlink PLATFORM` (one person across
+platforms, hub/linking.py), and the admin's `/anima approve CODE` (hub/admission.py).
 
-A code is only ever handed out in a DM: whoever sends it from another account becomes this
-person, with their private memory, so it must not be read by anyone else.
+A link code is only ever handed out in a DM: whoever sends it from another account becomes
+this person, with their private memory, so it must not be read by anyone else.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from hub.admission import Admission
 from hub.identity import PersonView
 from hub.linking import Linking, LinkRefused
 from hub.messages import Address, AddressKind, Command, Inbound
@@ -21,9 +23,10 @@ LINK_USAGE = (
 _PLATFORMS = ("slack", "discord", "telegram", "line", "web")
 
 
-class LinkCommands:
-    def __init__(self, linking: Linking, notify: Notify) -> None:
+class PeopleCommands:
+    def __init__(self, linking: Linking, admission: Admission, notify: Notify) -> None:
         self._linking = linking
+        self._admission = admission
         self._notify = notify
 
     def answer(self, command: Command, person: PersonView, inbound: Inbound) -> str:
@@ -61,6 +64,15 @@ class LinkCommands:
             f"Send /link {code} to me from your other account (Slack, Discord, Telegram, LINE "
             "or the web chat), and the Animas will know both are you."
         )
+
+    def approve(self, args: tuple[str, ...], person: PersonView) -> str:
+        """`/anima approve CODE` (the caller is an admin: the handler checked)."""
+        if len(args) != 1:
+            return "Usage: /anima approve CODE (the code the person was given)."
+        let_in = self._admission.approve(args[0], f"person:{person.id}")
+        if let_in is None:
+            return "No one is waiting with that code."
+        return f"Let in: {let_in.display_name} ({let_in.id}) may now write to the Animas."
 
     def _unlink(self, command: Command, person: PersonView, actor: str) -> str:
         if len(command.args) != 1 or command.args[0].lower() not in _PLATFORMS:
