@@ -134,6 +134,12 @@ class TransientDeliveryError(DeliveryError):
     """Worth retrying with backoff (network error, 5xx)."""
 
 
+class MaybeSent(TransientDeliveryError):
+    """Worth retrying, but this attempt may have been carried out (a 5xx after the platform
+    acted): the chunk stays marked as maybe sent (`OutboundChunk.maybe_sent_since`), so the
+    retry, also after a restart, can check before sending again."""
+
+
 class PermanentDeliveryError(DeliveryError):
     """Retrying cannot help (channel gone, bot removed, message rejected)."""
 

@@ -25,6 +25,7 @@ from hub.adapter import (
     Adapter,
     BatchSender,
     DeliveryError,
+    MaybeSent,
     OutcomeUnknown,
     PermanentDeliveryError,
     RateLimited,
@@ -235,6 +236,7 @@ class Outbox:
         if not row.chunks:  # composed while its adapter was not running
             row.chunks = _split(adapter, row.text)
         address = Address.parse(row.address, row.address_kind)
+        maybe_sent: datetime | None = None
         try:
             while len(row.message_ids) < len(row.chunks):
                 maybe_sent = row.sending_since  # set in an earlier life: that chunk may be out
@@ -246,11 +248,12 @@ class Outbox:
                 if len(row.message_ids) < len(row.chunks):  # the last is saved with the status
                     await self._save(row)
         except RateLimited as exc:
-            row.sending_since = None  # refused: nothing was sent
+            # Refused: this attempt sent nothing (an earlier life's mark stays).
+            row.sending_since = maybe_sent
             await self._retry(row, exc.retry_after, str(exc))
             return False
         except PermanentDeliveryError as exc:
-            row.sending_since = None
+            row.sending_since = maybe_sent
             await self._fail(row, str(exc))
             return True
         except OutcomeUnknown as exc:  # sending_since stays: a resend looks first, if it can
@@ -258,7 +261,8 @@ class Outbox:
             await self._fail(row, f"outcome unknown, not repeated: {exc}")
             return True
         except DeliveryError as exc:
-            row.sending_since = None  # a transient refusal: nothing was sent
+            if not isinstance(exc, MaybeSent):  # a refusal: this attempt sent nothing
+                row.sending_since = maybe_sent
             return await self._backoff(row, str(exc))
         except Exception as exc:
             # translate: logged with its traceback, retried with backoff, then failed visibly.

@@ -20,6 +20,7 @@ never doubled. A 1:1 chat shows LINE's loading animation while its turn runs.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import time
@@ -49,6 +50,7 @@ from hub.adapter import (
     FetchedFile,
     HubPort,
     MarkdownDialect,
+    MaybeSent,
     MessageTooLarge,
     OutcomeUnknown,
     PermanentDeliveryError,
@@ -103,12 +105,16 @@ class ReplyTokens:
         while len(self._tokens) > _REMEMBERED:
             self._tokens.popitem(last=False)
 
-    def take(self, message_id: str) -> str | None:
+    def take(self, message_id: str) -> tuple[str, float] | None:
+        """The token, and how many seconds it stays good."""
         entry = self._tokens.get(message_id)
-        if entry is None or entry.taken or self._clock() - entry.received > self._ttl_s:
+        if entry is None or entry.taken:
+            return None
+        left = self._ttl_s - (self._clock() - entry.received)
+        if left < 0:
             return None
         entry.taken = True
-        return entry.token
+        return entry.token, left
 
     def give_back(self, message_id: str, *, doubtful: bool = False) -> None:
         """The token was not used after all (nothing reached LINE), or, `doubtful`, a reply
@@ -209,6 +215,7 @@ class LineAdapter:
             reason = f"LINE cannot be reached: {type(exc).__name__}: {exc}"
             raise PlatformUnavailable(reason) from exc
         self._hub = hub
+        hub.prune_cursors(_REPLIED, 3600.0)  # a reply token lives a minute or so
         log.info("LINE connected as bot %s", self.bot_user_id)
 
     async def stop(self) -> None:
@@ -236,8 +243,14 @@ class LineAdapter:
         texts = [chunk.text for chunk in chunks]
         await self._loading_started(first.address.channel)
         key = first.reply_to
-        token = self._tokens.take(key) if key else None
-        if token is not None and key is not None:
+        taken = self._tokens.take(key) if key else None
+        if taken is None and key is not None and first.maybe_sent_since is not None:
+            noted = self._noted_reply(key)
+            if noted is not None:  # the hub stopped while replying on this token
+                return await self._reply_again(*noted, texts)
+        if taken is not None and key is not None:
+            token, left_s = taken
+            self._note_reply(key, token, left_s)  # written ahead: a stop leaves it
             try:
                 return await self._outbound.reply(token, texts)
             except ReplyTokenInvalid as exc:
@@ -249,7 +262,7 @@ class LineAdapter:
             except ReplyUnanswered as exc:
                 # Tried again on the same token: LINE carries a token out once at most.
                 self._tokens.give_back(key, doubtful=True)
-                raise TransientDeliveryError(str(exc)) from exc
+                raise MaybeSent(str(exc)) from exc
             except NothingSent as exc:
                 self._tokens.give_back(key)
                 raise TransientDeliveryError(str(exc)) from exc
@@ -263,6 +276,32 @@ class LineAdapter:
                 "it may have been delivered, so it is not pushed"
             )
         return await self._outbound.push(first.address.channel, texts, retry_key(chunks))
+
+    def _note_reply(self, key: str, token: str, left_s: float) -> None:
+        if self._hub is not None:
+            good_until = time.time() + left_s
+            self._hub.save_cursor(_replied(key), json.dumps([token, good_until]))
+
+    def _noted_reply(self, key: str) -> tuple[str, float] | None:
+        raw = self._hub.load_cursor(_replied(key)) if self._hub is not None else None
+        if not raw:
+            return None
+        token, good_until = json.loads(raw)
+        return str(token), float(good_until)
+
+    async def _reply_again(self, token: str, good_until: float, texts: list[str]) -> list[str]:
+        """The reply a stop cut off, on its token again: LINE carries a token out once, so
+        "invalid" while it is still good means the first one was delivered."""
+        try:
+            return await self._outbound.reply(token, texts)
+        except ReplyTokenInvalid as exc:
+            if time.time() < good_until:
+                log.info("the reply on %s was delivered before the stop", token[:8])
+                return [f"reply:{token}:{i}" for i in range(len(texts))]
+            raise OutcomeUnknown(
+                "the hub stopped while replying and the reply token has expired since: it "
+                "may have been delivered, so it is not pushed"
+            ) from exc
 
     async def edit(self, address: Address, message_id: str, text: str) -> None:
         raise PermanentDeliveryError("LINE messages cannot be edited")
@@ -345,12 +384,12 @@ class LineAdapter:
 
     async def _answer_now(self, inbound: Inbound, text: str) -> None:
         """A command's answer or a refusal, on the message's reply token (best effort)."""
-        token = self._tokens.take(inbound.reply_to) if inbound.reply_to else None
-        if token is None:
+        taken = self._tokens.take(inbound.reply_to) if inbound.reply_to else None
+        if taken is None:
             log.info("no reply token left to answer %s: %s", inbound.event_id, text)
             return
         try:
-            await self._outbound.reply(token, [to_plain(text)[:MAX_TEXT] or "…"])
+            await self._outbound.reply(taken[0], [to_plain(text)[:MAX_TEXT] or "…"])
         except DeliveryError as exc:
             log.warning("could not answer %s on LINE: %s", inbound.event_id, exc)
 
@@ -380,3 +419,11 @@ class LineAdapter:
         task = self._loading.get(chat)
         if task is not None:
             await asyncio.wait({task}, timeout=5.0)
+
+
+_REPLIED = "line:replying:"
+
+
+def _replied(key: str) -> str:
+    """The cursor of a reply about to go on a token (its key is the event it answers)."""
+    return _REPLIED + hashlib.sha256(key.encode()).hexdigest()[:40]

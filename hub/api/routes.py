@@ -155,4 +155,6 @@ def health(hub: HubDep) -> dict[str, Any]:
         "mailboxes": hub.runtime.mailboxes.pending(),
         # messages from people sending faster than their rate, waiting for their slot
         "paced": hub.pacing.waiting,
+        # memory written to markdown and not yet in the index (None: memory is off)
+        "memory_backlog": hub.memory.backlog() if hub.memory is not None else None,
     }

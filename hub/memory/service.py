@@ -72,6 +72,7 @@ def _utcnow() -> datetime:
 _EMBED_CHARS = 1500
 _EMBED_BATCH = 64
 _FLUSH_S = 60.0  # access counts reach disk at least this often
+STOP_GRACE_S = 10.0  # a stop waits this long for queued indexing; start-up does the rest
 Progress = Callable[[int, int], None]
 WRITABLE = ("episodes", "knowledge", "procedures", "skills")
 
@@ -109,6 +110,8 @@ class MemoryService:
         self._indexing: set[asyncio.Task[None]] = set()
         self._queued: dict[str, list[MemoryItem]] = {}  # per Anima, waiting to be indexed
         self._indexers: set[str] = set()  # Animas whose indexer task runs
+        self._in_batch: dict[str, int] = {}  # per Anima, items its indexer is embedding now
+        self._stopping = False
         self._embedding = 0  # index_items calls in flight (the indexer's, refresh, rebuild)
         # Passages are embedded on one thread of their own, so that background indexing
         # never takes the threads a turn's query embedding needs (embedder.py lets a
@@ -190,10 +193,25 @@ class MemoryService:
         while self._indexing:
             await asyncio.gather(*list(self._indexing))
 
-    async def stop(self) -> None:
-        """Finish queued indexing, write the access counts, close the index."""
-        await self.drain()
-        self._mark_if_synced()
+    def backlog(self) -> int:
+        """Items written to markdown and not yet in the index (health shows it)."""
+        return sum(map(len, self._queued.values())) + sum(self._in_batch.values())
+
+    async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """Finish queued indexing if that takes under `grace_s`, else stop after the batch
+        in flight: what is left is in the markdown, and start-up indexes it
+        (hub/memory/reconcile.py). Then write the access counts and close the index."""
+        deadline = asyncio.get_running_loop().time() + grace_s
+        while self._indexing and (left := deadline - asyncio.get_running_loop().time()) > 0:
+            await asyncio.wait(list(self._indexing), timeout=left)  # not cancelled at the end
+        if self._indexing:
+            self._stopping = True
+            behind = self.backlog()
+            self._queued.clear()
+            await self.drain()
+            log.warning("stopping with %d memory items not yet indexed: start-up does it", behind)
+        else:
+            self._mark_if_synced()
         self.close()
 
     def close(self) -> None:
@@ -276,8 +294,10 @@ class MemoryService:
     async def _index_queued(self, anima: str) -> None:
         try:
             while batch := self._queued.pop(anima, None):
+                self._in_batch[anima] = len(batch)
                 await self.index_items(anima, batch)
         finally:
+            self._in_batch.pop(anima, None)
             self._indexers.discard(anima)
 
     def _indexed(self, task: asyncio.Task[None]) -> None:
@@ -300,6 +320,8 @@ class MemoryService:
     ) -> None:
         in_file = self._file_items(anima, items)
         for start in range(0, len(items), _EMBED_BATCH):
+            if self._stopping:
+                return  # the rest is in the markdown: start-up indexes it
             batch = items[start : start + _EMBED_BATCH]
             dense = await asyncio.get_running_loop().run_in_executor(
                 self._passages, self._embed_passages, batch, in_file

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -155,3 +156,37 @@ def test_only_files_changed_since_the_mark_less_a_margin_are_read(tmp_path: Path
         os.utime(folder / "episodes" / f"{day}.md", (when, when))
     assert [i.text for i in changed_items(folder, mark)] == ["a recent day"]
     assert [i.text for i in changed_items(folder, None)] == ["an old day", "a recent day"]
+
+
+class SlowEmbedder(HashEmbedder):
+    """Embeds passages at `seconds` a text: a backlog that outlasts a stop's grace."""
+
+    def __init__(self, model_id: str, seconds: float) -> None:
+        super().__init__(model_id)
+        self.seconds = seconds
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        time.sleep(self.seconds * len(texts))
+        return super().embed_passages(texts)
+
+
+async def test_a_stop_does_not_wait_out_a_backlog_and_start_up_indexes_the_rest(
+    tmp_path: Path,
+) -> None:
+    index = EdgeIndex(tmp_path / "index")
+    first = MemoryService(tmp_path, MemorySection(), index, SlowEmbedder("m1", 0.02))
+    await first.start(["aria"])
+    items = [first.record_turn(turn(f"in-{n}", f"message number {n}")) for n in range(300)]
+    assert first.backlog() > 0
+    await first.stop(grace_s=0.3)  # 300 items at 0.02 s are 6 s of embedding
+    assert first.backlog() == 0
+    reopened = EdgeIndex(tmp_path / "index")
+    indexed = len(reopened.payloads([i.id for i in items]))
+    reopened.close()
+    assert 0 < indexed < 300  # stopped after the batch in flight, the rest left
+    second = await open_service(tmp_path, "m1")
+    try:
+        await second.drain()
+        assert len(second.index.payloads([i.id for i in items])) == 300
+    finally:
+        await second.stop()

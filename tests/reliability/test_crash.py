@@ -77,6 +77,12 @@ def test_sigkill_under_load_every_message_answered_once_in_order(
         time.sleep(SETTLE_S)
         verdict = world.run(judge(convs, resent_blind(home)))
         elapsed = time.monotonic() - started
+        # The index catches up in the background; a stop does not wait for it (what it
+        # leaves, start-up indexes), so the index is compared once nothing is left.
+        assert chaos.hub is not None
+        hub = chaos.hub
+        indexed = wait_until(lambda: hub.get("/api/system/health")["memory_backlog"] == 0, 300)
+        phase("memory indexed" if indexed else "memory still indexing", started)
     finally:
         chaos.stop()
     downs = [round(k.down_s, 1) for k in chaos.kills]

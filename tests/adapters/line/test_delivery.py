@@ -10,15 +10,19 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
+from sqlalchemy import update
+from sqlmodel import col
 
 from adapters.line import LineAdapter, LineSettings
 from hub.adapter import Adapter
 from hub.llm import TurnContext
 from hub.messages import Address, AddressKind, DeliveryKind
 from hub.settings import Settings
+from hub.store.models import DeliveryRow
 from tests.adapters.line.helpers import reply_to, settled_row
 from tests.contract.harness import ScriptedResponder, eventually
 from tests.contract.line_harness import BOT_USER, CHANNELS, LineHarness, open_harness, user_id
+from tests.contract.test_previews import restart_adapter
 from tests.fakes.line_server import MAX_TEXT, QUOTA_MESSAGE
 
 PARAGRAPH = "Word " * 900  # ~4,500 characters: one LINE message each
@@ -166,7 +170,7 @@ async def test_a_5xx_on_a_reply_is_tried_again_on_the_same_token_and_sent_once(
         assert len(tokens) == 1  # the same token: LINE carries a token out once at most
         assert h.fake.texts() == ["echo: flaky"]
         assert h.fake.calls_to("push") == []
-        assert [d.status for d in h.hub.outbox.listing(None, 10)] == ["sent"]
+        await eventually(lambda: [d.status for d in h.hub.outbox.listing(None, 10)] == ["sent"])
 
 
 async def test_a_5xx_on_a_reply_that_was_delivered_is_not_sent_again(tmp_path: Path) -> None:
@@ -179,3 +183,28 @@ async def test_a_5xx_on_a_reply_that_was_delivered_is_not_sent_again(tmp_path: P
         assert h.fake.texts() == ["echo: did it arrive?"]  # once, and no push after it
         assert h.fake.calls_to("push") == []
         assert len(sent[0].message_ids) == 1
+
+
+async def test_a_reply_a_stop_cut_off_is_asked_again_on_its_token_not_pushed(
+    tmp_path: Path,
+) -> None:
+    async with open_harness(tmp_path) as h:
+        h.fake.drop_next_send_response()  # the reply: carried out, its answer lost
+        sent = await h.dm("bob", "cut off?")
+        await settled_row(h, sent)
+        failed = (await eventually(lambda: h.hub.outbox.listing("failed", 10)))[0]
+        assert failed.sending_since is not None
+        # As a kill leaves it: still pending, the chunk sent, no id recorded; the new
+        # adapter has no reply token in memory, only what the hub stored.
+        await restart_adapter(h)
+        with h.hub.db.write() as conn:
+            conn.execute(
+                update(DeliveryRow)
+                .where(col(DeliveryRow.id) == failed.id)
+                .values(status="pending", error=None)
+            )
+        h.hub.outbox.wake()
+        assert await delivery_status(h, failed.id) == "sent"
+        assert [c.status for c in h.fake.calls_to("reply")] == [0, 400]  # spent: delivered
+        assert h.fake.texts() == ["echo: cut off?"]  # once, and never pushed
+        assert h.fake.calls_to("push") == []
