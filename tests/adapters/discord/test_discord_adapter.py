@@ -110,7 +110,11 @@ async def test_start_fails_clearly_when_the_message_content_intent_is_not_enable
 async def test_the_slash_commands_are_registered_at_start(h: DiscordHarness) -> None:
     (commands,) = h.fake.command_overwrites
     by_name = {command["name"]: command for command in commands}
-    assert set(by_name) == {"anima", "whoami"}
+    assert set(by_name) == {"anima", "whoami", "link", "unlink"}
+    (code,) = by_name["link"]["options"]
+    assert (code["name"], code["type"], code.get("required", False)) == ("code", 3, False)
+    (platform,) = by_name["unlink"]["options"]
+    assert (platform["name"], platform["type"], platform["required"]) == ("platform", 3, True)
     subcommands = {option["name"]: option for option in by_name["anima"]["options"]}
     assert set(subcommands) == {"list", "status", "bind", "unbind", "heartbeat", "pause", "resume"}
     assert all(option["type"] == 1 for option in subcommands.values())
