@@ -26,12 +26,14 @@ from hub.agenda import Agenda
 from hub.animas import Anima, AnimaRegistry
 from hub.attachments import read_attachment_tool
 from hub.clock import Clock, SystemClock
+from hub.commands.about import AboutCommands
 from hub.commands.handler import CommandService
 from hub.commands.people import PeopleCommands
 from hub.commands.state import AnimaStates
 from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
 from hub.events import EventBus
+from hub.forgetting import Forgotten, forget_person
 from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, Inbox
 from hub.ingress import Ingress, storable
@@ -39,6 +41,7 @@ from hub.linking import Linking
 from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill_llm import anima_distillers
+from hub.memory.profiles import Profiles
 from hub.memory.redact import redact
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
@@ -181,6 +184,7 @@ class Hub:
             self._heartbeat_now,
             self._signin_link if "web" in self.adapters else None,
             PeopleCommands(self.linking, self.admission, self._notify),
+            AboutCommands(self.private_counts, self.forget_person),
         )
         self.agenda = Agenda(
             self.db,
@@ -345,6 +349,18 @@ class Hub:
             self.outbox.wake()  # what waited for it goes now
 
     # admin -----------------------------------------------------------------------------
+
+    def private_counts(self, person: PersonView) -> dict[str, int]:
+        """How many memories each Anima keeps private to the person (and ids merged in)."""
+        if self.memory is None:
+            return {}
+        ids = (person.id, *self.identity.aliases_of(person.id))
+        return self.memory.count_scopes([f"person:{i}" for i in ids])
+
+    async def forget_person(self, person: PersonView, actor: str) -> Forgotten:
+        """Everything kept private to the person goes (hub/forgetting.py)."""
+        profiles = self.memory.profiles if self.memory else Profiles(self.identity.users_dir)
+        return await forget_person(self.db, self.identity, self.memory, profiles, person, actor)
 
     def _notify(self, address: Address, text: str) -> None:
         """A notice from the hub itself (the other side of a `/link`), through the outbox."""

@@ -129,6 +129,24 @@ def people_unlink(
     console.print(f"{platform} is now {answer['split']['id']}", highlight=False)
 
 
+@people_app.command("forget")
+def people_forget(
+    name: Annotated[str, typer.Argument(help="The person.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False,
+) -> None:
+    """Delete what the Animas keep private to NAME, what they learned about them, and their
+    DM conversations (for good; who they are is kept)."""
+    if not yes and not typer.confirm(f"Forget everything private to {name}, for good?"):
+        raise typer.Exit(1)
+    gone = call("POST", f"/api/people/{_name(name)}/forget")
+    per = ", ".join(f"{a}: {n}" for a, n in gone["memories"].items()) or "none"
+    console.print(
+        f"forgotten: {sum(gone['memories'].values())} memories ({per}), "
+        f"{gone['facts']} profile facts, {gone['turns']} DM turns",
+        highlight=False,
+    )
+
+
 @people_app.command("merge")
 def people_merge(
     name: Annotated[str, typer.Argument(help="Who is merged away.")],

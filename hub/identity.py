@@ -98,6 +98,10 @@ class IdentityService:
             self._aliases = {k: tuple(sorted(v)) for k, v in found.items()}
         return self._aliases.get(person_id, ())
 
+    @property
+    def users_dir(self) -> Path:
+        return self._users_dir
+
     def profile_path(self, person_id: str) -> Path:
         return self._users_dir / f"{person_id}.md"
 

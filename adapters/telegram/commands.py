@@ -25,6 +25,7 @@ MENU = (
     ("web", "A sign-in link to the web chat (in a private chat)"),
     ("link", "Link your other accounts: a code, or /link CODE from the other one"),
     ("unlink", "Unlink a platform: /unlink slack"),
+    ("forget_me", "Delete what the Animas keep private to you"),
     (START, "Start talking to the Animas"),
 )
 WELCOME = "Welcome to AnimaHub. Write here to talk to the Animas."

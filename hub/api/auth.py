@@ -30,6 +30,8 @@ _PERSON_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
     (frozenset(methods.split()), re.compile(pattern))
     for methods, pattern in (
         ("GET", r"/api/me"),
+        ("GET", r"/api/me/about"),
+        ("POST", r"/api/me/forget"),
         ("POST", r"/api/signout"),
         ("GET", r"/api/animas(/[^/]+)?"),
         ("POST", r"/api/chat/[^/]+"),

@@ -17,6 +17,7 @@ from hub.adapter import Caller, caller_of
 from hub.api.auth import SESSION_COOKIE, session_secret
 from hub.api.routes import HubDep
 from hub.app import Hub
+from hub.forgetting import Forgotten
 from hub.identity import PersonView
 from hub.linking import Account, LinkRefused
 from hub.store.models import CredentialKind
@@ -246,3 +247,32 @@ def approve(code: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     if person is None:
         raise HTTPException(404, "no one is waiting with that code")
     return _shown(hub, person)
+
+
+@router.get("/me/about")
+def about_me(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """What the Animas know about the caller: profile, accounts, private memories per Anima."""
+    person = hub.identity.by_id(caller.person_id)
+    profiles = hub.memory.profiles if hub.memory is not None else None
+    return {
+        **_shown(hub, person),
+        "learned": profiles.learned(person.id) if profiles is not None else [],
+        "private_memories": hub.private_counts(person),
+    }
+
+
+@router.post("/me/forget")
+async def forget_me(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """The caller's private memory, learned facts and DM conversations, deleted."""
+    person = hub.identity.by_id(caller.person_id)
+    return _forgotten(await hub.forget_person(person, _actor(caller)))
+
+
+@router.post("/people/{name}/forget")
+async def forget(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """(Admins) forget a person: what `/forget-me` does for them."""
+    return _forgotten(await hub.forget_person(_person(hub, name), _actor(caller)))
+
+
+def _forgotten(gone: Forgotten) -> dict[str, Any]:
+    return {"memories": gone.memories, "facts": gone.facts, "turns": gone.turns}

@@ -20,6 +20,7 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from hub.animas import Anima, AnimaRegistry
+from hub.commands.about import FORGET_NAMES, AboutCommands
 from hub.commands.parse import USAGE, parse_command
 from hub.commands.people import PeopleCommands
 from hub.commands.state import AnimaStates
@@ -76,7 +77,9 @@ class CommandService:
         heartbeat: HeartbeatTrigger,
         signin_link: SignInLink | None = None,
         people: PeopleCommands | None = None,
+        about: AboutCommands | None = None,
     ) -> None:
+        self._about = about
         self._signin_link = signin_link
         self._people = people
         self._db = db
@@ -121,6 +124,10 @@ class CommandService:
             return self._whoami(person, inbound)
         if command.name == "web":
             return self._web(person, inbound)
+        if command.name in FORGET_NAMES:
+            if self._about is None:
+                return "This hub keeps no memory to forget."
+            return await self._about.forget(command, person)
         if command.name in ("link", "unlink"):
             if self._people is None:
                 return "Linking accounts is not available on this hub."
@@ -332,6 +339,7 @@ class CommandService:
                 f"timezone: {person.timezone or 'UTC'}",
                 f"language: {person.language or 'unset'}",
                 f"default Anima: {default}",
+                *(self._about.lines(person) if self._about is not None else []),
                 *_this_conversation(inbound),
             ]
         )

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from hub.messages import Command
 
-COMMAND_NAMES = frozenset({"anima", "whoami", "web", "link", "unlink"})
+COMMAND_NAMES = frozenset({"anima", "whoami", "web", "link", "unlink", "forget-me", "forget_me"})
 
 USAGE = (
     "Usage: /anima list | /anima status NAME | /anima bind NAME | /anima unbind | "
     "/anima heartbeat NAME | /anima pause NAME | /anima resume NAME | /anima approve CODE | "
     "/whoami | "
     "/web (in a DM: a sign-in link to the web chat) | /link (in a DM: a code for your other "
-    "account) | /link CODE | /unlink PLATFORM"
+    "account) | /link CODE | /unlink PLATFORM | /forget-me"
 )
 
 

@@ -309,3 +309,22 @@ def iter_items(folder: Path) -> list[MemoryItem]:
         items.extend(_readable(read_episodes, folder, path) or [])
     items.extend(iter_notes(folder))
     return items
+
+
+def forget_in(folder: Path, scopes: set[str]) -> list[str]:
+    """Remove the items under `scopes` from an Anima's markdown: their sections from the
+    episode files, their notes whole. The ids removed."""
+    removed: list[str] = []
+    by_path: dict[str, list[MemoryItem]] = {}
+    for item in iter_items(folder):
+        by_path.setdefault(item.path, []).append(item)
+    for path, items in by_path.items():
+        going = [i.id for i in items if i.scope in scopes]
+        if not going:
+            continue
+        removed.extend(going)
+        if path.startswith("episodes/"):
+            rewrite_episodes(folder, path, [i for i in items if i.scope not in scopes])
+        else:
+            (folder / path).unlink(missing_ok=True)  # a note is one item
+    return removed

@@ -61,3 +61,20 @@ class Profiles:
         body = body.rstrip() + f"\n- {clean} _({anima}, {day.isoformat()}{where}\n"
         write_document(path, meta, body)
         return True
+
+    def forget_learned(self, person_id: str) -> int:
+        """Delete every fact the Animas learned about the person (their profile keeps who
+        they are: names, accounts, roles); how many went."""
+        path = self._dir / f"{person_id}.md"
+        if not path.exists():
+            return 0
+        meta, body = read_document(path)
+        if LEARNED not in body:
+            return 0
+        before, section = body.split(LEARNED, 1)
+        facts = [ln for ln in section.splitlines() if ln.startswith("- ")]
+        if not facts:
+            return 0
+        rest = [ln for ln in section.splitlines() if not ln.startswith("- ")]
+        write_document(path, meta, before + LEARNED + "\n".join(rest).rstrip() + "\n")
+        return len(facts)

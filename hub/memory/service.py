@@ -24,6 +24,7 @@ from hub.memory.documents import (
     MemoryItem,
     append_episode,
     episode_path,
+    forget_in,
     has_section,
     importance_of,
     items_in,
@@ -213,6 +214,29 @@ class MemoryService:
         else:
             self._mark_if_synced()
         self.close()
+
+    async def forget_scopes(self, scopes: Sequence[str]) -> dict[str, int]:
+        """Delete every item kept under these scopes (a person's `person:<id>`) from each
+        Anima's markdown and index; how many went, per Anima. Queued indexing is drained
+        first, so nothing deleted is indexed again after."""
+        await self.drain()
+        wanted = set(scopes)
+        gone: dict[str, int] = {}
+        for folder in sorted((self.home / "animas").glob("*/")):
+            removed = forget_in(folder, wanted)
+            if removed:
+                self.index.delete(removed)
+                gone[folder.name] = len(removed)
+        return gone
+
+    def count_scopes(self, scopes: Sequence[str]) -> dict[str, int]:
+        """How many items each Anima keeps under these scopes (what "About me" shows)."""
+        counts = {}
+        for folder in sorted((self.home / "animas").glob("*/")):
+            n = self.index.count(MemoryFilter(anima=folder.name, scopes=tuple(scopes)))
+            if n:
+                counts[folder.name] = n
+        return counts
 
     def close(self) -> None:
         """Write the access counts and close the index (no indexing may be in flight)."""
