@@ -327,15 +327,14 @@ def forget_in(folder: Path, scopes: set[str]) -> list[str]:
             rewrite_episodes(folder, path, [i for i in items if i.scope not in scopes])
         else:
             (folder / path).unlink(missing_ok=True)  # a note is one item
-    for path in sorted(
-        folder.glob("*/**/*.md")
-    ):  # retired notes too: a restore would bring them back
-        if path.relative_to(folder).parts[0] == "episodes" or not path.is_file():
+    # Retired notes too (out of the index, on disk): a restore would bring them back.
+    for note in sorted(folder.glob("*/**/*.md")):
+        if note.relative_to(folder).parts[0] == "episodes" or not note.is_file():
             continue
         try:
-            meta, _body = read_document(path)
+            meta, _body = read_document(note)
         except (ValueError, UnicodeDecodeError):
             continue  # not a note the hub could read: nothing of ours
         if str(meta.get("scope") or "shared") in scopes:
-            path.unlink()
+            note.unlink()
     return removed
