@@ -15,6 +15,7 @@ from sqlmodel import select
 
 from hub.app import Hub
 from hub.clock import ManualClock
+from hub.files import write_document
 from hub.memory.recall import RecallScope
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.store.models import AuditEntry, InboxItem, Turn
@@ -80,6 +81,13 @@ async def test_forget_me_deletes_what_is_private_to_the_person_and_nothing_else(
         datetime(2026, 12, 1).date(),
         private=True,
     )
+    dana_id = hub.identity.resolve(DANA).id
+    knowledge = hub.settings.home / "animas" / "aria" / "knowledge"
+    knowledge.mkdir(parents=True, exist_ok=True)
+    retired = knowledge / "dana-locker.md"  # superseded: out of the index, kept on disk
+    write_document(retired, {"scope": f"person:{dana_id}", "status": "superseded"}, "4471\n")
+    shared = knowledge / "office.md"
+    write_document(shared, {"scope": "shared"}, "The office opens at 9.\n")
     whoami = await command(hub, DANA_DM, DANA, "/whoami")
     assert "memories kept private to you: aria 1" in whoami  # the turn she told it in
     asked = await command(hub, DANA_DM, DANA, "/forget-me")
@@ -95,6 +103,7 @@ async def test_forget_me_deletes_what_is_private_to_the_person_and_nothing_else(
         p.read_text() for p in (hub.settings.home / "animas" / "aria" / "episodes").glob("*.md")
     )
     assert "4471" not in episodes and "9090" in episodes
+    assert not retired.exists() and shared.exists()  # a restore cannot bring it back
     dana = hub.identity.resolve(DANA)
     assert "Lisbon" not in hub.identity.profile_path(dana.id).read_text()
     with hub.db.session() as session:
