@@ -1192,6 +1192,43 @@
     els.signOut.hidden = state.via !== "session";
   }
 
+  function fillList(list, items, empty) {
+    list.replaceChildren(...(items.length ? items : [empty]).map((text) => el("li", { text })));
+  }
+
+  /** "About me": the person's accounts, what the Animas learned, private memories. */
+  async function showAbout() {
+    els.aboutStatus.textContent = "";
+    try {
+      const about = await apiJSON("/api/me/about");
+      els.aboutName.textContent = `${about.name} (${about.id})`;
+      fillList(els.aboutAccounts, about.accounts.map((a) => `${a.platform}: ${a.name || a.user_id}`), "none");
+      fillList(els.aboutLearned, about.learned, "nothing yet");
+      const kept = Object.entries(about.private_memories).map(([anima, n]) => `${anima}: ${n}`);
+      els.aboutPrivate.textContent = kept.length ? kept.join(", ") : "nothing";
+    } catch (err) {
+      els.aboutStatus.textContent = describeError(err);
+    }
+    els.aboutDialog.showModal();
+  }
+
+  async function forgetMe() {
+    const sure = window.confirm(
+      "Delete what the Animas keep private to you, what they learned about you and your DM " +
+        "conversations, on every platform you are linked on? This cannot be undone.",
+    );
+    if (!sure) return;
+    try {
+      const gone = await apiJSON("/api/me/forget", { method: "POST" });
+      const total = Object.values(gone.memories).reduce((a, b) => a + b, 0);
+      state.convs.clear();
+      await showAbout();
+      els.aboutStatus.textContent = `Forgotten: ${total} memories, ${gone.facts} facts, ${gone.turns} DM turns.`;
+    } catch (err) {
+      els.aboutStatus.textContent = describeError(err);
+    }
+  }
+
   async function signOut() {
     await api("/api/signout", { method: "POST" }).catch(() => null);
     state.csrf = "";
@@ -1249,6 +1286,14 @@
       userName: $("user-name"),
       userVia: $("user-via"),
       signOut: $("signout-button"),
+      aboutButton: $("about-button"),
+      aboutDialog: $("about-dialog"),
+      aboutName: $("about-name"),
+      aboutAccounts: $("about-accounts"),
+      aboutLearned: $("about-learned"),
+      aboutPrivate: $("about-private"),
+      aboutStatus: $("about-status"),
+      aboutForget: $("about-forget"),
       title: $("conv-title"),
       subtitle: $("conv-subtitle"),
       offlineBanner: $("offline-banner"),
@@ -1263,6 +1308,8 @@
     });
 
     els.signOut.addEventListener("click", signOut);
+    els.aboutButton.addEventListener("click", showAbout);
+    els.aboutForget.addEventListener("click", forgetMe);
 
     els.composer.addEventListener("submit", (event) => {
       event.preventDefault();
