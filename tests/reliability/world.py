@@ -116,8 +116,9 @@ class World:
             "ANIMAHUB_DISCORD__BOT_TOKEN": self.discord.bot_token,
             "ANIMAHUB_DISCORD__API_URL": self.discord.api_url,
             "ANIMAHUB_DISCORD__GATEWAY_URL": self.discord.gateway_url,
-            # Strangers write here by the dozen: every DM open, as in tests/conftest.py.
-            "ANIMAHUB_PEOPLE__DM_POLICY": "{}",
+            # Strangers write here by the dozen: every DM open, as in tests/conftest.py
+            # (named: the hub.toml `init` writes sets pairing for these two, and it merges).
+            "ANIMAHUB_PEOPLE__DM_POLICY": '{"telegram": "open", "line": "open"}',
             "ANIMAHUB_TELEGRAM__ENABLED": "true",
             "ANIMAHUB_TELEGRAM__BOT_TOKEN": self.telegram.token,
             "ANIMAHUB_TELEGRAM__API_URL": self.telegram.base_url,
