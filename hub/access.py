@@ -16,9 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from sqlalchemy import update
+from sqlalchemy import ColumnElement, update
 from sqlmodel import col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
+from hub.messages import Address
 from hub.store.db import Database
 from hub.store.models import Credential, CredentialKind
 
@@ -158,18 +160,8 @@ class Access:
     def redeem_signin(self, secret: str) -> Issued:
         """Uses the link (once: the update only matches an unused row) and opens a session."""
         person_id = self.check_signin(secret)
-        now = self._now()
-        with self._db.write() as conn:
-            used = conn.execute(
-                update(Credential)
-                .where(
-                    col(Credential.secret_hash) == digest(secret),
-                    col(Credential.used_at).is_(None),
-                )
-                .values(used_at=now)
-            )
-        if used.rowcount != 1:  # redeemed by a concurrent request in between
-            raise SignInRefused(Refused.USED)
+        if not self._use_once(col(Credential.secret_hash) == digest(secret)):
+            raise SignInRefused(Refused.USED)  # redeemed by a concurrent request in between
         return self._issue(
             CredentialKind.SESSION, person_id, secrets.token_urlsafe(32), SESSION_TTL
         )
@@ -180,53 +172,37 @@ class Access:
         now = self._now()
         with self._db.session() as session:
             pending = session.exec(
-                select(Credential)
-                .where(
-                    Credential.person_id == person_id,
-                    Credential.kind == CredentialKind.LINK,
-                    col(Credential.used_at).is_(None),
-                    col(Credential.revoked_at).is_(None),
-                    col(Credential.expires_at) > now,
-                )
-                .order_by(col(Credential.created_at))
+                _waiting(CredentialKind.LINK, person_id, now).order_by(col(Credential.created_at))
             ).all()
             for row in pending[: max(0, len(pending) - LINK_PENDING + 1)]:
                 row.revoked_at = now
                 session.add(row)
         return self._issue(CredentialKind.LINK, person_id, code, LINK_TTL, label=label)
 
-    def redeem_link(self, code: str) -> tuple[str, str] | None:
-        """The person a live `/link` code stands for and where it was asked for, using it
-        up; None for a code unknown, used or expired."""
-        return self.use_code(CredentialKind.LINK, code)
-
     def use_code(self, kind: CredentialKind, code: str) -> tuple[str, str] | None:
-        """The person a live one-time code of `kind` stands for, and its label, using it up
-        (once, also when two use it at the same moment); None if unknown, used, expired."""
+        """The person a live one-time code of `kind` (a `/link` code, a pairing code)
+        stands for, and its label, using it up (once, also when two use it at the same
+        moment); None if unknown, used or expired."""
         row = self._live(kind, code)
         if row is None or row.used_at is not None:
             return None
+        return (row.person_id, row.label) if self._use_once(col(Credential.id) == row.id) else None
+
+    def _use_once(self, which: ColumnElement[bool]) -> bool:
+        """Mark a one-time credential used; False when another use came first (the update
+        matches an unused row only)."""
         with self._db.write() as conn:
             used = conn.execute(
                 update(Credential)
-                .where(col(Credential.id) == row.id, col(Credential.used_at).is_(None))
+                .where(which, col(Credential.used_at).is_(None))
                 .values(used_at=self._now())
             )
-        return (row.person_id, row.label) if used.rowcount == 1 else None
+        return used.rowcount == 1
 
     def pairing_of(self, person_id: str) -> Credential | None:
         """The person's live pairing request, if they have one."""
-        now = self._now()
         with self._db.session() as session:
-            return session.exec(
-                select(Credential).where(
-                    Credential.person_id == person_id,
-                    Credential.kind == CredentialKind.PAIRING,
-                    col(Credential.used_at).is_(None),
-                    col(Credential.revoked_at).is_(None),
-                    col(Credential.expires_at) > now,
-                )
-            ).first()
+            return session.exec(_waiting(CredentialKind.PAIRING, person_id, self._now())).first()
 
     def create_pairing(self, person_id: str, code: str, label: str) -> Issued:
         return self._issue(CredentialKind.PAIRING, person_id, code, PAIRING_TTL, label=label)
@@ -289,6 +265,30 @@ class Access:
                 .where(col(Credential.secret_hash) == digest(secret))
                 .values(revoked_at=self._now())
             )
+
+
+def where_label(address: Address) -> str:
+    """A one-time code's label: where it was asked for, to answer there once it is used."""
+    return f"{address.kind.value}|{address}"
+
+
+def label_address(label: str) -> Address | None:
+    kind, _, text = label.partition("|")
+    try:
+        return Address.parse(text, kind)
+    except ValueError:
+        return None
+
+
+def _waiting(kind: CredentialKind, person_id: str, now: datetime) -> SelectOfScalar[Credential]:
+    """A person's one-time credentials of `kind` not used, revoked or expired yet."""
+    return select(Credential).where(
+        Credential.person_id == person_id,
+        Credential.kind == kind,
+        col(Credential.used_at).is_(None),
+        col(Credential.revoked_at).is_(None),
+        col(Credential.expires_at) > now,
+    )
 
 
 def _info(row: Credential) -> CredentialInfo:

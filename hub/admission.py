@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from hub.access import Access
+from hub.access import Access, label_address, where_label
 from hub.identity import IdentityService, PersonView
 from hub.linking import Linking, new_code, normal_code
 from hub.messages import Address, AddressKind, Inbound
@@ -66,7 +66,7 @@ class Admission:
             return True
         if policy is DmPolicy.PAIRING and self._access.pairing_of(person.id) is None:
             code = new_code()
-            self._access.create_pairing(person.id, code, f"{address.kind.value}|{address}")
+            self._access.create_pairing(person.id, code, where_label(address))
             log.info("%s (%s) asked to be let in", person.id, inbound.sender.key)
             self._notify(
                 address,
@@ -103,7 +103,7 @@ class Admission:
     def requests(self) -> list[Request]:
         """The strangers waiting to be let in."""
         return [
-            Request(c.id, c.person_id, c.label.partition("|")[2], c.created_at)
+            Request(c.id, c.person_id, str(label_address(c.label) or ""), c.created_at)
             for c in self._access.listing(CredentialKind.PAIRING)
             if c.used_at is None
         ]

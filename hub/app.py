@@ -354,8 +354,7 @@ class Hub:
         """How many memories each Anima keeps private to the person (and ids merged in)."""
         if self.memory is None:
             return {}
-        ids = (person.id, *self.identity.aliases_of(person.id))
-        return self.memory.count_scopes([f"person:{i}" for i in ids])
+        return self.memory.count_scopes([f"person:{i}" for i in self.identity.ids_of(person.id)])
 
     async def forget_person(self, person: PersonView, actor: str) -> Forgotten:
         """Everything kept private to the person goes (hub/forgetting.py)."""

@@ -45,7 +45,7 @@ async def forget_person(
     person: PersonView,
     actor: str,
 ) -> Forgotten:
-    ids = (person.id, *identity.aliases_of(person.id))
+    ids = identity.ids_of(person.id)
     memories = await memory.forget_scopes([f"person:{i}" for i in ids]) if memory else {}
     facts = profiles.forget_learned(person.id)
     turns = _forget_dm_turns(db, ids)

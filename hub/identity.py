@@ -98,6 +98,10 @@ class IdentityService:
             self._aliases = {k: tuple(sorted(v)) for k, v in found.items()}
         return self._aliases.get(person_id, ())
 
+    def ids_of(self, person_id: str) -> tuple[str, ...]:
+        """The person's id and those merged into it: every `person:<id>` scope theirs."""
+        return (person_id, *self.aliases_of(person_id))
+
     @property
     def users_dir(self) -> Path:
         return self._users_dir

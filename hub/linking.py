@@ -24,7 +24,14 @@ from hub.identity import IdentityService, PersonView
 from hub.memory.profiles import LEARNED
 from hub.messages import PlatformUser, utcnow
 from hub.store.db import Database
-from hub.store.models import AuditEntry, Credential, Identity, Person, PersonAlias
+from hub.store.models import (
+    AuditEntry,
+    Credential,
+    CredentialKind,
+    Identity,
+    Person,
+    PersonAlias,
+)
 
 log = logging.getLogger(__name__)
 ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no 0/O, no 1/I: read aloud, typed on a phone
@@ -77,7 +84,7 @@ class Linking:
     def redeem(self, code: str, sender: PersonView, actor: str) -> tuple[Linked, str]:
         """Join the sender into the person `code` stands for; also where the code was
         asked for. Raises `LinkRefused`."""
-        found = self._access.redeem_link(normal_code(code))
+        found = self._access.use_code(CredentialKind.LINK, normal_code(code))
         if found is None:
             raise LinkRefused("That code is not valid: it may have expired or been used.")
         person_id, where = found

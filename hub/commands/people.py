@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from hub.access import label_address, where_label
 from hub.admission import Admission
 from hub.identity import PersonView
 from hub.linking import Linking, LinkRefused
@@ -42,7 +43,7 @@ class PeopleCommands:
         except LinkRefused as exc:
             return str(exc)
         on = ", ".join(linked.platforms)
-        told = _address(where)
+        told = label_address(where)
         if told is not None:
             self._notify(
                 told,
@@ -58,7 +59,7 @@ class PeopleCommands:
         address = inbound.address
         if address.kind is not AddressKind.DM:
             return "Send /link to me in a direct message: whoever holds the code becomes you."
-        code = self._linking.code_for(person, f"{address.kind.value}|{address}")
+        code = self._linking.code_for(person, where_label(address))
         return (
             f"Your link code: {code} (valid {self._linking.minutes_valid()} minutes, once). "
             f"Send /link {code} to me from your other account (Slack, Discord, Telegram, LINE "
@@ -86,11 +87,3 @@ class PeopleCommands:
             f"Unlinked: your {platform} account is someone of its own now ({split.id}); "
             "what you said before stays with you here."
         )
-
-
-def _address(where: str) -> Address | None:
-    kind, _, text = where.partition("|")
-    try:
-        return Address.parse(text, kind)
-    except ValueError:
-        return None

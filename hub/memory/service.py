@@ -140,6 +140,10 @@ class MemoryService:
     def anima_dir(self, anima: str) -> Path:
         return self.home / "animas" / anima
 
+    def _anima_dirs(self) -> list[Path]:
+        """Every Anima's memory folder on disk (forgetting a person reaches them all)."""
+        return sorted(p for p in (self.home / "animas").glob("*/") if p.is_dir())
+
     # lifecycle ------------------------------------------------------------------------
 
     async def start(self, animas: Sequence[str]) -> None:
@@ -222,7 +226,7 @@ class MemoryService:
         await self.drain()
         wanted = set(scopes)
         gone: dict[str, int] = {}
-        for folder in sorted((self.home / "animas").glob("*/")):
+        for folder in self._anima_dirs():
             removed = forget_in(folder, wanted)
             if removed:
                 self.index.delete(removed)
@@ -232,7 +236,7 @@ class MemoryService:
     def count_scopes(self, scopes: Sequence[str]) -> dict[str, int]:
         """How many items each Anima keeps under these scopes (what "About me" shows)."""
         counts = {}
-        for folder in sorted((self.home / "animas").glob("*/")):
+        for folder in self._anima_dirs():
             n = self.index.count(MemoryFilter(anima=folder.name, scopes=tuple(scopes)))
             if n:
                 counts[folder.name] = n

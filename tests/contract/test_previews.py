@@ -15,6 +15,7 @@ from sqlalchemy import update
 from sqlmodel import col
 
 from hub.adapter import discover
+from hub.app import Hub
 from hub.store.models import DeliveryRow
 from tests.contract.harness import PAUSED_PIECES, Harness, Posted, Sent, eventually
 from tests.contract.test_contract import delivery, reply_to, settled_row
@@ -68,6 +69,17 @@ async def restart_adapter(h: Harness) -> None:
     h.hub.adapters[h.platform] = adapter  # the outbox sends through it from now on
 
 
+def due_again(hub: Hub, delivery_id: str, **values: object) -> None:
+    """The delivery back to `pending` (with `values`), as a kill before the outbox recorded
+    its outcome leaves it; the caller wakes the outbox once the adapter is as it wants."""
+    with hub.db.write() as conn:
+        conn.execute(
+            update(DeliveryRow)
+            .where(col(DeliveryRow.id) == delivery_id)
+            .values(status="pending", **values)
+        )
+
+
 def partial_posts(h: Harness) -> list[Posted]:
     return [p for p in h.posted() if p.text.startswith("Partial")]
 
@@ -96,12 +108,7 @@ async def test_a_preview_survives_a_restart_and_the_reply_edits_it_also_when_res
     assert row.message_ids == [preview.id]
 
     # Killed after the edit, before the outbox recorded it: the delivery is due again.
-    with harness.hub.db.write() as conn:
-        conn.execute(
-            update(DeliveryRow)
-            .where(col(DeliveryRow.id) == row.id)
-            .values(status="pending", message_ids=[], sent_at=None)
-        )
+    due_again(harness.hub, row.id, message_ids=[], sent_at=None)
     await restart_adapter(harness)
     harness.hub.outbox.wake()
     resent = await eventually(lambda: (d := delivery(harness, row.id)).status == "sent" and d)

@@ -10,19 +10,16 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
-from sqlalchemy import update
-from sqlmodel import col
 
 from adapters.line import LineAdapter, LineSettings
 from hub.adapter import Adapter
 from hub.llm import TurnContext
 from hub.messages import Address, AddressKind, DeliveryKind
 from hub.settings import Settings
-from hub.store.models import DeliveryRow
 from tests.adapters.line.helpers import reply_to, settled_row
 from tests.contract.harness import ScriptedResponder, eventually
 from tests.contract.line_harness import BOT_USER, CHANNELS, LineHarness, open_harness, user_id
-from tests.contract.test_previews import restart_adapter
+from tests.contract.test_previews import due_again, restart_adapter
 from tests.fakes.line_server import MAX_TEXT, QUOTA_MESSAGE
 
 PARAGRAPH = "Word " * 900  # ~4,500 characters: one LINE message each
@@ -197,12 +194,7 @@ async def test_a_reply_a_stop_cut_off_is_asked_again_on_its_token_not_pushed(
         # As a kill leaves it: still pending, the chunk sent, no id recorded; the new
         # adapter has no reply token in memory, only what the hub stored.
         await restart_adapter(h)
-        with h.hub.db.write() as conn:
-            conn.execute(
-                update(DeliveryRow)
-                .where(col(DeliveryRow.id) == failed.id)
-                .values(status="pending", error=None)
-            )
+        due_again(h.hub, failed.id, error=None)
         h.hub.outbox.wake()
         assert await delivery_status(h, failed.id) == "sent"
         assert [c.status for c in h.fake.calls_to("reply")] == [0, 400]  # spent: delivered

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sqlalchemy import update
-from sqlmodel import col, select
+from sqlmodel import select
 
 from hub.adapter import RateLimited
 from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
@@ -17,6 +16,7 @@ from hub.store.models import DeliveryRow, InboxItem
 from tests.contract.harness import LONG_REPLY, eventually
 from tests.contract.slack_harness import BOT_TOKEN, BOT_USER, open_harness
 from tests.contract.test_contract import reply_to, settled_row
+from tests.contract.test_previews import due_again
 from tests.fakes.slack_server import FakeSlack
 
 KAI_TOKEN = "xoxb-kai-own-app"
@@ -151,12 +151,7 @@ async def test_a_reply_a_stop_cut_off_mid_send_is_found_on_slack_not_posted_agai
         posts = [m for m in h.fake.messages if m.text == f"echo: {text}"]
         assert len(posts) == 1
         # As a kill leaves it: still pending, its chunk sent, no id recorded.
-        with h.hub.db.write() as conn:
-            conn.execute(
-                update(DeliveryRow)
-                .where(col(DeliveryRow.id) == failed.id)
-                .values(status="pending", error=None)
-            )
+        due_again(h.hub, failed.id, error=None)
         h.hub.outbox.wake()
         done = await eventually(lambda: reply_row("sent"))
         assert done.message_ids == [posts[0].ts]  # found, not posted again
