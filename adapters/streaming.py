@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from adapters.previews import Cursors, Intended, Placed, PreviewBook
-from hub.adapter import DeliveryError, RateLimited, TurnEvent
+from hub.adapter import DeliveryError, RateLimited, TransientDeliveryError, TurnEvent
 from hub.messages import Address
 
 log = logging.getLogger(__name__)
@@ -121,10 +121,11 @@ class EditStreamer:
             if preview.task is not None:
                 await asyncio.gather(preview.task, return_exceptions=True)
         book = self._book
-        found = book.find(key) if book is not None else None
+        if book is None:  # stopped: a post without the book could double the preview
+            raise TransientDeliveryError(f"the {self._platform} adapter is not started")
+        found = book.find(key)
         if not isinstance(found, Intended):
             return found
-        assert book is not None
         message_id = await self._find_lost(address, key, found) if self._find_lost else None
         if message_id is None:
             book.drop(key)  # never posted, or not to be found: the reply is posted anew

@@ -107,9 +107,10 @@ async def test_a_preview_survives_a_restart_and_the_reply_edits_it_also_when_res
     assert [p.text for p in partial_posts(harness)] == [FINAL]
     assert row.message_ids == [preview.id]
 
-    # Killed after the edit, before the outbox recorded it: the delivery is due again.
-    due_again(harness.hub, row.id, message_ids=[], sent_at=None)
+    # Killed after the edit, before the outbox recorded it: the delivery is due again. Due
+    # only once the new adapter is in: the outbox also polls, and must not send meanwhile.
     await restart_adapter(harness)
+    due_again(harness.hub, row.id, message_ids=[], sent_at=None)
     harness.hub.outbox.wake()
     resent = await eventually(lambda: (d := delivery(harness, row.id)).status == "sent" and d)
     assert resent.message_ids == [preview.id]  # the same message, edited again
