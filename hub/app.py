@@ -34,6 +34,7 @@ from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
 from hub.events import EventBus
 from hub.forgetting import Forgotten, forget_person
+from hub.handoffs import Handoffs
 from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, Inbox
 from hub.ingress import Ingress, storable
@@ -97,6 +98,12 @@ class Hub:
         self.access = Access(self.db, self.clock.now)
         self.people = People(self.db, self.identity)
         self.linking = Linking(self.db, self.identity, self.access)
+        self.handoffs = Handoffs(
+            self.db,
+            settings.people,
+            lambda person_id: self.identity.by_id(person_id).id,
+            self.identity.ids_of,
+        )
         if adapter_factories is None:
             adapter_factories = {name: plugin.build for name, plugin in discover().items()}
         self.adapters: dict[str, Adapter] = {}
@@ -152,6 +159,7 @@ class Hub:
             hold=self.anima_states.hold,
             now=self.clock.now,
             health=self.supervisor.part("turns"),
+            handoffs=self.handoffs if self.memory is not None else None,
         )
         paced = settings.runtime
         self.pacing = Pacing(
@@ -263,7 +271,7 @@ class Hub:
         if self.consolidator is not None and (checked is None or now - checked >= _SESSION_SCAN):
             self._sessions_checked = now
             idle = timedelta(minutes=self.settings.scheduler.session_idle_minutes)
-            await close_idle_sessions(self.db, self.consolidator, now, idle)
+            await close_idle_sessions(self.db, self.consolidator, now, idle, self.handoffs)
 
     async def stop(self) -> None:
         if self._catch_up is not None:
@@ -359,7 +367,9 @@ class Hub:
     async def forget_person(self, person: PersonView, actor: str) -> Forgotten:
         """Everything kept private to the person goes (hub/forgetting.py)."""
         profiles = self.memory.profiles if self.memory else Profiles(self.identity.users_dir)
-        return await forget_person(self.db, self.identity, self.memory, profiles, person, actor)
+        return await forget_person(
+            self.db, self.identity, self.memory, profiles, self.handoffs, person, actor
+        )
 
     def _notify(self, address: Address, text: str) -> None:
         """A notice from the hub itself (the other side of a `/link`), through the outbox."""

@@ -105,6 +105,27 @@ def people_show(name: Annotated[str, typer.Argument(help="A person's id or name.
     _print_person(call("GET", f"/api/people/{_name(name)}"))
 
 
+@people_app.command("handoffs")
+def people_handoffs(name: Annotated[str, typer.Argument(help="A person's id or name.")]) -> None:
+    """Where NAME left off with each Anima: the handoffs of their DM sessions."""
+    rows = call("GET", f"/api/people/{_name(name)}/handoffs")
+    if not rows:
+        console.print(f"no handoffs for {name}", highlight=False)
+        return
+    table = Table("anima", "ended", "where", "status", "discussed", "open / next")
+    for row in rows:
+        ahead = [*row["open_questions"], *row["next_steps"]]
+        table.add_row(
+            row["anima"],
+            row["ended_at"],
+            row["where"],
+            row["status"],
+            row["discussed"],
+            "\n".join(ahead),
+        )
+    console.print(table)
+
+
 @people_app.command("link")
 def people_link(
     name: Annotated[str, typer.Argument(help="The person.")],
@@ -142,7 +163,8 @@ def people_forget(
     per = ", ".join(f"{a}: {n}" for a, n in gone["memories"].items()) or "none"
     console.print(
         f"forgotten: {sum(gone['memories'].values())} memories ({per}), "
-        f"{gone['facts']} profile facts, {gone['turns']} DM turns",
+        f"{gone['facts']} profile facts, {gone['turns']} DM turns, "
+        f"{gone['handoffs']} handoffs",
         highlight=False,
     )
 

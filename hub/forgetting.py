@@ -2,9 +2,10 @@
 
 What the Animas kept private to them goes: memory scoped to them (their DMs, and the ids
 merged into them) from every Anima's markdown and index, the facts their profile says the
-Animas learned, and their DM conversations in the turn log, which working memory is built
-from. Who they are (their profile's names and accounts) stays, so they are not a stranger.
-The audit log says that it happened and how much went, not what.
+Animas learned, their DM conversations in the turn log, which working memory is built
+from, and their handoffs (hub/handoffs.py). Who they are (their profile's names and
+accounts) stays, so they are not a stranger. The audit log says that it happened and how
+much went, not what.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, select, update
 from sqlmodel import col
 
+from hub.handoffs import Handoffs
 from hub.identity import IdentityService, PersonView
 from hub.memory.profiles import Profiles
 from hub.memory.service import MemoryService
@@ -27,13 +29,14 @@ class Forgotten:
     memories: dict[str, int]  # per Anima
     facts: int
     turns: int
+    handoffs: int = 0
 
     def line(self) -> str:
         total = sum(self.memories.values())
         per = ", ".join(f"{anima}: {n}" for anima, n in self.memories.items()) or "none"
         return (
-            f"{total} private memories ({per}), {self.facts} profile facts and "
-            f"{self.turns} DM turns"
+            f"{total} private memories ({per}), {self.facts} profile facts, "
+            f"{self.turns} DM turns and {self.handoffs} handoffs"
         )
 
 
@@ -42,6 +45,7 @@ async def forget_person(
     identity: IdentityService,
     memory: MemoryService | None,
     profiles: Profiles,
+    handoffs: Handoffs,
     person: PersonView,
     actor: str,
 ) -> Forgotten:
@@ -49,6 +53,7 @@ async def forget_person(
     memories = await memory.forget_scopes([f"person:{i}" for i in ids]) if memory else {}
     facts = profiles.forget_learned(person.id)
     turns = _forget_dm_turns(db, ids)
+    left = handoffs.forget(ids)
     with db.session() as session:
         session.add(
             AuditEntry(
@@ -56,10 +61,15 @@ async def forget_person(
                 where="hub",
                 action="person.forgotten",
                 target=person.id,
-                detail={"memories": sum(memories.values()), "facts": facts, "turns": turns},
+                detail={
+                    "memories": sum(memories.values()),
+                    "facts": facts,
+                    "turns": turns,
+                    "handoffs": left,
+                },
             )
         )
-    return Forgotten(memories, facts, turns)
+    return Forgotten(memories, facts, turns, left)
 
 
 def _forget_dm_turns(db: Database, ids: tuple[str, ...]) -> int:

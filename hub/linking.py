@@ -28,6 +28,7 @@ from hub.store.models import (
     AuditEntry,
     Credential,
     CredentialKind,
+    Handoff,
     Identity,
     Person,
     PersonAlias,
@@ -103,7 +104,7 @@ class Linking:
             if source is None or into is None:
                 raise LinkRefused(f"No person {source_id if source is None else into_id}.")
             self._fold_profile(source, into, session)
-            for table in (Identity, Credential):
+            for table in (Identity, Credential, Handoff):
                 session.exec(
                     update(table).where(col(table.person_id) == source_id).values(person_id=into_id)
                 )

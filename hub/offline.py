@@ -48,7 +48,8 @@ def compose(ctx: TurnContext) -> str:
         "",
     ]
     lines.append(f"This is the start of our conversation ({ctx.where}).")
-    lines.extend(["", f"You said: “{_quote(ctx.text, 300)}”", "", *_remembered(ctx), _HOW_TO])
+    lines.extend(["", *_left_off(ctx)])
+    lines.extend([f"You said: “{_quote(ctx.text, 300)}”", "", *_remembered(ctx), _HOW_TO])
     return "\n".join(lines)
 
 
@@ -57,6 +58,7 @@ def _follow_up(ctx: TurnContext, earlier: list[str]) -> str:
     lines = [
         f"Noted, {ctx.person.display_name}: “{_quote(ctx.text, 300)}”",
         "",
+        *_left_off(ctx),
         f"In this conversation you've sent me {len(earlier) + 1} messages. Before this one "
         "you said:",
         *(f"- “{_quote(t)}”" for t in earlier[-3:]),
@@ -65,6 +67,18 @@ def _follow_up(ctx: TurnContext, earlier: list[str]) -> str:
         _SHORT_HOW_TO,
     ]
     return "\n".join(lines)
+
+
+def _left_off(ctx: TurnContext) -> list[str]:
+    """The handoff offered to this turn (hub/handoffs.py): offered, not assumed."""
+    if not ctx.handoff:
+        return []
+    return [
+        "Where we left off:",
+        *(f"- {line}" for line in ctx.handoff),
+        "Want to pick that up?",
+        "",
+    ]
 
 
 def _remembered(ctx: TurnContext) -> list[str]:

@@ -21,6 +21,7 @@ from hub.adapter import TurnEvent
 from hub.animas import Anima, AnimaRegistry
 from hub.episodes import OFFLINE_NOTE, Answered, describe, record
 from hub.events import EventBus
+from hub.handoffs import Handoffs, Offer
 from hub.identity import IdentityService, PersonView
 from hub.inbox import Claimed, Inbox
 from hub.llm import Responder, TurnContext, wrap_message
@@ -64,6 +65,7 @@ class Runtime:
         hold: Callable[[TurnJob], str | None] | None = None,
         now: Callable[[], datetime] = utcnow,
         health: Part | None = None,
+        handoffs: Handoffs | None = None,
     ) -> None:
         self._db = db
         self._settings = settings
@@ -75,6 +77,7 @@ class Runtime:
         self._inbox = inbox
         self._working = WorkingMemory(db)
         self._memory = memory
+        self._handoffs = handoffs
         # Asked before every turn: holds the message of a paused Anima and returns the
         # notice its sender was given (hub/commands/state.py), or None to run the turn.
         self._hold = hold
@@ -142,6 +145,9 @@ class Runtime:
             return
         person = self._identity.by_id(row.person_id or "")
         ctx = await self._recall(self._context(anima, person, row))
+        offer = self._offer(row, person, anima.name)
+        if offer is not None:
+            ctx = replace(ctx, handoff=tuple(offer.lines()))
         responder = self._responders.model if ctx.model else self._responders.offline
         pieces: list[str] = []
         # Streamed to the sender as it comes, never with a secret in it (hub/memory/redact.py).
@@ -161,7 +167,7 @@ class Runtime:
             self._model_failed(row, job, LLMError(f"internal error: {exc!r}", retryable=True))
             return
         reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
-        self._finish(row, job, reply, remembered=reply if ctx.model else OFFLINE_NOTE)
+        self._finish(row, job, reply, reply if ctx.model else OFFLINE_NOTE, offer)
 
     def _show(self, job: TurnJob, text: str) -> None:
         if text:
@@ -180,6 +186,12 @@ class Runtime:
         if priming.empty:
             return ctx
         return replace(ctx, recalled=priming.render(), recalled_lines=priming.memories())
+
+    def _offer(self, row: Claimed, person: PersonView, anima: str) -> Offer | None:
+        """Where the person left off, in a DM only: a channel neither sees nor uses it up."""
+        if self._handoffs is None or row.address_kind != AddressKind.DM.value:
+            return None
+        return self._handoffs.offer(person.id, anima, row.conversation, self._now())
 
     def _context(self, anima: Anima, person: PersonView, row: Claimed) -> TurnContext:
         budget = (
@@ -220,9 +232,12 @@ class Runtime:
             ],
         )
 
-    def _finish(self, row: Claimed, job: TurnJob, reply: str, remembered: str) -> None:
-        """Commit the turn; `remembered` is what the episode keeps of the reply. The turn log
-        keeps both sides redacted: it outlives the turn (working memory, summaries)."""
+    def _finish(
+        self, row: Claimed, job: TurnJob, reply: str, remembered: str, offer: Offer | None
+    ) -> None:
+        """Commit the turn; `remembered` is what the episode keeps of the reply, `offer` the
+        handoff it was offered (used up with this commit). The turn log keeps both sides
+        redacted: it outlives the turn (working memory, summaries)."""
         said, remembered = redact(row.text)[0], redact(remembered)[0]
         address = Address.parse(row.address, row.address_kind)
         at = self._now()  # the turn log's and the episode's (a replay finds it by this)
@@ -267,6 +282,8 @@ class Runtime:
                 reply_to=row.event_id,
             )
             self._inbox.close(conn, row.id, InboxStatus.DONE, text=row.text)
+            if offer is not None:
+                Handoffs.offered(conn, offer, row.conversation, at)
         if self._memory is not None:  # after the commit: hub/episodes.py says why
             record(
                 self._memory,

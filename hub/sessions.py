@@ -1,4 +1,5 @@
-"""Session boundaries: a conversation idle long enough has its new turns summarized.
+"""Session boundaries: a conversation idle long enough has its new turns summarized, and a
+DM's person gets a handoff of it (hub/handoffs.py).
 
 Each turn is already in the episode log as it happens; the session summary adds the shape
 of the whole exchange (who, what about, what was decided) as one episode, which is what
@@ -17,9 +18,10 @@ from sqlmodel import col, select
 
 from hub.deliveries import as_utc
 from hub.episodes import describe
+from hub.handoffs import Handoffs
 from hub.memory.consolidation import Consolidator, Session, SessionTurn
 from hub.memory.recall import RecallScope
-from hub.messages import Address
+from hub.messages import Address, AddressKind
 from hub.store.db import Database
 from hub.store.models import InboxItem, SessionMark, Turn
 
@@ -29,7 +31,11 @@ _LOOKBACK = timedelta(days=2)
 
 
 async def close_idle_sessions(
-    db: Database, consolidator: Consolidator, now: datetime, idle: timedelta
+    db: Database,
+    consolidator: Consolidator,
+    now: datetime,
+    idle: timedelta,
+    handoffs: Handoffs | None = None,
 ) -> int:
     """Summarize every conversation idle for `idle` with turns no summary covers yet."""
     closed = 0
@@ -39,6 +45,8 @@ async def close_idle_sessions(
         if session is None:
             continue
         report = await consolidator.session(session, now)
+        if handoffs is not None and session.dm:
+            handoffs.write(session, await consolidator.distiller(anima).handoff(session), now)
         with db.session() as store:
             mark = store.get(SessionMark, (conversation, anima)) or SessionMark(
                 conversation=conversation, anima=anima
@@ -85,7 +93,7 @@ def _session(db: Database, conversation: str, anima: str, last_id: int) -> Sessi
         return None
     address = Address.parse(inbox.address, inbox.address_kind)
     person = next((t.person_id for t in turns if t.person_id), None)
-    scope = RecallScope(anima, person, inbox.channel_key, address.kind.value == "dm")
+    scope = RecallScope(anima, person, inbox.channel_key, address.kind is AddressKind.DM)
     return Session(
         anima=anima,
         conversation=conversation,
@@ -95,4 +103,5 @@ def _session(db: Database, conversation: str, anima: str, last_id: int) -> Sessi
         scope=scope.scope_of_new_item(),
         turns=[SessionTurn(t.role, t.author, t.text, as_utc(t.created_at)) for t in turns],
         last_turn_id=last_id,
+        dm=address.kind is AddressKind.DM,
     )

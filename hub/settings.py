@@ -101,6 +101,10 @@ class PeopleSection(SettingsSection):
 
     dm_policy: dict[str, DmPolicy] = Field(default_factory=_default_dm_policy)
     allowlist: list[str] = Field(default_factory=list)  # platform:user_id
+    # Where you left off (hub/handoffs.py): offered in the same DM after this gap (in
+    # another DM at once), kept this many days.
+    handoff_gap_hours: float = Field(default=8.0, ge=0)
+    handoff_days: int = Field(default=14, ge=1)
 
     @field_validator("allowlist")
     @classmethod

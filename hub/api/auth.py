@@ -31,6 +31,7 @@ _PERSON_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
     for methods, pattern in (
         ("GET", r"/api/me"),
         ("GET", r"/api/me/about"),
+        ("GET", r"/api/me/handoffs"),
         ("POST", r"/api/me/forget"),
         ("POST", r"/api/signout"),
         ("GET", r"/api/animas(/[^/]+)?"),

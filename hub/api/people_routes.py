@@ -275,4 +275,39 @@ async def forget(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
 
 
 def _forgotten(gone: Forgotten) -> dict[str, Any]:
-    return {"memories": gone.memories, "facts": gone.facts, "turns": gone.turns}
+    return {
+        "memories": gone.memories,
+        "facts": gone.facts,
+        "turns": gone.turns,
+        "handoffs": gone.handoffs,
+    }
+
+
+@router.get("/people/{name}/handoffs")
+def handoffs(name: str, hub: HubDep) -> list[dict[str, Any]]:
+    """(Admins) where the person left off with each Anima: offered once, then kept as such."""
+    return _handoffs(hub, _person(hub, name))
+
+
+@router.get("/me/handoffs")
+def my_handoffs(hub: HubDep, caller: CallerDep) -> list[dict[str, Any]]:
+    """Where the caller left off with each Anima."""
+    return _handoffs(hub, hub.identity.by_id(caller.person_id))
+
+
+def _handoffs(hub: Hub, person: PersonView) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": h.id,
+            "anima": h.anima,
+            "where": h.where,
+            "ended_at": _when(h.ended_at),
+            "expires_at": _when(h.expires_at),
+            "status": h.status.value,
+            "offered_at": _when(h.offered_at),
+            "discussed": h.note.discussed,
+            "open_questions": list(h.note.open_questions),
+            "next_steps": list(h.note.next_steps),
+        }
+        for h in hub.handoffs.listing(person.id, hub.clock.now())
+    ]

@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
+from hub.memory.handoff import HandoffNote, is_placeholder, offline_handoff
 from hub.memory.lexical import tokenize
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class Session:
     scope: str  # RecallScope.scope_of_new_item() of the conversation
     turns: list[SessionTurn]
     last_turn_id: int  # the summary is written once per (conversation, last turn)
+    dm: bool = False  # a DM: the person gets a handoff (hub/handoffs.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,10 @@ class Distiller(Protocol):
     name: str
 
     async def summarize_session(self, session: Session) -> str: ...
+
+    async def handoff(self, session: Session) -> HandoffNote:
+        """Where the person left off (hub/memory/handoff.py)."""
+        ...
 
     async def extract(
         self, anima: str, sections: Sequence[MemoryItem], subjects: Sequence[str]
@@ -127,8 +133,6 @@ _NOT_SUBJECTS = frozenset(
     | {"but", "also", "just", "there's", "it's", "that's", "yes", "no", "ok", "okay", "thanks"}
     | {"their", "your", "his", "her", "i've", "i'll", "i'd", "me", "let's"}
 )
-# "_(answered in offline mode)_": a note in place of a reply, not something said.
-_PLACEHOLDER = re.compile(r"^_\([^)]*\)_$")
 _HEADER = re.compile(r"^\*\*(?:Session summary|Summary)\*\* ")  # of what stages write
 _WORD_CHARS = re.compile(r"[^\w'’-]+")
 # Negations as search terms ("isn't" is "isn" there, "nobody" is stemmed, "no longer"...).
@@ -307,8 +311,11 @@ class OfflineDistiller:
         return "\n".join(
             f"**{turn.author}**: {lead(turn.text, 300 if turn.role == 'user' else 160, 2)}"
             for turn in session.turns
-            if turn.text.strip() and not _PLACEHOLDER.match(turn.text.strip())
+            if turn.text.strip() and not is_placeholder(turn.text)
         )
+
+    async def handoff(self, session: Session) -> HandoffNote:
+        return offline_handoff(session.turns)
 
     async def extract(
         self, anima: str, sections: Sequence[MemoryItem], subjects: Sequence[str]

@@ -26,6 +26,7 @@ from hub.memory.distill import (
     title_of,
 )
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
+from hub.memory.handoff import HandoffNote
 from hub.model_client import LiteLLMCalls, ModelClient
 from hub.settings import LLMSection
 
@@ -40,6 +41,14 @@ _SUMMARY_PROMPT = (
     f"{_UNTRUSTED} Answer with JSON only: "
     '{"summary": "1 to 5 sentences: what was discussed, decided or promised, and facts '
     'worth remembering; keep names, numbers and identifiers exactly"}'
+)
+_HANDOFF_PROMPT = (
+    "A chat between a person and an AI colleague just ended. Write the handoff the colleague "
+    "will offer when the person comes back: short, concrete, in the person's language. "
+    f"{_UNTRUSTED} Answer with JSON only: "
+    '{"discussed": "one or two sentences: what it was about", "open_questions": [questions '
+    'still unanswered, at most 3], "next_steps": [what either side said they would do next, '
+    "at most 3]}"
 )
 _EXTRACT_PROMPT = (
     "You distill an AI colleague's conversation log into lasting knowledge and procedures. "
@@ -87,6 +96,19 @@ def _text(value: Any) -> str | None:
     return " ".join(value.split()) if isinstance(value, str) and value.strip() else None
 
 
+def _texts(value: Any) -> tuple[str, ...]:
+    items = value if isinstance(value, list) else []
+    return tuple(text for item in items if (text := _text(item)) is not None)
+
+
+def _transcript(session: Session) -> str:
+    lines = "\n".join(
+        f"{turn.at:%H:%M} {turn.author} ({turn.role}): {clip(turn.text, 2000)}"
+        for turn in session.turns
+    )
+    return f"Where: {session.where}\n\n{lines}"
+
+
 def _entries(sections: Sequence[MemoryItem]) -> list[str]:
     return [
         f"[{n}] {item.created:%Y-%m-%d} {item.section}: {clip(item.text, _LLM_SECTION_CHARS)}"
@@ -120,15 +142,18 @@ class LLMDistiller:
         return parsed
 
     async def summarize_session(self, session: Session) -> str:
-        transcript = "\n".join(
-            f"{turn.at:%H:%M} {turn.author} ({turn.role}): {clip(turn.text, 2000)}"
-            for turn in session.turns
-        )
-        answer = await self._ask(
-            "session summary", _SUMMARY_PROMPT, f"Where: {session.where}\n\n{transcript}"
-        )
+        answer = await self._ask("session summary", _SUMMARY_PROMPT, _transcript(session))
         summary = _text((answer or {}).get("summary"))
         return summary or await self._offline.summarize_session(session)
+
+    async def handoff(self, session: Session) -> HandoffNote:
+        answer = await self._ask("handoff", _HANDOFF_PROMPT, _transcript(session))
+        discussed = _text((answer or {}).get("discussed"))
+        if answer is None or discussed is None:
+            return await self._offline.handoff(session)
+        return HandoffNote(
+            discussed, _texts(answer.get("open_questions")), _texts(answer.get("next_steps"))
+        ).redacted()
 
     async def extract(
         self, anima: str, sections: Sequence[MemoryItem], subjects: Sequence[str]

@@ -273,3 +273,33 @@ class Credential(SQLModel, table=True):
     expires_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     used_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     revoked_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+
+
+class HandoffStatus(StrEnum):
+    WAITING = "waiting"  # not offered yet
+    OFFERED = "offered"  # offered once, in `offered_in`: never again
+    SUPERSEDED = "superseded"  # a newer one of the same person and Anima came first
+
+
+class Handoff(SQLModel, table=True):
+    """Where a person left off with an Anima in a DM (hub/handoffs.py): offered once."""
+
+    __tablename__ = "handoff"
+    __table_args__ = (UniqueConstraint("conversation", "anima", "last_turn_id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    person_id: str = Field(foreign_key="person.id", index=True, max_length=64)
+    anima: str = Field(max_length=64)
+    conversation: str = Field(max_length=500)
+    where: str = Field(default="", max_length=200)  # "a direct conversation on telegram"
+    last_turn_id: int  # the session's last turn: one handoff per session
+    discussed: str = ""
+    open_questions: list[str] = _json(_new_list)
+    next_steps: list[str] = _json(_new_list)
+    ended_at: datetime = _ts(nullable=False)  # the session's last turn
+    expires_at: datetime = _ts(nullable=False)
+    status: HandoffStatus = Field(
+        default=HandoffStatus.WAITING,
+        sa_column=Column(StrEnumColumn(HandoffStatus), nullable=False),
+    )
+    offered_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    offered_in: str = Field(default="", max_length=500)
