@@ -1,4 +1,5 @@
-"""Slash commands: `/anima …` and `/whoami` as Discord application commands.
+"""Slash commands: `/anima …`, `/whoami`, `/web`, `/link`, `/unlink` and `/forget-me` as
+Discord application commands.
 
 Discord shows them as typed commands; the hub has one command handler for every platform,
 which reads `Inbound.command`. So each command is only registered here (and synced at start);
@@ -36,6 +37,7 @@ ANIMA_SUBCOMMANDS: tuple[tuple[str, str, bool], ...] = (
     ("resume", "Resume a paused Anima", True),
 )
 WHOAMI = ("whoami", "Show who the hub thinks you are")
+WEB = ("web", "A sign-in link to the web chat (in a DM)")
 
 OnCommand = Callable[[discord.Interaction], Awaitable[None]]
 
@@ -47,11 +49,36 @@ def build_tree(client: discord.Client, on_command: OnCommand) -> app_commands.Co
     group = app_commands.Group(name="anima", description="The Animas of this hub")
     for name, description, takes_name in ANIMA_SUBCOMMANDS:
         group.add_command(_command(name, description, takes_name, on_command))
+    group.add_command(_approve(on_command))
     tree.add_command(group)
     tree.add_command(_command(*WHOAMI, False, on_command))
+    tree.add_command(_command(*WEB, False, on_command))
     tree.add_command(_link(on_command))
     tree.add_command(_unlink(on_command))
+    tree.add_command(_forget_me(on_command))
     return tree
+
+
+def _approve(on_command: OnCommand) -> app_commands.Command[Any, Any, None]:
+    @app_commands.describe(code="The code the person was given, or the request's id")
+    async def approve(interaction: discord.Interaction, code: str) -> None:
+        await on_command(interaction)
+
+    return app_commands.Command(
+        name="approve", description="Let a stranger write to the Animas in a DM", callback=approve
+    )
+
+
+def _forget_me(on_command: OnCommand) -> app_commands.Command[Any, Any, None]:
+    @app_commands.describe(confirm="Type confirm to delete (none: see what would go)")
+    async def forget_me(interaction: discord.Interaction, confirm: str | None = None) -> None:
+        await on_command(interaction)
+
+    return app_commands.Command(
+        name="forget-me",
+        description="Delete what the Animas keep private to you",
+        callback=forget_me,
+    )
 
 
 def _link(on_command: OnCommand) -> app_commands.Command[Any, Any, None]:

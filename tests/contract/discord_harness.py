@@ -204,7 +204,9 @@ class DiscordHarness:
         return url
 
 
-def discord_settings(home: Path, fake: FakeDiscord, key: SigningKey, **overrides: Any) -> Settings:
+def discord_settings(
+    home: Path, fake: FakeDiscord, key: SigningKey, *, with_web: bool = False, **overrides: Any
+) -> Settings:
     section = {
         "enabled": True,
         "bot_token": fake.bot_token,
@@ -213,7 +215,7 @@ def discord_settings(home: Path, fake: FakeDiscord, key: SigningKey, **overrides
         "gateway_url": fake.gateway_url,
         **overrides,
     }
-    return harness_settings(home, discord=section)
+    return harness_settings(home, discord=section, web={"enabled": with_web})
 
 
 @asynccontextmanager
@@ -243,10 +245,12 @@ async def open_harness(
     fake: FakeDiscord | None = None,
     factory: Callable[[Settings], Adapter | None] = DiscordAdapter.from_settings,
     platform_down: bool = False,
+    with_web: bool = False,
     **discord: Any,
 ) -> AsyncIterator[DiscordHarness]:
     """`fake`: one a test prepared (e.g. with per-Anima bots); `platform_down`: the fake is
-    not running when the hub starts (`platform_up` later); `discord` overrides settings of
+    not running when the hub starts (`platform_up` later); `with_web`: the web chat runs
+    too (so `/web` has somewhere to sign in to); `discord` overrides settings of
     the [discord] section (e.g. anima_tokens, or a bot_token the fake refuses)."""
     fake = fake or FakeDiscord(port=free_port())
     if platform_down:
@@ -257,9 +261,9 @@ async def open_harness(
         key = SigningKey.generate()
         home = tmp_path / "home"
         home.mkdir(exist_ok=True)
-        settings = discord_settings(home, fake, key, **discord)
+        settings = discord_settings(home, fake, key, with_web=with_web, **discord)
         responder = ScriptedResponder()
-        hub = await start_hub(settings, "discord", factory, responder)
+        hub = await start_hub(settings, "discord", factory, responder, with_web=with_web)
         try:
             async with serve(hub) as url:
                 yield DiscordHarness(fake, hub, responder, url, key)

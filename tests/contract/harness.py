@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from hub.adapter import AdapterFactory
+from hub.adapter import AdapterFactory, discover
 from hub.app import Hub
 from hub.llm import TurnContext
 from hub.messages import Address
@@ -199,24 +199,33 @@ def free_port() -> int:
 
 
 def harness_settings(home: Path, **sections: Any) -> Settings:
-    """Settings for a contract hub: no memory, no web, no scheduler, fast outbox."""
-    return make_settings(
-        home,
-        hub={"default_anima": "mika", "admins": []},
-        memory={"enabled": False},
-        web={"enabled": False},
-        scheduler={"enabled": False},
-        outbox={"poll_interval_s": 0.05, "backoff_base_s": 0.05},
-        **sections,
-    )
+    """Settings for a contract hub: no memory, no web, no scheduler, fast outbox (unless
+    `sections` say otherwise)."""
+    defaults: dict[str, Any] = {
+        "hub": {"default_anima": "mika", "admins": []},
+        "memory": {"enabled": False},
+        "web": {"enabled": False},
+        "scheduler": {"enabled": False},
+        "outbox": {"poll_interval_s": 0.05, "backoff_base_s": 0.05},
+    }
+    return make_settings(home, **{**defaults, **sections})
 
 
 async def start_hub(
-    settings: Settings, platform: str, factory: AdapterFactory, responder: ScriptedResponder
+    settings: Settings,
+    platform: str,
+    factory: AdapterFactory,
+    responder: ScriptedResponder,
+    *,
+    with_web: bool = False,
 ) -> Hub:
+    """The hub with the platform's adapter (and the web chat's, `with_web`)."""
+    factories = {platform: factory}
+    if with_web:
+        factories["web"] = discover(["web"])["web"].build
     hub = Hub(
         settings,
-        adapter_factories={platform: factory},
+        adapter_factories=factories,
         responders=Responders(responder, responder),
     )
     await hub.start()

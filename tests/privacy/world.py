@@ -25,6 +25,7 @@ from sqlmodel import col, select
 
 from hub.api.server import create_app
 from hub.app import Hub
+from hub.clock import Clock
 from hub.store.models import Identity, InboxItem
 from tests.conftest import add_demo_animas, make_settings
 from tests.contract.harness import eventually, free_port
@@ -41,8 +42,9 @@ SLACK_PEOPLE = {"dana": "Dana", "root": "Root", "mallory": "Mallory"}
 GENERAL, FINANCE, RANDOM = "C0GENERAL", "C0FINANCE", "C0RANDOM"
 TG_TOKEN = "654321:REDTEAM-token"
 TG_BOT_ID, TG_BOT_NAME, TG_SECRET = 654321, "aria_redteam_bot", "redteam-webhook-secret"
-# Eve goes by Dana's name on Telegram: a display name is a claim, never an identity.
-TG_PEOPLE = {"bob": (2001, "Bob"), "eve": (2009, "Dana")}
+# Eve goes by Dana's name on Telegram: a display name is a claim, never an identity. Dana is
+# on Telegram too (tests/privacy/test_one_person.py links her there; the red team does not).
+TG_PEOPLE = {"bob": (2001, "Bob"), "eve": (2009, "Dana"), "dana": (2004, "Dana")}
 TG_GROUP = -1002000000002
 OFFER = b"Offer letter for Bob. Base salary 185,000. Offer reference OFFER-7Q2Z.\n"
 OFFER_FILE = "BQACAgIAAxkBofferletter"
@@ -327,9 +329,11 @@ def _populate(slack: FakeSlack, telegram: FakeTelegram) -> None:
 
 
 @contextlib.asynccontextmanager
-async def open_world(tmp_path: Path, *, model: bool) -> AsyncIterator[World]:
+async def open_world(
+    tmp_path: Path, *, model: bool, clock: Clock | None = None
+) -> AsyncIterator[World]:
     """The hub with memory on; `model`: its Animas answer through the scripted fake model,
-    else in offline mode."""
+    else in offline mode. `clock`: the hub's (its sessions end when a test moves it)."""
     slack = FakeSlack(signing_secret=SIGNING_SECRET, port=free_port())
     telegram = FakeTelegram(
         token=TG_TOKEN, bot_id=TG_BOT_ID, username=TG_BOT_NAME, port=free_port()
@@ -366,7 +370,7 @@ async def open_world(tmp_path: Path, *, model: bool) -> AsyncIterator[World]:
     )
     await slack.start()
     await telegram.start()
-    hub = Hub(settings)
+    hub = Hub(settings, clock=clock)
     server: HubServer | None = None
     try:
         await hub.start()

@@ -110,14 +110,21 @@ async def test_start_fails_clearly_when_the_message_content_intent_is_not_enable
 async def test_the_slash_commands_are_registered_at_start(h: DiscordHarness) -> None:
     (commands,) = h.fake.command_overwrites
     by_name = {command["name"]: command for command in commands}
-    assert set(by_name) == {"anima", "whoami", "link", "unlink"}
+    assert set(by_name) == {"anima", "whoami", "web", "link", "unlink", "forget-me"}
     (code,) = by_name["link"]["options"]
     assert (code["name"], code["type"], code.get("required", False)) == ("code", 3, False)
+    (confirm,) = by_name["forget-me"]["options"]
+    assert (confirm["name"], confirm.get("required", False)) == ("confirm", False)
+    assert not by_name["web"].get("options")
     (platform,) = by_name["unlink"]["options"]
     assert (platform["name"], platform["type"], platform["required"]) == ("platform", 3, True)
     subcommands = {option["name"]: option for option in by_name["anima"]["options"]}
-    assert set(subcommands) == {"list", "status", "bind", "unbind", "heartbeat", "pause", "resume"}
+    assert set(subcommands) == {
+        *("list", "status", "bind", "unbind", "heartbeat", "pause", "resume", "approve")
+    }
     assert all(option["type"] == 1 for option in subcommands.values())
+    (approve,) = subcommands["approve"]["options"]
+    assert (approve["name"], approve["type"], approve["required"]) == ("code", 3, True)
     for name in ("status", "bind", "heartbeat", "pause", "resume"):
         (option,) = subcommands[name]["options"]
         assert (option["name"], option["type"], option["required"]) == ("name", 3, True)
@@ -148,6 +155,23 @@ async def test_a_slash_command_over_the_gateway_is_answered_with_the_hubs_reply(
     assert response["type"] == 4  # CHANNEL_MESSAGE_WITH_SOURCE
     assert response["data"]["flags"] & 64  # ephemeral: only alice sees it
     assert response["data"]["content"] == (receipt.reply or NO_REPLY)
+
+
+async def test_web_in_a_dm_is_answered_with_a_sign_in_link_only_its_sender_sees(
+    tmp_path: Path,
+) -> None:
+    async with open_harness(tmp_path, with_web=True) as h:
+        alice = h.fake.user("alice")
+        data = h.fake.interaction_payload(alice, h.fake.dm_channel(alice), "web", [])
+        await h.fake.dispatch("INTERACTION_CREATE", data)
+        response = await eventually(
+            lambda: next(
+                (r for r in h.fake.interaction_responses if r["interaction_id"] == data["id"]),
+                None,
+            )
+        )
+        assert "/signin/" in response["data"]["content"]
+        assert response["data"]["flags"] & 64  # ephemeral: only alice sees her link
 
 
 async def test_a_slow_command_is_deferred_then_answered_by_a_follow_up(
