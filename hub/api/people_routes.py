@@ -6,6 +6,7 @@ Everything but /api/me and /api/signout is for the owner and the admin token
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -20,6 +21,7 @@ from hub.app import Hub
 from hub.forgetting import Forgotten
 from hub.identity import PersonView
 from hub.linking import Account, LinkRefused
+from hub.memory.profiles import Learned
 from hub.store.models import CredentialKind
 
 router = APIRouter(prefix="/api")
@@ -256,7 +258,10 @@ def about_me(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     profiles = hub.memory.profiles if hub.memory is not None else None
     return {
         **_shown(hub, person),
-        "learned": profiles.learned(person.id) if profiles is not None else [],
+        "learned": [
+            asdict(Learned.parse(line))
+            for line in (profiles.learned(person.id) if profiles is not None else [])
+        ],
         "private_memories": hub.private_counts(person),
     }
 

@@ -10,6 +10,7 @@ shared. The front matter (identities, roles) belongs to hub/identity.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
@@ -18,6 +19,9 @@ from hub.memory.redact import redact
 
 LEARNED = "## What Animas have learned"
 IN_DM = ", in a DM)_"  # how a bullet learned in a DM ends
+_MARKED = re.compile(
+    r"^(?P<fact>.*?) _\((?P<anima>[^,()]+), (?P<day>\d{4}-\d{2}-\d{2})(?P<dm>, in a DM)?\)_$"
+)
 # First-person statements worth keeping when no language model is there to judge.
 _SELF_STATEMENT = re.compile(
     r"(?:^|(?<=[.!?]\s))((?:I am|I'm|I work|I live|I like|I love|I prefer|I hate|I don't like|"
@@ -29,6 +33,23 @@ _SELF_STATEMENT = re.compile(
 def self_statements(text: str) -> list[str]:
     """Sentences in which a person says something about themselves."""
     return [m.group(1).strip() for m in _SELF_STATEMENT.finditer(text)]
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """One learned fact, as a person reads it ("About me"): who learned it, when, where."""
+
+    fact: str
+    anima: str = ""  # "": written by hand
+    day: str = ""
+    in_dm: bool = False
+
+    @classmethod
+    def parse(cls, line: str) -> Learned:
+        marked = _MARKED.match(line)
+        if marked is None:
+            return cls(line)
+        return cls(marked["fact"], marked["anima"], marked["day"], marked["dm"] is not None)
 
 
 class Profiles:

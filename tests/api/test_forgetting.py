@@ -120,6 +120,8 @@ async def test_forget_me_deletes_what_is_private_to_the_person_and_nothing_else(
 async def test_about_me_and_forget_over_the_api(hub: Hub) -> None:
     await tell(hub, DANA_DM, DANA, "my locker code is 4471")
     dana = hub.identity.resolve(DANA)
+    profiles = hub.memory.profiles  # type: ignore[union-attr]
+    profiles.add(dana.id, "lives in Lisbon", "aria", datetime(2026, 12, 1).date(), private=True)
     async with web(hub) as client:
         made = await client.post("/api/tokens", json={"person": dana.id}, headers=ADMIN)
         own = {"Authorization": f"Bearer {made.json()['token']}"}
@@ -127,6 +129,11 @@ async def test_about_me_and_forget_over_the_api(hub: Hub) -> None:
         assert about.status_code == 200, about.text
         assert about.json()["private_memories"] == {"aria": 1}
         assert about.json()["id"] == dana.id
+        learned = {"anima": "aria", "day": "2026-12-01", "in_dm": True}
+        assert about.json()["learned"] == [  # read out of the profile's marker, not shown raw
+            {"fact": "my locker code is 4471", **learned},  # what she said of herself
+            {"fact": "lives in Lisbon", **learned},
+        ]
         refused = await client.post(f"/api/people/{dana.id}/forget", headers=own)
         assert refused.status_code == 403  # forgetting someone else is for admins
         gone = await client.post("/api/me/forget", headers=own)

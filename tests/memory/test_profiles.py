@@ -6,7 +6,7 @@ from datetime import date
 from pathlib import Path
 
 from hub.files import write_document
-from hub.memory.profiles import LEARNED, Profiles, self_statements
+from hub.memory.profiles import LEARNED, Learned, Profiles, self_statements
 
 
 def make_profile(folder: Path) -> None:
@@ -60,3 +60,13 @@ def test_self_statements_are_found() -> None:
     assert self_statements(text) == ["I'm Alice from billing", "My favourite editor is vim"]
     assert self_statements("What time is it? Is the build red?") == []
     assert self_statements("I prefer tea over coffee") == ["I prefer tea over coffee"]
+
+
+def test_a_learned_line_reads_back_as_fact_anima_day_and_where() -> None:
+    assert Learned.parse("Leads the QA team _(kai, 2026-01-02)_") == Learned(
+        "Leads the QA team", "kai", "2026-01-02", in_dm=False
+    )
+    assert Learned.parse("Lives in Lisbon (Alfama) _(aria, 2026-12-01, in a DM)_") == Learned(
+        "Lives in Lisbon (Alfama)", "aria", "2026-12-01", in_dm=True
+    )
+    assert Learned.parse("Written by hand") == Learned("Written by hand")

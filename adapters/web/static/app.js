@@ -1203,7 +1203,10 @@
       const about = await apiJSON("/api/me/about");
       els.aboutName.textContent = `${about.name} (${about.id})`;
       fillList(els.aboutAccounts, about.accounts.map((a) => `${a.platform}: ${a.name || a.user_id}`), "none");
-      fillList(els.aboutLearned, about.learned, "nothing yet");
+      const learned = about.learned.map((l) =>
+        l.anima ? `${l.fact} (${l.anima}, ${l.day}${l.in_dm ? ", in a DM" : ""})` : l.fact,
+      );
+      fillList(els.aboutLearned, learned, "nothing yet");
       const kept = Object.entries(about.private_memories).map(([anima, n]) => `${anima}: ${n}`);
       els.aboutPrivate.textContent = kept.length ? kept.join(", ") : "nothing";
     } catch (err) {
