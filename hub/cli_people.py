@@ -117,7 +117,7 @@ def people_handoffs(name: Annotated[str, typer.Argument(help="A person's id or n
         ahead = [*row["open_questions"], *row["next_steps"]]
         table.add_row(
             row["anima"],
-            row["ended_at"],
+            row["ended_at"][:16].replace("T", " "),
             row["where"],
             row["status"],
             row["discussed"],

@@ -7,8 +7,9 @@ same three parts and falls back to these rules.
 Offline rules, in short:
 
 - **discussed**: the first sentence of each of the person's first three messages;
-- **open questions**: the person's questions from their last three messages, and the
-  Anima's own questions in its last reply (nobody answered those: the session ended);
+- **open questions**: the person's questions from their last three messages (but those
+  already the topic), and the Anima's own questions in its last reply (nobody answered
+  those: the session ended);
 - **next steps**: sentences on either side that say something will be done ("I'll", "we
   will", "let's", "next", "tomorrow", "we need", "remind me", a weekday, …), the latest three.
 """
@@ -91,6 +92,8 @@ def offline_handoff(turns: Sequence[Said]) -> HandoffNote:
     questions = [s for t in theirs[-PARTS_MAX:] for s in _sentences(t.text) if s.endswith("?")]
     if said[-1].role == "assistant":
         questions += [s for s in _sentences(said[-1].text) if s.endswith("?")]
+    shown = {first.casefold() for first in firsts[:PARTS_MAX]}  # already said as the topic
+    questions = [q for q in questions if q.rstrip(".;").casefold() not in shown]
     steps = [s for t in said for s in _sentences(t.text) if _STEP_CUES.search(s)]
     steps = [s for s in steps if not s.endswith("?")]
     return HandoffNote(
