@@ -91,6 +91,7 @@ def every_option(home: Path) -> Settings:
             "webhook_secret": "s",
         },
         line={"enabled": True, "channel_secret": "s", "channel_access_token": "t"},
+        notion={"enabled": True, "token": "secret_t", "data_source_id": "ds"},  # no route
         server={"host": "0.0.0.0", "api_token": "t"},
     )
 
@@ -102,7 +103,7 @@ def hub_app(home: Path) -> FastAPI:
 def test_every_inbound_route_is_covered_by_the_forgery_suite(home: Path) -> None:
     """An adapter that mounts a new route (found through the entry points, all enabled)
     fails this until the route has its surface here."""
-    assert set(discover()) == {"web", "slack", "discord", "telegram", "line"}
+    assert set(discover()) == {"web", "slack", "discord", "telegram", "line", "notion"}
     paths = {path for path, _ in route_paths(hub_app(home).routes)}
     outside_api = {path for path in paths if not path.startswith("/api/")}
     assert outside_api - READ_ONLY - SIGN_IN == set(SURFACES) - {"/api/chat/{name}"}
