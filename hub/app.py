@@ -30,6 +30,7 @@ from hub.commands.about import AboutCommands
 from hub.commands.handler import CommandService
 from hub.commands.people import PeopleCommands
 from hub.commands.state import AnimaStates
+from hub.commands.tasks import TaskCommands
 from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
 from hub.events import EventBus
@@ -64,6 +65,7 @@ from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cu
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.supervise import Supervisor
+from hub.tasks import TaskBoard
 from hub.tools import ToolRegistry, builtin_tools
 from hub.transcript import transcript
 
@@ -98,6 +100,7 @@ class Hub:
         self.access = Access(self.db, self.clock.now)
         self.people = People(self.db, self.identity)
         self.linking = Linking(self.db, self.identity, self.access)
+        self.tasks = TaskBoard(self.db, self.clock.now)
         self.handoffs = Handoffs(
             self.db,
             settings.people,
@@ -193,6 +196,7 @@ class Hub:
             self._signin_link if "web" in self.adapters else None,
             PeopleCommands(self.linking, self.admission, self._notify),
             AboutCommands(self.private_counts, self.forget_person),
+            TaskCommands(self.tasks),
         )
         self.agenda = Agenda(
             self.db,

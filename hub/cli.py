@@ -20,6 +20,7 @@ from sqlalchemy.exc import OperationalError
 from hub.animas import AnimaError, AnimaRegistry
 from hub.cli_memory import consolidate, memory_app
 from hub.cli_people import pairing_app, people_app, token_app
+from hub.cli_tasks import task_app
 from hub.identity import os_user
 from hub.logs import anima_log_path
 from hub.roles import bundled_config_dir, load_roles
@@ -37,6 +38,7 @@ app.add_typer(memory_app, name="memory")
 app.add_typer(people_app, name="people")
 app.add_typer(token_app, name="token")
 app.add_typer(pairing_app, name="pairing")
+app.add_typer(task_app, name="task")
 app.command("consolidate")(consolidate)
 console = Console()
 err = Console(stderr=True, soft_wrap=True)

@@ -35,6 +35,7 @@ ANIMA_SUBCOMMANDS: tuple[tuple[str, str, bool], ...] = (
     ("heartbeat", "Run an Anima's heartbeat now", True),
     ("pause", "Pause an Anima", True),
     ("resume", "Resume a paused Anima", True),
+    ("tasks", "Show the open tasks of the task board", False),
 )
 WHOAMI = ("whoami", "Show who the hub thinks you are")
 WEB = ("web", "A sign-in link to the web chat (in a DM)")

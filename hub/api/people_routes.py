@@ -50,7 +50,7 @@ def _person(hub: Hub, name: str) -> PersonView:
     return person
 
 
-def _when(at: datetime | None) -> str | None:
+def when(at: datetime | None) -> str | None:
     return at.isoformat(timespec="seconds") if at is not None else None
 
 
@@ -60,10 +60,10 @@ def _credential(info: CredentialInfo) -> dict[str, Any]:
         "person": info.person_id,
         "label": info.label,
         "created_by": info.created_by,
-        "created_at": _when(info.created_at),
-        "expires_at": _when(info.expires_at),
-        "last_used_at": _when(info.used_at),
-        "revoked_at": _when(info.revoked_at),
+        "created_at": when(info.created_at),
+        "expires_at": when(info.expires_at),
+        "last_used_at": when(info.used_at),
+        "revoked_at": when(info.revoked_at),
     }
 
 
@@ -135,7 +135,7 @@ def invite(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
         "person": person.id,
         "name": person.display_name,
         "url": f"{hub.settings.server.link_base()}/signin/{issued.secret}",
-        "expires_at": _when(issued.expires_at),
+        "expires_at": when(issued.expires_at),
     }
 
 
@@ -190,14 +190,14 @@ def link_account(name: str, body: AccountIn, hub: HubDep, caller: CallerDep) -> 
     """Link a platform account to the person (its former person, if any, merged in)."""
     account = Account(body.platform, body.user_id, body.display_name)
     target = _person(hub, name)
-    return _shown(hub, _linked(lambda: hub.linking.attach(target.id, account, _actor(caller))))
+    return _shown(hub, _linked(lambda: hub.linking.attach(target.id, account, actor_of(caller))))
 
 
 @router.delete("/people/{name}/accounts/{platform}")
 def unlink_account(name: str, platform: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """The person's account on `platform` becomes a person of its own."""
     target = _person(hub, name)
-    split = _linked(lambda: hub.linking.unlink(target.id, platform, _actor(caller)))
+    split = _linked(lambda: hub.linking.unlink(target.id, platform, actor_of(caller)))
     return {"person": _shown(hub, hub.identity.by_id(target.id)), "split": _shown(hub, split)}
 
 
@@ -206,7 +206,7 @@ def merge(name: str, body: MergeIn, hub: HubDep, caller: CallerDep) -> dict[str,
     """`name` becomes part of `into`: accounts, profile, memory."""
     source, into = _person(hub, name), _person(hub, body.into)
     return _shown(
-        hub, _linked(lambda: hub.linking.merge(source.id, into.id, _actor(caller), "admin"))
+        hub, _linked(lambda: hub.linking.merge(source.id, into.id, actor_of(caller), "admin"))
     )
 
 
@@ -217,7 +217,7 @@ def _linked(change: Callable[[], PersonView]) -> PersonView:
         raise HTTPException(409, str(exc)) from None
 
 
-def _actor(caller: Caller) -> str:
+def actor_of(caller: Caller) -> str:
     return f"{caller.kind.value}:{caller.person_id}"
 
 
@@ -238,14 +238,14 @@ def _shown(hub: Hub, person: PersonView) -> dict[str, Any]:
 def pairing(hub: HubDep) -> list[dict[str, Any]]:
     """Strangers waiting to be let in to DMs (hub/admission.py)."""
     return [
-        {"id": r.id, "person": r.person_id, "where": r.where, "since": _when(r.since)}
+        {"id": r.id, "person": r.person_id, "where": r.where, "since": when(r.since)}
         for r in hub.admission.requests()
     ]
 
 
 @router.post("/pairing/{code}/approve")
 def approve(code: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
-    person = hub.admission.approve(code, _actor(caller))
+    person = hub.admission.approve(code, actor_of(caller))
     if person is None:
         raise HTTPException(404, "no one is waiting with that code")
     return _shown(hub, person)
@@ -270,13 +270,13 @@ def about_me(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
 async def forget_me(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """The caller's private memory, learned facts and DM conversations, deleted."""
     person = hub.identity.by_id(caller.person_id)
-    return _forgotten(await hub.forget_person(person, _actor(caller)))
+    return _forgotten(await hub.forget_person(person, actor_of(caller)))
 
 
 @router.post("/people/{name}/forget")
 async def forget(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """(Admins) forget a person: what `/forget-me` does for them."""
-    return _forgotten(await hub.forget_person(_person(hub, name), _actor(caller)))
+    return _forgotten(await hub.forget_person(_person(hub, name), actor_of(caller)))
 
 
 def _forgotten(gone: Forgotten) -> dict[str, Any]:
@@ -306,10 +306,10 @@ def _handoffs(hub: Hub, person: PersonView) -> list[dict[str, Any]]:
             "id": h.id,
             "anima": h.anima,
             "where": h.where,
-            "ended_at": _when(h.ended_at),
-            "expires_at": _when(h.expires_at),
+            "ended_at": when(h.ended_at),
+            "expires_at": when(h.expires_at),
             "status": h.status.value,
-            "offered_at": _when(h.offered_at),
+            "offered_at": when(h.offered_at),
             "discussed": h.note.discussed,
             "open_questions": list(h.note.open_questions),
             "next_steps": list(h.note.next_steps),

@@ -16,7 +16,7 @@ from starlette.types import ASGIApp
 from hub import __version__
 from hub.adapter import AmbiguousName, MessageTooLarge
 from hub.animas import AnimaError
-from hub.api import guard, memory_routes, people_routes, routes, signin
+from hub.api import guard, memory_routes, people_routes, routes, signin, task_routes
 from hub.api.auth import Authenticator
 from hub.app import Hub
 from hub.settings import ServerSection
@@ -108,6 +108,7 @@ def create_app(hub: Hub) -> FastAPI:
     app.include_router(routes.router)
     app.include_router(memory_routes.router)
     app.include_router(people_routes.router)
+    app.include_router(task_routes.router)
     app.include_router(signin.router)
     for adapter in hub.adapters.values():
         for router in adapter.routers():

@@ -24,6 +24,7 @@ from hub.commands.about import FORGET_NAMES, AboutCommands
 from hub.commands.parse import USAGE, parse_command
 from hub.commands.people import PeopleCommands
 from hub.commands.state import AnimaStates
+from hub.commands.tasks import TaskCommands
 from hub.deliveries import as_utc
 from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, WAITING, Inbox
@@ -60,7 +61,7 @@ ADMIN_ONLY = {
     "approve": "let people in",
 }
 NEEDS_NAME = frozenset({"status", "bind", "pause", "resume", "heartbeat"})
-NO_ARGS = frozenset({"list", "unbind"})
+NO_ARGS = frozenset({"list", "unbind", "tasks"})
 ADMINS_HINT = "Admins are listed in hub.toml [hub] admins."
 
 
@@ -78,8 +79,10 @@ class CommandService:
         signin_link: SignInLink | None = None,
         people: PeopleCommands | None = None,
         about: AboutCommands | None = None,
+        tasks: TaskCommands | None = None,
     ) -> None:
         self._about = about
+        self._tasks = tasks
         self._signin_link = signin_link
         self._people = people
         self._db = db
@@ -152,6 +155,8 @@ class CommandService:
         if sub in NO_ARGS:
             if rest:
                 return f"/anima {sub} takes no name.\n{USAGE}"
+            if sub == "tasks":
+                return self._tasks.listing(person) if self._tasks else "No task board here."
             return self._list() if sub == "list" else self._unbind(inbound, person)
         if len(rest) != 1:
             return f"/anima {sub} needs one Anima name.\n{USAGE}"

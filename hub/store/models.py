@@ -303,3 +303,50 @@ class Handoff(SQLModel, table=True):
     )
     offered_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     offered_in: str = Field(default="", max_length=500)
+
+
+class TaskState(StrEnum):
+    TODO = "todo"  # on the board, not started
+    RUNNING = "running"  # the assignee is at it
+    BLOCKED = "blocked"  # waiting on something outside the assignee
+    REVIEW = "review"  # reported, for the manager to accept
+    DONE = "done"
+    FAILED = "failed"  # given up on (retries spent), escalated
+    CANCELLED = "cancelled"
+
+
+class Task(SQLModel, table=True):
+    """A task on the board (hub/tasks.py): a manager Anima's work for a subordinate."""
+
+    __tablename__ = "task"
+    id: int | None = Field(default=None, primary_key=True)
+    title: str = Field(max_length=200)
+    details: str = ""
+    manager: str = Field(max_length=64, index=True)  # who delegated it
+    assignee: str = Field(max_length=64, index=True)
+    requested_by: str | None = Field(default=None, max_length=64)  # the person who asked
+    origin: str = Field(default="", max_length=500)  # the address the request came from
+    report_to: list[str] = _json(_new_list)  # targets, as a cron's post_to
+    due_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    state: TaskState = Field(
+        default=TaskState.TODO, sa_column=Column(StrEnumColumn(TaskState), nullable=False)
+    )
+    attempts: int = 0
+    depth: int = 0  # how many delegations above it
+    parent_id: int | None = Field(default=None, foreign_key="task.id")
+    result: str = ""  # the report
+    created_at: datetime = _ts(nullable=False)
+    updated_at: datetime = _ts(nullable=False)
+
+
+class TaskEvent(SQLModel, table=True):
+    """One transition of a task: when, by whom, from what to what, and why."""
+
+    __tablename__ = "task_event"
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="task.id", index=True)
+    at: datetime = _ts(nullable=False)
+    actor: str = Field(max_length=200)
+    from_state: str | None = Field(default=None, max_length=16)
+    to_state: str = Field(max_length=16)
+    note: str = ""

@@ -120,7 +120,7 @@ async def test_the_slash_commands_are_registered_at_start(h: DiscordHarness) -> 
     assert (platform["name"], platform["type"], platform["required"]) == ("platform", 3, True)
     subcommands = {option["name"]: option for option in by_name["anima"]["options"]}
     assert set(subcommands) == {
-        *("list", "status", "bind", "unbind", "heartbeat", "pause", "resume", "approve")
+        *("list", "status", "bind", "unbind", "heartbeat", "pause", "resume", "approve", "tasks")
     }
     assert all(option["type"] == 1 for option in subcommands.values())
     (approve,) = subcommands["approve"]["options"]
@@ -130,6 +130,7 @@ async def test_the_slash_commands_are_registered_at_start(h: DiscordHarness) -> 
         assert (option["name"], option["type"], option["required"]) == ("name", 3, True)
     assert not subcommands["list"].get("options")
     assert not subcommands["unbind"].get("options")
+    assert not subcommands["tasks"].get("options")
 
 
 async def test_a_slash_command_over_the_gateway_is_answered_with_the_hubs_reply(

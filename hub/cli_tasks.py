@@ -1,0 +1,79 @@
+"""`animahub task …`: the task board (hub/tasks.py), through the hub's API as the owner."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from hub.cli_people import call, console
+
+task_app = typer.Typer(help="The task board: what managers delegated.", no_args_is_help=True)
+
+
+@task_app.command("list")
+def task_list(
+    state: Annotated[
+        str | None, typer.Option(help="todo, running, blocked, review, done, failed, cancelled.")
+    ] = None,
+    assignee: Annotated[str | None, typer.Option(help="Only this Anima's tasks.")] = None,
+) -> None:
+    """Tasks, newest first."""
+    query = "&".join(f"{k}={v}" for k, v in (("state", state), ("assignee", assignee)) if v)
+    rows = call("GET", "/api/tasks" + (f"?{query}" if query else ""))
+    if not rows:
+        console.print("no tasks", highlight=False)
+        return
+    table = Table("id", "state", "title", "from", "to", "tries", "updated")
+    for row in rows:
+        table.add_row(
+            str(row["id"]),
+            row["state"],
+            row["title"],
+            row["manager"],
+            row["assignee"],
+            str(row["attempts"]),
+            _short(row["updated_at"]),
+        )
+    console.print(table)
+
+
+@task_app.command("show")
+def task_show(task_id: Annotated[int, typer.Argument(help="The task's id.")]) -> None:
+    """One task, and every step it went through."""
+    task = call("GET", f"/api/tasks/{task_id}")
+    _print_task(task)
+    table = Table("when", "who", "from", "to", "note")
+    for step in task["steps"]:
+        table.add_row(
+            _short(step["at"]), step["actor"], step["from"] or "", step["to"], step["note"]
+        )
+    console.print(table)
+
+
+@task_app.command("cancel")
+def task_cancel(
+    task_id: Annotated[int, typer.Argument(help="The task's id.")],
+    reason: Annotated[str, typer.Option(help="Why (kept with the task).")] = "",
+) -> None:
+    """Cancel an open task."""
+    task = call("POST", f"/api/tasks/{task_id}/cancel", {"reason": reason})
+    console.print(f"task {task['id']} is {task['state']}", highlight=False)
+
+
+def _print_task(task: dict[str, Any]) -> None:
+    console.print(f"[bold]task {task['id']}[/]: {task['title']}", highlight=False)
+    console.print(
+        f"{task['state']} · {task['manager']} → {task['assignee']} · tries {task['attempts']}"
+        + (f" · due {_short(task['due_at'])}" if task["due_at"] else ""),
+        highlight=False,
+    )
+    if task["details"]:
+        console.print(task["details"], highlight=False)
+    if task["result"]:
+        console.print(f"report: {task['result']}", highlight=False)
+
+
+def _short(at: str | None) -> str:
+    return at[:16].replace("T", " ") if at else ""

@@ -1,0 +1,219 @@
+"""The task board: work a manager Anima hands a subordinate, and every step it takes.
+
+A task is a row of `task` with its state (`TaskState`: todo, running, blocked, review, done,
+failed, cancelled); each transition is a row of `task_event` written in the same transaction,
+with when, who (an Anima, a person, `hub`) and why. Only the transitions in `ALLOWED` are
+possible: a cancelled task cannot start, a done one cannot fail. This module is the board
+only; running a task as the assignee's turns, reporting and escalation build on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import update
+from sqlmodel import Session, col, select
+
+from hub.deliveries import as_utc
+from hub.store.db import Database
+from hub.store.models import Task, TaskEvent, TaskState
+
+OPEN = frozenset({TaskState.TODO, TaskState.RUNNING, TaskState.BLOCKED, TaskState.REVIEW})
+ALLOWED: dict[TaskState, frozenset[TaskState]] = {
+    TaskState.TODO: frozenset({TaskState.RUNNING, TaskState.CANCELLED}),
+    TaskState.RUNNING: frozenset(
+        {
+            TaskState.TODO,  # put back for a retry
+            TaskState.BLOCKED,
+            TaskState.REVIEW,
+            TaskState.DONE,
+            TaskState.FAILED,
+            TaskState.CANCELLED,
+        }
+    ),
+    TaskState.BLOCKED: frozenset({TaskState.RUNNING, TaskState.FAILED, TaskState.CANCELLED}),
+    TaskState.REVIEW: frozenset({TaskState.DONE, TaskState.RUNNING, TaskState.CANCELLED}),
+    TaskState.FAILED: frozenset({TaskState.TODO}),  # an admin tries it again
+    TaskState.DONE: frozenset(),
+    TaskState.CANCELLED: frozenset(),
+}
+
+
+class TaskError(ValueError):
+    """A task that does not exist, or a transition its state does not allow."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    at: datetime
+    actor: str
+    from_state: str | None
+    to_state: str
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    id: int
+    title: str
+    details: str
+    manager: str
+    assignee: str
+    requested_by: str | None
+    origin: str
+    report_to: tuple[str, ...]
+    due_at: datetime | None
+    state: TaskState
+    attempts: int
+    depth: int
+    parent_id: int | None
+    result: str
+    created_at: datetime
+    updated_at: datetime
+    steps: tuple[Step, ...] = ()
+
+    @property
+    def open(self) -> bool:
+        return self.state in OPEN
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    title: str
+    manager: str
+    assignee: str
+    details: str = ""
+    requested_by: str | None = None
+    origin: str = ""
+    report_to: tuple[str, ...] = ()
+    due_at: datetime | None = None
+    parent_id: int | None = None
+
+
+class TaskBoard:
+    def __init__(self, db: Database, now: Callable[[], datetime]) -> None:
+        self._db = db
+        self._now = now
+
+    def create(self, new: NewTask, actor: str) -> TaskView:
+        """Put a task on the board (todo), one level deeper than its parent."""
+        if not new.title.strip():
+            raise TaskError("a task needs a title")
+        now = self._now()
+        with self._db.session() as session:
+            depth = 0
+            if new.parent_id is not None:
+                parent = session.get(Task, new.parent_id)
+                if parent is None:
+                    raise TaskError(f"no task {new.parent_id}")
+                depth = parent.depth + 1
+            row = Task(
+                title=new.title.strip()[:200],
+                details=new.details,
+                manager=new.manager,
+                assignee=new.assignee,
+                requested_by=new.requested_by,
+                origin=new.origin,
+                report_to=list(new.report_to),
+                due_at=new.due_at,
+                depth=depth,
+                parent_id=new.parent_id,
+                created_at=now,
+                updated_at=now,
+            )
+            session.add(row)
+            session.flush()
+            assert row.id is not None
+            session.add(TaskEvent(task_id=row.id, at=now, actor=actor, to_state=row.state))
+            session.flush()
+            return _view(row, _steps(session, row.id))
+
+    def move(
+        self, task_id: int, to: TaskState, actor: str, note: str = "", *, result: str | None = None
+    ) -> TaskView:
+        """One transition, recorded; TaskError when the task's state does not allow it. Two
+        moves at once: the state is compared as it is set, so the second one is refused."""
+        now = self._now()
+        with self._db.session() as session:
+            row = session.get(Task, task_id)
+            if row is None:
+                raise TaskError(f"no task {task_id}")
+            was = row.state
+            if to not in ALLOWED[was]:
+                raise TaskError(f"task {task_id} is {was.value}: it cannot become {to.value}")
+            values: dict[str, object] = {"state": to, "updated_at": now}
+            if to is TaskState.RUNNING:
+                values["attempts"] = row.attempts + 1
+            if result is not None:
+                values["result"] = result
+            moved = session.exec(
+                update(Task).where(col(Task.id) == task_id, col(Task.state) == was).values(values)
+            )
+            if moved.rowcount != 1:
+                raise TaskError(f"task {task_id} changed meanwhile; look again")
+            session.add(
+                TaskEvent(
+                    task_id=task_id, at=now, actor=actor, from_state=was, to_state=to, note=note
+                )
+            )
+            session.flush()
+            session.refresh(row)
+            return _view(row, _steps(session, task_id))
+
+    def get(self, task_id: int) -> TaskView:
+        with self._db.session() as session:
+            row = session.get(Task, task_id)
+            if row is None:
+                raise TaskError(f"no task {task_id}")
+            return _view(row, _steps(session, task_id))
+
+    def listing(
+        self,
+        *,
+        states: Sequence[TaskState] = (),
+        assignee: str | None = None,
+        requested_by: str | None = None,
+        limit: int = 100,
+    ) -> list[TaskView]:
+        """Tasks newest first, of the given states (all when none), assignee, requester."""
+        query = select(Task).order_by(col(Task.id).desc()).limit(limit)
+        if states:
+            query = query.where(col(Task.state).in_([s.value for s in states]))
+        if assignee is not None:
+            query = query.where(Task.assignee == assignee)
+        if requested_by is not None:
+            query = query.where(Task.requested_by == requested_by)
+        with self._db.session() as session:
+            return [_view(row) for row in session.exec(query).all()]
+
+
+def _steps(session: Session, task_id: int) -> tuple[Step, ...]:
+    events = session.exec(
+        select(TaskEvent).where(TaskEvent.task_id == task_id).order_by(col(TaskEvent.id))
+    ).all()
+    return tuple(Step(as_utc(e.at), e.actor, e.from_state, e.to_state, e.note) for e in events)
+
+
+def _view(row: Task, steps: tuple[Step, ...] = ()) -> TaskView:
+    assert row.id is not None
+    return TaskView(
+        row.id,
+        row.title,
+        row.details,
+        row.manager,
+        row.assignee,
+        row.requested_by,
+        row.origin,
+        tuple(row.report_to),
+        as_utc(row.due_at) if row.due_at else None,
+        row.state,
+        row.attempts,
+        row.depth,
+        row.parent_id,
+        row.result,
+        as_utc(row.created_at),
+        as_utc(row.updated_at),
+        steps,
+    )
