@@ -16,6 +16,7 @@ from sqlalchemy import create_engine, text
 
 from hub.api.server import create_app
 from hub.app import Hub
+from hub.clock import Clock
 from hub.settings import Settings, load_settings
 from hub.store.db import Database
 
@@ -85,6 +86,17 @@ def add_demo_animas(hub: Hub) -> None:
     for name, role, supervisor in DEMO:
         if name not in hub.animas:
             hub.create_anima(name, role, supervisor)
+
+
+async def started_hub(home: Path, clock: Clock | None = None, **sections: Any) -> Hub:
+    """A started hub with the demo Animas: no scheduler, `sections` as in `make_settings`
+    (its `hub` section merged into the default Anima mika)."""
+    sections["hub"] = {"default_anima": "mika", **sections.get("hub", {})}
+    sections.setdefault("scheduler", {"enabled": False})
+    hub = Hub(make_settings(home, **sections), clock=clock)
+    await hub.start()
+    add_demo_animas(hub)
+    return hub
 
 
 @pytest.fixture

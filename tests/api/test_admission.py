@@ -18,7 +18,7 @@ from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.store.models import DeliveryRow, InboxItem
 from tests.api.test_linking import code_in, command
 from tests.api.test_people import ADMIN, TOKEN, web
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import started_hub
 from tests.contract.harness import eventually
 
 EVE_DM = Address("telegram", "bot", "2002", kind=AddressKind.DM)
@@ -29,17 +29,9 @@ _events = iter(range(1, 10_000))
 
 
 async def started(home: Path, **people: Any) -> Hub:
-    settings = make_settings(
-        home,
-        hub={"default_anima": "mika"},
-        scheduler={"enabled": False},
-        server={"api_token": TOKEN},
-        people=people,  # {}: the defaults
-    )
-    hub = Hub(settings, clock=ManualClock(datetime(2026, 12, 1, 9, 0, tzinfo=UTC)))
-    await hub.start()
-    add_demo_animas(hub)
-    return hub
+    clock = ManualClock(datetime(2026, 12, 1, 9, 0, tzinfo=UTC))
+    # people={}: the defaults, pairing on Telegram and LINE
+    return await started_hub(home, clock, server={"api_token": TOKEN}, people=people)
 
 
 @pytest.fixture

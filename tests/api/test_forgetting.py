@@ -21,7 +21,7 @@ from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.store.models import AuditEntry, InboxItem, Turn
 from tests.api.test_linking import command
 from tests.api.test_people import ADMIN, TOKEN, web
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import started_hub
 from tests.contract.harness import eventually
 
 DANA_DM = Address("slack", "T1", "D0DANA", kind=AddressKind.DM)
@@ -31,18 +31,20 @@ EVE = PlatformUser("slack", "U0EVE", "Eve")
 _events = iter(range(1, 10_000))
 
 
-@pytest.fixture
-async def hub(home: Path) -> AsyncIterator[Hub]:
-    settings = make_settings(
+async def memory_hub(home: Path, clock: ManualClock) -> Hub:
+    """aria answers DMs, memory on, the API behind TOKEN."""
+    return await started_hub(
         home,
+        clock,
         hub={"default_anima": "aria"},
-        scheduler={"enabled": False},
         server={"api_token": TOKEN},
         memory={"enabled": True},
     )
-    instance = Hub(settings, clock=ManualClock(datetime(2026, 12, 1, 9, 0, tzinfo=UTC)))
-    await instance.start()
-    add_demo_animas(instance)
+
+
+@pytest.fixture
+async def hub(home: Path) -> AsyncIterator[Hub]:
+    instance = await memory_hub(home, ManualClock(datetime(2026, 12, 1, 9, 0, tzinfo=UTC)))
     try:
         yield instance
     finally:

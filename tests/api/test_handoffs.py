@@ -21,8 +21,9 @@ from hub.memory.distill import SessionTurn
 from hub.memory.handoff import offline_handoff
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.store.models import DeliveryRow, InboxItem
+from tests.api.test_forgetting import memory_hub
 from tests.api.test_linking import code_in, command
-from tests.api.test_people import ADMIN, TOKEN, web
+from tests.api.test_people import ADMIN, web
 from tests.conftest import add_demo_animas, make_settings
 from tests.contract.harness import eventually
 
@@ -44,16 +45,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 async def hub(home: Path, clock: ManualClock) -> AsyncIterator[Hub]:
-    settings = make_settings(
-        home,
-        hub={"default_anima": "aria"},
-        scheduler={"enabled": False},
-        server={"api_token": TOKEN},
-        memory={"enabled": True},
-    )
-    instance = Hub(settings, clock=clock)
-    await instance.start()
-    add_demo_animas(instance)
+    instance = await memory_hub(home, clock)
     try:
         yield instance
     finally:

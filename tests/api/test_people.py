@@ -20,7 +20,7 @@ from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, Command, Inbound, PlatformUser
 from hub.store.models import AuditEntry, Identity
 from tests.api.test_chat_api import sse_events
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import started_hub
 
 TOKEN = "the-admin-token"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}
@@ -28,18 +28,9 @@ SECRET = "4471"
 
 
 async def _started(home: Path, clock: ManualClock, **server: object) -> Hub:
-    hub = Hub(
-        make_settings(
-            home,
-            hub={"default_anima": "mika", "owner": "Olivia"},
-            scheduler={"enabled": False},
-            server={"public_url": "https://hub.example.com", **server},
-        ),
-        clock=clock,
+    return await started_hub(
+        home, clock, server={"public_url": "https://hub.example.com", **server}
     )
-    await hub.start()
-    add_demo_animas(hub)
-    return hub
 
 
 @pytest.fixture
