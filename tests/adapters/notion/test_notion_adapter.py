@@ -7,6 +7,7 @@ wrong token, a database not shared and one without `Report ID` are named at star
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,11 +19,15 @@ from adapters.notion import NotionAdapter
 from adapters.notion.adapter import address_of
 from hub.adapter import PlatformState
 from hub.app import Hub
+from hub.clock import ManualClock
 from hub.messages import DeliveryKind
 from hub.store.models import DeliveryRow
+from tests.conftest import add_demo_animas
 from tests.contract.harness import eventually, free_port, harness_settings
 from tests.contract.test_previews import RefuseFirst
 from tests.fakes.notion_server import FakeNotion
+from tests.privacy.world import settle
+from tests.schedule.test_platform_posts import run_the_schedule, write_crons
 
 SOURCE = "1f2e3d4c-5b6a-4789-8abc-def012345678"
 SCHEMA = {
@@ -187,3 +192,23 @@ async def test_a_data_source_without_report_id_is_refused_at_start(
         assert "Report ID" in status.reason
     finally:
         await hub.stop()
+
+
+async def test_a_cron_that_posts_to_notion_publishes_a_page_each_morning(
+    hub: Hub, fake: FakeNotion
+) -> None:
+    add_demo_animas(hub)
+    write_crons(
+        hub,
+        "## Weekly digest\nschedule: 0 7 * * *\ntype: llm\n"
+        f"post_to: {address_of(SOURCE)}\nWhat shipped this week.\n",
+    )
+    clock = ManualClock(datetime(2026, 3, 2, 6, 30, tzinfo=UTC))
+    await run_the_schedule(hub, clock)
+    (page,) = await eventually(lambda: fake.pages)
+    assert "What shipped this week." in page.markdown  # offline: the task as written
+    assert page.properties["Anima"] == "kai" and page.properties["Kind"] == "report"
+    await run_the_schedule(hub, clock)  # the next morning: a report, and a page, of its own
+    await settle(hub)
+    first, second = fake.pages
+    assert first.properties["Report ID"] != second.properties["Report ID"]
