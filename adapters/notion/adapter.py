@@ -57,10 +57,6 @@ def address_of(data_source_id: str) -> Address:
     return Address(PLATFORM, WORKSPACE, data_source_id)
 
 
-def page_url(page_id: str) -> str:
-    return f"https://www.notion.so/{page_id.replace('-', '')}"
-
-
 class NotionAdapter:
     name = PLATFORM
     capabilities = Capabilities(max_text=MAX_TEXT)
