@@ -29,8 +29,9 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
-from hub.memory.handoff import HandoffNote, is_placeholder, offline_handoff
+from hub.memory.handoff import HandoffNote, offline_handoff
 from hub.memory.lexical import tokenize
+from hub.memory.text import clip, is_placeholder
 
 log = logging.getLogger(__name__)
 
@@ -189,11 +190,6 @@ def restates(first: str, second: str, subject: str) -> bool:
     if (a ^ b) & _NEGATIONS:
         return False
     return a <= b or b <= a or len(a & b) / len(a | b) >= SAME_STATEMENT
-
-
-def clip(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def lead(text: str, limit: int, sentences: int = 1) -> str:

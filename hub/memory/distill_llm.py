@@ -21,12 +21,12 @@ from hub.memory.distill import (
     Fact,
     OfflineDistiller,
     Session,
-    clip,
     similarity,
     title_of,
 )
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
 from hub.memory.handoff import HandoffNote
+from hub.memory.text import clip
 from hub.model_client import LiteLLMCalls, ModelClient
 from hub.settings import LLMSection
 

@@ -17,18 +17,16 @@ Offline rules, in short:
 from __future__ import annotations
 
 import re
-import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from hub.memory.redact import redact
+from hub.memory.text import clip, is_placeholder
 
 PARTS_MAX = 3  # open questions and next steps kept, each
 _PART_CHARS = 200
 _DISCUSSED_CHARS = 400
-# "_(answered in offline mode)_": a note in place of a reply, not something said.
-_PLACEHOLDER = re.compile(r"^_\([^)]*\)_$")
 _SENTENCES = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _STEP_CUES = re.compile(
     r"\b(?:i'?ll|i will|we'?ll|we will|let'?s|next|tomorrow|tonight|later today|todo|to-do|"
@@ -48,14 +46,6 @@ class Said(Protocol):
 
     @property
     def text(self) -> str: ...
-
-
-def is_placeholder(text: str) -> bool:
-    return bool(_PLACEHOLDER.match(text.strip()))
-
-
-def clip(text: str, limit: int) -> str:
-    return textwrap.shorten(text, limit, placeholder="…") if text.strip() else ""
 
 
 @dataclass(frozen=True, slots=True)
