@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, delete, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from hub.deliveries import as_utc
 from hub.memory.distill import Session
@@ -122,11 +123,9 @@ class Handoffs:
         """The handoff to offer a DM turn of `person_id` in `conversation`, if one is due."""
         with self._db.session() as store:
             row = store.exec(
-                select(Handoff)
-                .where(col(Handoff.person_id).in_(self._ids_of(person_id)))
-                .where(Handoff.anima == anima, Handoff.status == HandoffStatus.WAITING)
-                .where(col(Handoff.expires_at) > now)
-                .order_by(col(Handoff.ended_at).desc(), col(Handoff.id).desc())
+                self._live(person_id, now).where(
+                    Handoff.anima == anima, Handoff.status == HandoffStatus.WAITING
+                )
             ).first()
         if row is None or row.id is None:
             return None
@@ -146,12 +145,7 @@ class Handoffs:
     def listing(self, person_id: str, now: datetime) -> list[HandoffView]:
         """The person's handoffs not yet expired, newest first."""
         with self._db.session() as store:
-            rows = store.exec(
-                select(Handoff)
-                .where(col(Handoff.person_id).in_(self._ids_of(person_id)))
-                .where(col(Handoff.expires_at) > now)
-                .order_by(col(Handoff.ended_at).desc(), col(Handoff.id).desc())
-            ).all()
+            rows = store.exec(self._live(person_id, now)).all()
         return [
             HandoffView(
                 row.id or 0,
@@ -165,6 +159,15 @@ class Handoffs:
             )
             for row in rows
         ]
+
+    def _live(self, person_id: str, now: datetime) -> SelectOfScalar[Handoff]:
+        """The person's handoffs (merged ids included) not yet expired, newest first."""
+        return (
+            select(Handoff)
+            .where(col(Handoff.person_id).in_(self._ids_of(person_id)))
+            .where(col(Handoff.expires_at) > now)
+            .order_by(col(Handoff.ended_at).desc(), col(Handoff.id).desc())
+        )
 
     def forget(self, ids: tuple[str, ...]) -> int:
         with self._db.write() as conn:
