@@ -45,6 +45,10 @@ class TaskError(ValueError):
     """A task that does not exist, or a transition its state does not allow."""
 
 
+class UnknownTask(TaskError):
+    """No task has that id."""
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     at: datetime
@@ -107,7 +111,7 @@ class TaskBoard:
             if new.parent_id is not None:
                 parent = session.get(Task, new.parent_id)
                 if parent is None:
-                    raise TaskError(f"no task {new.parent_id}")
+                    raise UnknownTask(f"no task {new.parent_id}")
                 depth = parent.depth + 1
             row = Task(
                 title=new.title.strip()[:200],
@@ -139,7 +143,7 @@ class TaskBoard:
         with self._db.session() as session:
             row = session.get(Task, task_id)
             if row is None:
-                raise TaskError(f"no task {task_id}")
+                raise UnknownTask(f"no task {task_id}")
             was = row.state
             if to not in ALLOWED[was]:
                 raise TaskError(f"task {task_id} is {was.value}: it cannot become {to.value}")
@@ -166,7 +170,7 @@ class TaskBoard:
         with self._db.session() as session:
             row = session.get(Task, task_id)
             if row is None:
-                raise TaskError(f"no task {task_id}")
+                raise UnknownTask(f"no task {task_id}")
             return _view(row, _steps(session, task_id))
 
     def listing(

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 from hub.api.people_routes import CallerDep, actor_of, when
 from hub.api.routes import HubDep
 from hub.store.models import TaskState
-from hub.tasks import TaskError, TaskView
+from hub.tasks import TaskError, TaskView, UnknownTask
 
 router = APIRouter(prefix="/api")
 
@@ -35,7 +35,7 @@ def task(task_id: int, hub: HubDep) -> dict[str, Any]:
     """One task with every transition it went through."""
     try:
         found = hub.tasks.get(task_id)
-    except TaskError as exc:
+    except UnknownTask as exc:
         raise HTTPException(404, str(exc)) from None
     return {
         **shown(found),
@@ -55,11 +55,9 @@ def task(task_id: int, hub: HubDep) -> dict[str, Any]:
 @router.post("/tasks/{task_id}/cancel")
 def cancel(task_id: int, body: CancelIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     try:
-        hub.tasks.get(task_id)
-    except TaskError as exc:
-        raise HTTPException(404, str(exc)) from None
-    try:
         done = hub.tasks.move(task_id, TaskState.CANCELLED, actor_of(caller), body.reason)
+    except UnknownTask as exc:
+        raise HTTPException(404, str(exc)) from None
     except TaskError as exc:
         raise HTTPException(409, str(exc)) from None
     hub.people.audit(caller, "task.cancel", str(task_id))
