@@ -59,6 +59,11 @@ def call(method: str, path: str, body: dict[str, Any] | None = None, ok: int = 2
         raise typer.Exit(1) from None
 
 
+def short_time(at: str | None) -> str:
+    """An API timestamp as a table shows it: `2026-12-02 04:58`."""
+    return at[:16].replace("T", " ") if at else ""
+
+
 def _name(name: str) -> str:
     return quote(name, safe="")
 
@@ -117,7 +122,7 @@ def people_handoffs(name: Annotated[str, typer.Argument(help="A person's id or n
         ahead = [*row["open_questions"], *row["next_steps"]]
         table.add_row(
             row["anima"],
-            row["ended_at"][:16].replace("T", " "),
+            short_time(row["ended_at"]),
             row["where"],
             row["status"],
             row["discussed"],

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hub.cli_people import call, console
+from hub.cli_people import call, console, short_time
 
 task_app = typer.Typer(help="The task board: what managers delegated.", no_args_is_help=True)
 
@@ -34,7 +34,7 @@ def task_list(
             row["manager"],
             row["assignee"],
             str(row["attempts"]),
-            _short(row["updated_at"]),
+            short_time(row["updated_at"]),
         )
     console.print(table)
 
@@ -47,7 +47,7 @@ def task_show(task_id: Annotated[int, typer.Argument(help="The task's id.")]) ->
     table = Table("when", "who", "from", "to", "note")
     for step in task["steps"]:
         table.add_row(
-            _short(step["at"]), step["actor"], step["from"] or "", step["to"], step["note"]
+            short_time(step["at"]), step["actor"], step["from"] or "", step["to"], step["note"]
         )
     console.print(table)
 
@@ -66,14 +66,10 @@ def _print_task(task: dict[str, Any]) -> None:
     console.print(f"[bold]task {task['id']}[/]: {task['title']}", highlight=False)
     console.print(
         f"{task['state']} · {task['manager']} → {task['assignee']} · tries {task['attempts']}"
-        + (f" · due {_short(task['due_at'])}" if task["due_at"] else ""),
+        + (f" · due {short_time(task['due_at'])}" if task["due_at"] else ""),
         highlight=False,
     )
     if task["details"]:
         console.print(task["details"], highlight=False)
     if task["result"]:
         console.print(f"report: {task['result']}", highlight=False)
-
-
-def _short(at: str | None) -> str:
-    return at[:16].replace("T", " ") if at else ""
