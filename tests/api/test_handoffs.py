@@ -24,7 +24,7 @@ from hub.store.models import DeliveryRow, InboxItem
 from tests.api.test_forgetting import memory_hub
 from tests.api.test_linking import code_in, command
 from tests.api.test_people import ADMIN, web
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import started_hub
 from tests.contract.harness import eventually
 
 TG_DM = Address("telegram", "bot", "1001", kind=AddressKind.DM)
@@ -177,16 +177,13 @@ async def test_with_a_model_it_writes_the_handoff_and_is_told_to_offer_it(
     home: Path, clock: ManualClock, fake_openai: Any
 ) -> None:
     llm = {"model": "openai/fake", "api_base": f"{fake_openai.url}/v1", "api_key": "x"}
-    settings = make_settings(
+    hub = await started_hub(
         home,
+        clock,
         hub={"default_anima": "aria"},
-        scheduler={"enabled": False},
         memory={"enabled": True},
         llm={**llm, "workers": 0},
     )
-    hub = Hub(settings, clock=clock)
-    await hub.start()
-    add_demo_animas(hub)
     try:
         await linked(hub)
         fake_openai.queue_reply("Happy to. What dates?")

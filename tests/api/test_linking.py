@@ -19,7 +19,7 @@ from hub.memory.service import TurnRecord
 from hub.messages import Address, AddressKind, Command, Inbound, PlatformUser
 from hub.store.models import AuditEntry, DeliveryRow
 from tests.api.test_people import ADMIN, TOKEN, _started, web
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import started_hub
 
 SLACK_DM = Address("slack", "T1", "D0DANA", kind=AddressKind.DM)
 TG_DM = Address("telegram", "bot", "1001", kind=AddressKind.DM)
@@ -162,12 +162,7 @@ async def test_admins_list_show_link_unlink_and_merge_over_the_api(hub: Hub) -> 
 async def test_dm_memory_follows_the_linked_person_and_no_one_else(
     home: Path, clock: ManualClock
 ) -> None:
-    settings = make_settings(
-        home, hub={"default_anima": "mika"}, scheduler={"enabled": False}, memory={"enabled": True}
-    )
-    hub = Hub(settings, clock=clock)
-    await hub.start()
-    add_demo_animas(hub)
+    hub = await started_hub(home, clock, memory={"enabled": True})
     try:
         assert hub.memory is not None
         memory = hub.memory
