@@ -7,10 +7,9 @@ month in its timezone. `hub/scheduler.py` decides when a job runs; this module r
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
@@ -23,10 +22,7 @@ from hub import heartbeat as hb
 from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock
 from hub.crons import CronBook, CronJob
-from hub.episodes import describe
-from hub.identity import PersonView
-from hub.llm import TurnContext
-from hub.memory.recall import RecallScope
+from hub.deliveries import bounded_key
 from hub.messages import Address, AddressKind, Command, DeliveryKind
 from hub.model_client import LLMError
 from hub.outbox import Outbox
@@ -35,7 +31,7 @@ from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
 from hub.store.db import Database
 from hub.targets import DM_PREFIX, Resolved, TargetResolver, groups, scope_of
-from hub.tools import ToolContext
+from hub.thinking import Thinker
 
 if TYPE_CHECKING:
     from hub.memory.consolidation import Consolidator
@@ -43,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CRON_GRACE = timedelta(hours=1)
-_MAX_KEY = 300
 CommandRunner = Callable[[str, Command, Address | None], Awaitable[str]]
 
 
@@ -80,7 +75,6 @@ class Agenda:
         self._db = db
         self._settings = settings
         self._animas = animas
-        self._responders = responders
         self._outbox = outbox
         self._clock = clock
         self._paused = paused
@@ -89,9 +83,10 @@ class Agenda:
         self._run_command = run_command
         self._books: dict[str, CronBook] = {}
         self._targets = TargetResolver(db)
+        self._thinker = Thinker(settings, responders, memory)
 
     def timezone(self, anima: Anima) -> str:
-        return anima.spec.timezone or self._settings.hub.timezone
+        return self._thinker.timezone(anima)
 
     # planning --------------------------------------------------------------------------
 
@@ -257,47 +252,19 @@ class Agenda:
     # helpers ---------------------------------------------------------------------------
 
     def _model(self, anima: Anima) -> str:
-        return anima.spec.model or self._settings.llm.model
+        return self._thinker.model(anima)
 
     async def _think(self, anima: Anima, task: str, group: list[Resolved]) -> str | None:
-        """A turn with no one asking: the task as input, the Anima's identity and tools, in
-        the privacy scope of the targets it will be posted to (a DM: that person's).
+        """A turn with no one asking, in the scope of the targets it will be posted to.
         None when the model fails (logged), so the caller falls back to offline text."""
-        scope = scope_of(anima.name, group) if group else RecallScope(anima.name, None, None, False)
-        person = group[0].person if group and group[0].is_dm else None
-        where = "a scheduled moment of your own (a heartbeat or a cron task)"
-        if person is not None and group[0].address is not None:
-            where += f"; what you write goes to {describe(group[0].address)}"
-        ctx = TurnContext(
-            anima=anima.name,
-            anima_title=anima.spec.role,
-            anima_summary="",
-            identity=anima.identity,
-            model=self._model(anima),
-            person=person
-            or PersonView("hub", "the hub's scheduler", (), self.timezone(anima), "", None),
-            where=where,
-            history=[],
-            text=task,
-            tools=ToolContext(
-                anima=anima.name,
-                person_id=scope.person_id,
-                person_is_admin=False,
-                conversation=f"schedule:{anima.name}",
-                timezone=self.timezone(anima),
-                channel_key=scope.channel_key or "",
-                is_dm=scope.is_dm,
-            ),
-        )
-        if self._memory is not None:
-            priming = await self._memory.prime(RecallScope.of(ctx.tools), task)
-            if not priming.empty:
-                ctx = replace(ctx, recalled=priming.render())
         try:
-            return "".join([piece async for piece in self._responders.model.stream(ctx)]).strip()
+            thought = await self._thinker.think(
+                anima, task, group, "a scheduled moment of your own (a heartbeat or a cron task)"
+            )
         except LLMError as exc:
             log.error("model failed on a scheduled task: %s", exc, extra={"anima": anima.name})
             return None
+        return thought.text
 
     def _post(
         self, anima: str, text: str, group: list[Resolved], kind: DeliveryKind, key: str
@@ -309,7 +276,7 @@ class Agenda:
             try:
                 with self._db.write() as conn:
                     self._outbox.enqueue(
-                        conn, address, text, kind, anima, _bounded(f"{key}>{address}")
+                        conn, address, text, kind, anima, bounded_key(f"{key}>{address}")
                     )
             except IntegrityError:
                 log.info("already posted %s to %s", key, address, extra={"anima": anima})
@@ -345,7 +312,7 @@ class Agenda:
                         f"(not written: {target.written} cannot be reached: {target.error})",
                         kind,
                         anima,
-                        _bounded(f"{key}>{target.written}"),
+                        bounded_key(f"{key}>{target.written}"),
                         target.error or "cannot be reached",
                     )
             except IntegrityError:
@@ -371,10 +338,3 @@ def _offline_cron(job: CronJob) -> str:
         f"**{job.title}** (scheduled task; no language model is configured, so here is the "
         f"task as written)\n\n{job.body}"
     )
-
-
-def _bounded(key: str) -> str:
-    if len(key) <= _MAX_KEY:
-        return key
-    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
-    return f"{key[: _MAX_KEY - 17]}~{digest}"

@@ -50,6 +50,9 @@ class AnimaFile(BaseModel):
     timezone: str = ""
     heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    # Where this Anima's task reports go besides the conversation that asked (targets as
+    # in a cron's post_to: an address, dm:<platform>:<user>, notion:notion/<data source>).
+    report_to: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +153,8 @@ def render_anima_toml(name: str, role: Role, supervisor: str | None) -> str:
         'model = ""',
         "# IANA timezone for schedules; empty uses [hub] timezone.",
         'timezone = ""',
+        "# Where task reports go besides the conversation that asked (as a cron's post_to).",
+        "report_to = []  # e.g. [\"notion:notion/<data source id>\"]",
         "",
         "[heartbeat]",
         f"interval_minutes = {role.heartbeat_minutes}",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -31,6 +32,7 @@ from hub.commands.handler import CommandService
 from hub.commands.people import PeopleCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
+from hub.delegation import Delegation
 from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
 from hub.events import EventBus
@@ -40,7 +42,7 @@ from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, Inbox
 from hub.ingress import Ingress, storable
 from hub.linking import Linking
-from hub.llm import LiteLLMResponder
+from hub.llm import LiteLLMResponder, TurnContext
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill_llm import anima_distillers
 from hub.memory.profiles import Profiles
@@ -65,7 +67,10 @@ from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cu
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.supervise import Supervisor
+from hub.task_runner import TaskRunner
+from hub.task_tools import plain_request, task_tools
 from hub.tasks import TaskBoard
+from hub.thinking import Thinker
 from hub.tools import ToolRegistry, builtin_tools
 from hub.transcript import transcript
 
@@ -147,7 +152,8 @@ class Hub:
             self.tools.register(remember_about_person_tool(self.memory))
         self.anima_states = AnimaStates(self.db, self.inbox, self.outbox)
         responders = responders or Responders(
-            LiteLLMResponder(settings.llm, self.tools, self.model), OfflineResponder()
+            LiteLLMResponder(settings.llm, self.tools, self.model),
+            OfflineResponder(self._offline_delegation),
         )
         self.runtime = Runtime(
             self.db,
@@ -164,6 +170,25 @@ class Hub:
             health=self.supervisor.part("turns"),
             handoffs=self.handoffs if self.memory is not None else None,
         )
+        self.task_runner = TaskRunner(
+            self.db,
+            self.tasks,
+            self.animas,
+            Thinker(settings, responders, self.memory),
+            self.outbox,
+            self.memory,
+            settings.tasks,
+            self.clock.now,
+            self.runtime.submit,
+            self.anima_states.is_paused,
+            lambda person_id: self.identity.by_id(person_id).display_name,
+        )
+        self.runtime.run_task = self.task_runner.run
+        self.delegation = Delegation(
+            self.tasks, self.animas, settings.tasks, self.clock.now, self.task_runner.start
+        )
+        for tool in task_tools(self.delegation, self.tasks, self.clock.now):
+            self.tools.register(tool)
         paced = settings.runtime
         self.pacing = Pacing(
             Pacer(Rate(paced.person_messages_per_minute, paced.person_burst)),
@@ -196,7 +221,7 @@ class Hub:
             self._signin_link if "web" in self.adapters else None,
             PeopleCommands(self.linking, self.admission, self._notify),
             AboutCommands(self.private_counts, self.forget_person),
-            TaskCommands(self.tasks),
+            TaskCommands(self.tasks, self.delegation),
         )
         self.agenda = Agenda(
             self.db,
@@ -235,6 +260,8 @@ class Hub:
         # Before the platforms start: what they deliver now (sent while the hub was down)
         # came after what was accepted before, so its turns must queue behind those.
         self.dispatcher.recover()
+        if cut_off := self.task_runner.recover():
+            log.warning("%d tasks were cut off by the last stop; running them again", cut_off)
         await self.platforms.start(self)
         self.supervisor.start("outbox", self.outbox.run)
         memory = self.memory
@@ -270,6 +297,7 @@ class Hub:
         if self.agenda.reload_crons() or names != self._planned:
             self.scheduler.plan(self.agenda.specs())
             self._planned = names
+        self.task_runner.sweep()
         now = self.clock.now()
         checked = self._sessions_checked
         if self.consolidator is not None and (checked is None or now - checked >= _SESSION_SCAN):
@@ -282,6 +310,7 @@ class Hub:
             self._catch_up.cancel()
             await asyncio.gather(self._catch_up, return_exceptions=True)
         await self.scheduler.close()
+        self.task_runner.close()
         await self.runtime.mailboxes.close()
         if self.model_workers is not None:
             await self.model_workers.stop()
@@ -382,6 +411,16 @@ class Hub:
             self.outbox.enqueue(
                 conn, address, text, DeliveryKind.NOTICE, anima, f"notice:{uuid.uuid4()}"
             )
+
+    async def _offline_delegation(self, ctx: TurnContext) -> str | None:
+        """Offline, a manager still delegates when asked in plain words ("have kai check
+        the build"), through the same tool a model would call."""
+        asked = plain_request(ctx.text, self.delegation.subordinates(ctx.anima))
+        if asked is None:
+            return None
+        to, title = asked
+        arguments = json.dumps({"to": to, "title": title})
+        return await self.tools.call("delegate_task", arguments, ctx.tools)
 
     def _signin_link(self, person_id: str) -> str:
         issued = self.access.create_signin(person_id, created_by="/web")

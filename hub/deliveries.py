@@ -7,6 +7,7 @@ built once (`bench/README.md`).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -19,6 +20,15 @@ from hub.messages import DeliveryKind, DeliveryStatus, utcnow
 from hub.store.models import AuditEntry, DeliveryRow
 
 _BATCH = 200
+_MAX_KEY = 300  # the idempotency key's column width
+
+
+def bounded_key(key: str) -> str:
+    """A delivery key that fits its column: a long one keeps its start and a digest."""
+    if len(key) <= _MAX_KEY:
+        return key
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return f"{key[: _MAX_KEY - 17]}~{digest}"
 
 
 def as_utc(moment: datetime) -> datetime:

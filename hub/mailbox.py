@@ -1,4 +1,8 @@
-"""A mailbox per Anima: one turn at a time per conversation, conversations in parallel."""
+"""A mailbox per Anima: one turn at a time per conversation, conversations in parallel.
+
+Two kinds of work queue in it, in the same lanes and the same concurrency limit: a turn
+answering a message (`TurnJob`) and a run of a delegated task (`TaskJob`, its own lane).
+"""
 
 from __future__ import annotations
 
@@ -18,18 +22,33 @@ class TurnJob:
     person_id: str | None = None
 
 
-TurnHandler = Callable[[TurnJob], Awaitable[None]]
+@dataclass(frozen=True, slots=True)
+class TaskJob:
+    task_id: int
+    anima: str
+
+    @property
+    def conversation(self) -> str:
+        return f"task:{self.task_id}"
+
+    @property
+    def inbox_id(self) -> str:  # for the crash log line, like a turn's
+        return self.conversation
+
+
+Job = TurnJob | TaskJob
+TurnHandler = Callable[[Job], Awaitable[None]]
 
 
 class Mailbox:
     def __init__(self, anima: str, handler: TurnHandler, max_concurrent: int) -> None:
         self.anima = anima
         self._handler = handler
-        self._lanes: dict[str, asyncio.Queue[TurnJob]] = {}
+        self._lanes: dict[str, asyncio.Queue[Job]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._slots = asyncio.Semaphore(max_concurrent)
 
-    def put(self, job: TurnJob) -> None:
+    def put(self, job: Job) -> None:
         lane = self._lanes.setdefault(job.conversation, asyncio.Queue())
         lane.put_nowait(job)
         if job.conversation not in self._tasks:
@@ -52,7 +71,7 @@ class Mailbox:
             del self._tasks[conversation]
             del self._lanes[conversation]
 
-    async def _run(self, job: TurnJob) -> None:
+    async def _run(self, job: Job) -> None:
         try:
             await self._handler(job)
         except asyncio.CancelledError:
@@ -79,7 +98,7 @@ class Mailboxes:
             box = self._boxes[anima] = Mailbox(anima, self._handler, max_concurrent)
         return box
 
-    def put(self, job: TurnJob, max_concurrent: int) -> None:
+    def put(self, job: Job, max_concurrent: int) -> None:
         self.ensure(job.anima, max_concurrent).put(job)
 
     def pending(self) -> dict[str, int]:

@@ -7,7 +7,7 @@ it remembers of the conversation, and exactly how to configure a model.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from hub.llm import TurnContext
 from hub.memory.redact import redact
@@ -92,8 +92,26 @@ def _remembered(ctx: TurnContext) -> list[str]:
     ]
 
 
+# Something the offline mode can still do for a message (delegate a task asked for in plain
+# words): what it did, said first in the reply, or None.
+Act = Callable[[TurnContext], Awaitable[str | None]]
+
+
 class OfflineResponder:
+    def __init__(self, act: Act | None = None) -> None:
+        self._act = act
+
     async def stream(self, ctx: TurnContext) -> AsyncIterator[str]:
+        done = await self._act(ctx) if self._act is not None else None
+        text = compose(ctx)
+        if done:
+            text = f"{_done_line(done)}\n\n{text}"
         # Streamed word by word so every platform's streaming path is exercised offline too.
-        for match in _WORD_RE.finditer(compose(ctx)):
+        for match in _WORD_RE.finditer(text):
             yield match.group(0)
+
+
+def _done_line(done: str) -> str:
+    if done.startswith("error: "):
+        return f"I could not hand that on: {done.removeprefix('error: ')}"
+    return f"Done: {done}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -25,7 +25,7 @@ from hub.handoffs import Handoffs, Offer
 from hub.identity import IdentityService, PersonView
 from hub.inbox import Claimed, Inbox
 from hub.llm import Responder, TurnContext, wrap_message
-from hub.mailbox import Mailboxes, TurnJob
+from hub.mailbox import Job, Mailboxes, TaskJob, TurnJob
 from hub.memory.recall import RecallScope
 from hub.memory.redact import StreamRedactor, redact
 from hub.memory.service import MemoryService
@@ -82,15 +82,24 @@ class Runtime:
         # notice its sender was given (hub/commands/state.py), or None to run the turn.
         self._hold = hold
         self._now = now  # the hub's clock: turns and episodes are dated by it
-        self.mailboxes = Mailboxes(self.handle)
+        self.mailboxes = Mailboxes(self._handle)
         self._health = health or Part("turns", now)
         self._db_backoff = Backoff(base_s=1.0, max_s=30.0)
+        # Runs a delegated task in the assignee's mailbox (hub/task_runner.py, set by app).
+        self.run_task: Callable[[TaskJob], Awaitable[None]] | None = None
 
-    def submit(self, job: TurnJob) -> None:
-        self._events.open(job.inbox_id)
+    def submit(self, job: Job) -> None:
+        if isinstance(job, TurnJob):
+            self._events.open(job.inbox_id)
         anima = self._animas.get(job.anima)
         limit = anima.spec.limits.max_concurrent_turns if anima else 1
         self.mailboxes.put(job, min(limit, self._settings.runtime.max_concurrent_turns))
+
+    async def _handle(self, job: Job) -> None:
+        if isinstance(job, TurnJob):
+            await self.handle(job)
+        elif self.run_task is not None:
+            await self.run_task(job)
 
     async def handle(self, job: TurnJob) -> None:
         """Run one turn. If the database fails under it, the inbox row is still open (the
@@ -226,6 +235,7 @@ class Runtime:
                 timezone=anima.spec.timezone or self._settings.hub.timezone,
                 channel_key=row.channel_key,
                 is_dm=row.address_kind == AddressKind.DM.value,
+                turn=row.id,
             ),
             earlier_from_person=[
                 t.text for t in turns if t.role == "user" and t.person_id == person.id

@@ -242,6 +242,19 @@ class SchedulerSection(SettingsSection):
     session_idle_minutes: int = Field(default=10, ge=1)
 
 
+class TasksSection(SettingsSection):
+    """Delegation (hub/delegation.py) and running tasks (hub/task_runner.py)."""
+
+    # How many delegations a chain may hold: mika → kai → … (a task's depth is below it).
+    max_depth: int = Field(default=3, ge=1, le=10)
+    # Tasks one Anima may hand another within an hour (spam and loop protection).
+    max_per_pair_per_hour: int = Field(default=10, ge=1)
+    # Runs of a task before it fails and is escalated; a run longer than this is cut off.
+    max_attempts: int = Field(default=3, ge=1, le=20)
+    retry_delay_s: float = Field(default=30.0, ge=0)
+    run_timeout_s: float = Field(default=900.0, gt=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="ANIMAHUB_",
@@ -260,6 +273,7 @@ class Settings(BaseSettings):
     memory: MemorySection = Field(default_factory=MemorySection)
     scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
     people: PeopleSection = Field(default_factory=PeopleSection)
+    tasks: TasksSection = Field(default_factory=TasksSection)
 
     @model_validator(mode="before")
     @classmethod

@@ -4,7 +4,7 @@ A task is a row of `task` with its state (`TaskState`: todo, running, blocked, r
 failed, cancelled); each transition is a row of `task_event` written in the same transaction,
 with when, who (an Anima, a person, `hub`) and why. Only the transitions in `ALLOWED` are
 possible: a cancelled task cannot start, a done one cannot fail. This module is the board
-only; running a task as the assignee's turns, reporting and escalation build on it.
+only: hub/delegation.py puts tasks on it, hub/task_runner.py runs and reports them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import Connection, func, update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from hub.deliveries import as_utc
@@ -76,6 +77,7 @@ class TaskView:
     result: str
     created_at: datetime
     updated_at: datetime
+    escalated_at: datetime | None = None
     steps: tuple[Step, ...] = ()
 
     @property
@@ -94,6 +96,19 @@ class NewTask:
     report_to: tuple[str, ...] = ()
     due_at: datetime | None = None
     parent_id: int | None = None
+    request_key: str | None = None  # the same request twice makes one task
+
+
+class Duplicate(TaskError):
+    """The request was made before: `task` is what it made."""
+
+    def __init__(self, task: TaskView) -> None:
+        super().__init__(f"already on the board as task {task.id} ({task.state.value})")
+        self.task = task
+
+
+# Runs in a transition's own transaction (e.g. the report's deliveries with its `done`).
+InTransaction = Callable[[Connection, "TaskView"], None]
 
 
 class TaskBoard:
@@ -124,21 +139,39 @@ class TaskBoard:
                 due_at=new.due_at,
                 depth=depth,
                 parent_id=new.parent_id,
+                request_key=new.request_key,
                 created_at=now,
                 updated_at=now,
             )
             session.add(row)
-            session.flush()
+            try:
+                session.flush()
+            except IntegrityError:
+                session.rollback()
+                raise Duplicate(self._requested(new.request_key)) from None
             assert row.id is not None
             session.add(TaskEvent(task_id=row.id, at=now, actor=actor, to_state=row.state))
             session.flush()
             return _view(row, _steps(session, row.id))
 
+    def _requested(self, key: str | None) -> TaskView:
+        with self._db.session() as session:
+            row = session.exec(select(Task).where(Task.request_key == key)).one()
+            return _view(row)
+
     def move(
-        self, task_id: int, to: TaskState, actor: str, note: str = "", *, result: str | None = None
+        self,
+        task_id: int,
+        to: TaskState,
+        actor: str,
+        note: str = "",
+        *,
+        result: str | None = None,
+        then: InTransaction | None = None,
     ) -> TaskView:
         """One transition, recorded; TaskError when the task's state does not allow it. Two
-        moves at once: the state is compared as it is set, so the second one is refused."""
+        moves at once: the state is compared as it is set, so the second one is refused.
+        `then` runs in the same transaction: what it writes stands or falls with the move."""
         now = self._now()
         with self._db.session() as session:
             row = session.get(Task, task_id)
@@ -164,7 +197,41 @@ class TaskBoard:
             )
             session.flush()
             session.refresh(row)
-            return _view(row, _steps(session, task_id))
+            view = _view(row, _steps(session, task_id))
+            if then is not None:
+                then(session.connection(), view)
+            return view
+
+    def mark_escalated(self, task_id: int) -> bool:
+        """Note that the task's lateness was told; False when it was told before."""
+        with self._db.session() as session:
+            marked = session.exec(
+                update(Task)
+                .where(col(Task.id) == task_id, col(Task.escalated_at).is_(None))
+                .values(escalated_at=self._now())
+            )
+            return bool(marked.rowcount == 1)
+
+    def chain(self, task_id: int) -> list[TaskView]:
+        """The task and every task above it, nearest first."""
+        found: list[TaskView] = []
+        with self._db.session() as session:
+            next_id: int | None = task_id
+            while next_id is not None and len(found) < 50:
+                row = session.get(Task, next_id)
+                if row is None:
+                    break
+                found.append(_view(row))
+                next_id = row.parent_id
+        return found
+
+    def count_since(self, manager: str, assignee: str, since: datetime) -> int:
+        """How many tasks `manager` handed `assignee` since then."""
+        query = select(func.count()).where(
+            Task.manager == manager, Task.assignee == assignee, col(Task.created_at) >= since
+        )
+        with self._db.session() as session:
+            return int(session.exec(query).one())
 
     def get(self, task_id: int) -> TaskView:
         with self._db.session() as session:
@@ -179,10 +246,13 @@ class TaskBoard:
         states: Sequence[TaskState] = (),
         assignee: str | None = None,
         requested_by: str | None = None,
+        manager: str | None = None,
         limit: int = 100,
     ) -> list[TaskView]:
         """Tasks newest first, of the given states (all when none), assignee, requester."""
         query = select(Task).order_by(col(Task.id).desc()).limit(limit)
+        if manager is not None:
+            query = query.where(Task.manager == manager)
         if states:
             query = query.where(col(Task.state).in_([s.value for s in states]))
         if assignee is not None:
@@ -219,5 +289,6 @@ def _view(row: Task, steps: tuple[Step, ...] = ()) -> TaskView:
         row.result,
         as_utc(row.created_at),
         as_utc(row.updated_at),
+        as_utc(row.escalated_at) if row.escalated_at else None,
         steps,
     )

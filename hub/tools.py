@@ -32,6 +32,8 @@ class ToolContext:
     timezone: str
     channel_key: str = ""
     is_dm: bool = False
+    turn: str = ""  # the inbox id of the turn: what a tool's side effect is keyed by
+    task_id: int | None = None  # the task this turn works on (hub/task_runner.py)
 
 
 ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]

@@ -59,6 +59,7 @@ ADMIN_ONLY = {
     "resume": "resume Animas",
     "heartbeat": "trigger heartbeats",
     "approve": "let people in",
+    "delegate": "delegate tasks",
 }
 NEEDS_NAME = frozenset({"status", "bind", "pause", "resume", "heartbeat"})
 NO_ARGS = frozenset({"list", "unbind", "tasks"})
@@ -142,7 +143,7 @@ class CommandService:
     async def _anima(self, command: Command, inbound: Inbound, person: PersonView) -> str:
         sub = command.args[0].lower() if command.args else ""
         rest = command.args[1:]
-        if sub not in NEEDS_NAME | NO_ARGS | {"approve"}:
+        if sub not in NEEDS_NAME | NO_ARGS | {"approve", "delegate"}:
             said = f" /anima {sub}" if sub else ""
             return f"Unknown command{said}.\n{USAGE}"
         if sub in ADMIN_ONLY and not person.is_admin:
@@ -152,6 +153,12 @@ class CommandService:
             if self._people is None:
                 return "Letting people in is not available on this hub."
             return self._people.approve(tuple(rest), person)
+        if sub == "delegate":
+            if self._tasks is None:
+                return "No task board here."
+            answer = self._tasks.delegate(tuple(rest), inbound, person)
+            self._audit(inbound, person, "anima.delegate", " ".join(rest[:1]), {"answer": answer})
+            return answer
         if sub in NO_ARGS:
             if rest:
                 return f"/anima {sub} takes no name.\n{USAGE}"

@@ -15,7 +15,7 @@ COMMAND_NAMES = frozenset({"anima", "whoami", "web", "link", "unlink", "forget-m
 USAGE = (
     "Usage: /anima list | /anima status NAME | /anima bind NAME | /anima unbind | "
     "/anima heartbeat NAME | /anima pause NAME | /anima resume NAME | /anima approve CODE | "
-    "/anima tasks | "
+    "/anima tasks | /anima delegate NAME TASK | "
     "/whoami | "
     "/web (in a DM: a sign-in link to the web chat) | /link (in a DM: a code for your other "
     "account) | /link CODE | /unlink PLATFORM | /forget-me"

@@ -335,6 +335,9 @@ class Task(SQLModel, table=True):
     depth: int = 0  # how many delegations above it
     parent_id: int | None = Field(default=None, foreign_key="task.id")
     result: str = ""  # the report
+    # What asked for it (a turn and what it asked): the same request twice is one task.
+    request_key: str | None = Field(default=None, max_length=300, unique=True, index=True)
+    escalated_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     created_at: datetime = _ts(nullable=False)
     updated_at: datetime = _ts(nullable=False)
 

@@ -7,6 +7,9 @@ unmodified: ``litellm.acompletion(model="openai/fake", api_base=f"{fake.url}/v1"
   server-sent ``chat.completion.chunk`` events ending with ``data: [DONE]``.
 * Replies are scripted with :meth:`FakeOpenAI.queue_reply` / :meth:`FakeOpenAI.queue_tool_call`
   (first in, first out); with nothing queued the reply is ``"echo: <last user message>"``.
+  Given ``model=``, a reply or failure is only for requests naming that model (as litellm
+  sends it: ``openai/kai`` arrives as ``kai``), so callers that run at once can be scripted
+  apart; requests for a model with nothing of its own queued take from the shared queue.
 * :meth:`FakeOpenAI.fail_next` answers the next request with an OpenAI-style error, and
   :meth:`FakeOpenAI.hold_next` keeps the next request waiting until :meth:`FakeOpenAI.release`
   or :meth:`FakeOpenAI.stop`.
@@ -125,8 +128,8 @@ class FakeState:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._replies: deque[Reply] = deque()
-        self._failures: deque[Failure] = deque()
+        self._replies: dict[str | None, deque[Reply]] = {}
+        self._failures: dict[str | None, deque[Failure]] = {}
         self._requests: list[JSON] = []
         self._holds_pending = 0
         self._held: list[_Hold] = []
@@ -136,20 +139,26 @@ class FakeState:
 
     # ---- scripting (test side)
 
-    def queue_reply(self, text: str) -> None:
+    def queue_reply(self, text: str, model: str | None = None) -> None:
         with self._lock:
-            self._replies.append(Reply(text=text))
+            self._replies.setdefault(model, deque()).append(Reply(text=text))
 
-    def queue_tool_call(self, name: str, arguments: JSON, call_id: str | None = None) -> None:
+    def queue_tool_call(
+        self, name: str, arguments: JSON, call_id: str | None = None, model: str | None = None
+    ) -> None:
         call = ToolCall(name, arguments) if call_id is None else ToolCall(name, arguments, call_id)
         with self._lock:
-            self._replies.append(Reply(tool_calls=(call,)))
+            self._replies.setdefault(model, deque()).append(Reply(tool_calls=(call,)))
 
     def fail_next(
-        self, status: int = 429, retry_after: float | None = 2, message: str | None = None
+        self,
+        status: int = 429,
+        retry_after: float | None = 2,
+        message: str | None = None,
+        model: str | None = None,
     ) -> None:
         with self._lock:
-            self._failures.append(Failure(status, retry_after, message))
+            self._failures.setdefault(model, deque()).append(Failure(status, retry_after, message))
 
     def hold_next(self) -> None:
         with self._lock:
@@ -212,15 +221,22 @@ class FakeState:
             self._held.append(hold)
             return hold
 
-    def next_failure(self) -> Failure | None:
+    def next_failure(self, body: JSON) -> Failure | None:
         with self._lock:
-            return self._failures.popleft() if self._failures else None
+            queue = _own_or_shared(self._failures, body)
+            return queue.popleft() if queue else None
 
     def next_reply(self, body: JSON) -> Reply:
         with self._lock:
-            if self._replies:
-                return self._replies.popleft()
+            queue = _own_or_shared(self._replies, body)
+            if queue:
+                return queue.popleft()
         return Reply(text=f"echo: {_last_user_text(body)}")
+
+
+def _own_or_shared(queues: dict[str | None, deque[Any]], body: JSON) -> deque[Any] | None:
+    own = queues.get(str(body.get("model") or ""))
+    return own if own else queues.get(None)
 
 
 def _last_user_text(body: JSON) -> str:
@@ -404,7 +420,7 @@ def _make_chat_completions(state: FakeState) -> Callable[[Request], Awaitable[Re
                 return Response(status_code=499)
             if state.is_stopping:
                 return error_response(Failure(503, None, "The fake OpenAI server is stopping."))
-        failure = state.next_failure()
+        failure = state.next_failure(body)
         if failure is not None:
             return error_response(failure)
         reply = state.next_reply(body)
@@ -426,18 +442,23 @@ def _make_control_routes(state: FakeState) -> list[Route]:
 
     async def queue_reply(request: Request) -> Response:
         body = await _json_body(request) or {}
-        state.queue_reply(str(body.get("text", "")))
+        state.queue_reply(str(body.get("text", "")), body.get("model"))
         return JSONResponse({"ok": True})
 
     async def queue_tool_call(request: Request) -> Response:
         body = await _json_body(request) or {}
-        state.queue_tool_call(str(body.get("name", "")), dict(body.get("arguments") or {}))
+        state.queue_tool_call(
+            str(body.get("name", "")), dict(body.get("arguments") or {}), None, body.get("model")
+        )
         return JSONResponse({"ok": True})
 
     async def fail_next(request: Request) -> Response:
         body = await _json_body(request) or {}
         state.fail_next(
-            int(body.get("status", 429)), body.get("retry_after", 2), body.get("message")
+            int(body.get("status", 429)),
+            body.get("retry_after", 2),
+            body.get("message"),
+            body.get("model"),
         )
         return JSONResponse({"ok": True})
 
@@ -592,19 +613,25 @@ class FakeOpenAI:
 
     # ---- scripting and inspection (delegated to the state)
 
-    def queue_reply(self, text: str) -> None:
-        """Answer a coming request with ``text`` (first in, first out)."""
-        self.state.queue_reply(text)
+    def queue_reply(self, text: str, model: str | None = None) -> None:
+        """Answer a coming request (of ``model``) with ``text`` (first in, first out)."""
+        self.state.queue_reply(text, model)
 
-    def queue_tool_call(self, name: str, arguments: JSON, call_id: str | None = None) -> None:
-        """Answer a coming request with a call of tool ``name`` (first in, first out)."""
-        self.state.queue_tool_call(name, arguments, call_id)
+    def queue_tool_call(
+        self, name: str, arguments: JSON, call_id: str | None = None, model: str | None = None
+    ) -> None:
+        """Answer a coming request (of ``model``) with a call of tool ``name``."""
+        self.state.queue_tool_call(name, arguments, call_id, model)
 
     def fail_next(
-        self, status: int = 429, retry_after: float | None = 2, message: str | None = None
+        self,
+        status: int = 429,
+        retry_after: float | None = 2,
+        message: str | None = None,
+        model: str | None = None,
     ) -> None:
-        """Answer the next request with an OpenAI-style error of this HTTP status."""
-        self.state.fail_next(status, retry_after, message)
+        """Answer the next request (of ``model``) with an OpenAI-style error."""
+        self.state.fail_next(status, retry_after, message, model)
 
     def hold_next(self) -> None:
         """Keep the next request waiting, unanswered, until :meth:`release` or :meth:`stop`."""

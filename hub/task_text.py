@@ -1,0 +1,72 @@
+"""The words of a task: what the assignee is given, and what is posted about it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hub.memory.text import clip
+from hub.tasks import TaskView
+
+_RECALLED_SHOWN = 5
+
+
+def _due(task: TaskView) -> str:
+    return f"Due {task.due_at:%Y-%m-%d %H:%M} UTC." if task.due_at else ""
+
+
+def task_prompt(task: TaskView, requester: str) -> str:
+    """The assignee's input: the task as given, and what its answer is for."""
+    parts = [f"Task {task.id} from {task.manager}: {task.title}"]
+    if task.details.strip():
+        parts.append(task.details.strip())
+    asked = f"{requester} asked for it." if requester else ""
+    ask = (
+        "Do it now with what you know and your tools, then answer with your report: what "
+        "you did, what you found, what is still open. Your answer is posted as the report, "
+        "to the conversation that asked and the task's report targets."
+    )
+    parts.append(" ".join(s for s in (asked, _due(task), ask) if s))
+    return "\n\n".join(parts)
+
+
+def offline_report(task: TaskView, recalled: Sequence[str]) -> str:
+    """The report with no model: the task as given and what memory holds about it, said
+    plainly, so the board and the reports work before a model is set."""
+    lines = [
+        "No language model is configured, so this report is the task as given and what I "
+        "remember about it.",
+        "",
+    ]
+    if task.details.strip():
+        lines += [f"Asked: {clip(task.details.strip(), 400)}", ""]
+    if recalled:
+        lines.append("What I remember that seems related:")
+        lines += [f"- {clip(line, 200)}" for line in recalled[:_RECALLED_SHOWN]]
+    else:
+        lines.append("I remember nothing related to it yet.")
+    return "\n".join(lines)
+
+
+def posted_report(task: TaskView, report: str) -> str:
+    return f"**{task.assignee}'s report on task {task.id}: {task.title}**\n\n{report.strip()}"
+
+
+def failed_text(task: TaskView, reason: str, requester: str) -> str:
+    who = f"{task.manager}" + (f" and {requester}" if requester else "")
+    tries = "once" if task.attempts == 1 else f"{task.attempts} times"
+    return (
+        f"**Task {task.id} failed: {task.title}**\n\n"
+        f"{task.assignee} could not do it: {clip(reason, 300)} (tried {tries}). {who}: it "
+        f"needs a decision. Run it again with `animahub task retry {task.id}`, or hand it "
+        "to someone else."
+    )
+
+
+def late_text(task: TaskView, requester: str) -> str:
+    who = f"{task.manager}" + (f" and {requester}" if requester else "")
+    return (
+        f"**Task {task.id} is past due: {task.title}**\n\n"
+        f"It was due {task.due_at:%Y-%m-%d %H:%M} UTC and is {task.state.value} "
+        f"({task.assignee}, attempt {task.attempts}). {who}: it is still on the board; "
+        f"`animahub task show {task.id}` shows every step."
+    )

@@ -1,0 +1,195 @@
+"""The manager's tools: `delegate_task`, `check_tasks`, `cancel_task`.
+
+Offered only to an Anima with subordinates. Who delegates is the turn's Anima and who asked
+is the turn's person (ToolContext), never an argument; a refusal is a tool error the model
+reads (hub/delegation.py says which ones).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hub.delegation import Delegation, Refused, Request
+from hub.memory.text import clip
+from hub.targets import parse_target
+from hub.tasks import OPEN, TaskBoard, TaskError, TaskView
+from hub.tools import Tool, ToolContext
+
+_RELATIVE = re.compile(r"^(?:in\s+)?(\d+)\s*(m|min|minutes?|h|hours?|d|days?)$", re.IGNORECASE)
+_UNIT = {"m": "minutes", "h": "hours", "d": "days"}
+_LISTED = 20
+# "have kai check the build", "ask @aria to draft the notes", "get kai to look at CI"
+_PLAIN = re.compile(
+    r"(?:^|[\s,;:])(?:please\s+)?(?:have|ask|tell|get)\s+@?(?P<to>[a-z][a-z0-9_-]{0,31})\s+"
+    r"(?:to\s+)?(?P<what>\S.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def plain_request(text: str, subordinates: list[str]) -> tuple[str, str] | None:
+    """(subordinate, task) when `text` asks for one of them to do something, in words."""
+    for match in _PLAIN.finditer(text):
+        to = match.group("to").lower()
+        if to in subordinates:
+            what = " ".join(match.group("what").split()).rstrip(" .!?")
+            what = re.sub(r"\s*,?\s*please$", "", what, flags=re.IGNORECASE)
+            return (to, what) if what else None
+    return None
+
+
+def parse_due(text: str, now: datetime) -> datetime | None:
+    """`2026-12-03T17:00`, `2026-12-03` (its end), `in 2 hours`, `30m`; ValueError else."""
+    text = text.strip()
+    if not text:
+        return None
+    relative = _RELATIVE.match(text)
+    if relative:
+        unit = _UNIT[relative.group(2)[0].lower()]
+        return now + timedelta(**{unit: int(relative.group(1))})
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(
+            f"due {text!r} is not a time: use ISO 8601 (2026-12-03T17:00) or 'in 2 hours'"
+        ) from None
+    if len(text) == 10:  # a day: due when it ends
+        moment = moment + timedelta(days=1) - timedelta(minutes=1)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _targets(value: Any) -> tuple[str, ...]:
+    written = [str(v).strip() for v in (value or []) if str(v).strip()]
+    for target in written:
+        parse_target(target)  # ValueError with both forms named
+    return tuple(written)
+
+
+def task_tools(delegation: Delegation, board: TaskBoard, now: Callable[[], datetime]) -> list[Tool]:
+    def manages(ctx: ToolContext) -> bool:
+        return bool(delegation.subordinates(ctx.anima))
+
+    async def delegate(args: dict[str, Any], ctx: ToolContext) -> str:
+        title = str(args.get("title") or "").strip()
+        to = str(args.get("to") or "").strip().lower()
+        if not title or not to:
+            return "error: delegate_task needs `to` (a subordinate) and `title`"
+        try:
+            due = parse_due(str(args.get("due") or ""), now())
+            report_to = _targets(args.get("report_to"))
+            parent = board.get(ctx.task_id) if ctx.task_id is not None else None
+            made = delegation.delegate(
+                Request(
+                    manager=ctx.anima,
+                    to=to,
+                    title=title,
+                    details=str(args.get("details") or ""),
+                    due_at=due,
+                    report_to=report_to,
+                    requested_by=parent.requested_by if parent else ctx.person_id,
+                    origin=parent.origin if parent else _origin(ctx),
+                    parent_id=ctx.task_id,
+                    turn=ctx.turn,
+                ),
+                actor=ctx.anima,
+            )
+        except (TaskError, ValueError) as exc:
+            return f"error: {exc}"
+        task = made.task
+        if not made.new:
+            return f"already delegated: task {task.id} for {task.assignee} ({task.state.value})"
+        return (
+            f"task {task.id} for {task.assignee}: {task.title}. {task.assignee} starts now; "
+            "the report is posted here"
+            + (f" and to {', '.join(task.report_to)}" if task.report_to else "")
+            + ", and comes back to you."
+        )
+
+    async def check(args: dict[str, Any], ctx: ToolContext) -> str:
+        which = str(args.get("state") or "open")
+        states = tuple(OPEN) if which == "open" else ()
+        tasks = board.listing(states=states, manager=ctx.anima, limit=_LISTED)
+        if not tasks:
+            return "no open tasks" if which == "open" else "no tasks"
+        return "\n".join(_line(task, ctx) for task in tasks)
+
+    async def cancel(args: dict[str, Any], ctx: ToolContext) -> str:
+        try:
+            task_id = int(args.get("task_id") or 0)
+            task = delegation.cancel(
+                task_id, ctx.anima, str(args.get("reason") or ""), manager=ctx.anima
+            )
+        except (Refused, TaskError, ValueError) as exc:
+            return f"error: {exc}"
+        return f"task {task.id} cancelled"
+
+    return [
+        Tool(
+            name="delegate_task",
+            description=(
+                "Hand a task to one of your direct subordinates. It starts at once; its "
+                "report is posted to this conversation (and report_to) and comes back to you."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "to": {"type": "string", "description": "a direct subordinate's name"},
+                    "title": {"type": "string", "description": "the task in one line"},
+                    "details": {"type": "string", "description": "what done looks like"},
+                    "due": {"type": "string", "description": "ISO 8601, or 'in 2 hours'"},
+                    "report_to": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "more targets: platform:workspace/channel, "
+                        "dm:<platform>:<user id>, notion:notion/<data source id>",
+                    },
+                },
+                "required": ["to", "title"],
+            },
+            handler=delegate,
+            available=manages,
+        ),
+        Tool(
+            name="check_tasks",
+            description="The tasks you delegated: state, assignee, and the reports so far.",
+            parameters={
+                "type": "object",
+                "properties": {"state": {"type": "string", "enum": ["open", "all"]}},
+            },
+            handler=check,
+            available=manages,
+        ),
+        Tool(
+            name="cancel_task",
+            description="Cancel an open task you delegated.",
+            parameters={
+                "type": "object",
+                "properties": {
+                    "task_id": {"type": "integer"},
+                    "reason": {"type": "string"},
+                },
+                "required": ["task_id"],
+            },
+            handler=cancel,
+            available=manages,
+        ),
+    ]
+
+
+def _origin(ctx: ToolContext) -> str:
+    """The conversation a turn answers, as an address; a scheduled turn has none."""
+    return "" if ctx.conversation.startswith(("schedule:", "task:")) else ctx.conversation
+
+
+def _line(task: TaskView, ctx: ToolContext) -> str:
+    line = f"task {task.id} [{task.state.value}] {task.title} ({task.assignee})"
+    # A report is shown where it was asked for, or to the person who asked: what was asked
+    # in a DM is read out in that person's DMs only.
+    here = task.origin == ctx.conversation or (
+        ctx.is_dm and ctx.person_id is not None and task.requested_by == ctx.person_id
+    )
+    if task.result and here:
+        line += f": {clip(task.result, 300)}"
+    return line

@@ -1,0 +1,116 @@
+"""A turn with no one asking: a heartbeat, a cron, a delegated task.
+
+The Anima thinks with its identity and tools, primed from memory in the privacy scope of
+where its words will be posted (a DM: that person's; one channel: that channel's; several
+places: only what is shared), so nothing private reaches a place it does not belong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from hub.animas import Anima
+from hub.episodes import describe
+from hub.identity import PersonView
+from hub.llm import TurnContext
+from hub.memory.recall import RecallScope
+from hub.runtime import Responders
+from hub.settings import Settings
+from hub.targets import Resolved, groups, scope_of
+from hub.tools import ToolContext
+
+if TYPE_CHECKING:
+    from hub.memory.service import MemoryService
+
+
+def scope_for(anima: str, targets: Sequence[Resolved]) -> RecallScope:
+    """One privacy scope for text posted to all of `targets`: theirs when they share one,
+    else only what is shared."""
+    by_scope = groups(targets)
+    if len(by_scope) == 1:
+        return scope_of(anima, by_scope[0])
+    return RecallScope(anima, None, None, False)
+
+
+@dataclass(frozen=True, slots=True)
+class Thought:
+    text: str
+    recalled: tuple[str, ...] = ()  # what priming found, for an offline digest
+
+
+class Thinker:
+    def __init__(
+        self, settings: Settings, responders: Responders, memory: MemoryService | None
+    ) -> None:
+        self._settings = settings
+        self._responders = responders
+        self._memory = memory
+
+    def model(self, anima: Anima) -> str:
+        return anima.spec.model or self._settings.llm.model
+
+    def timezone(self, anima: Anima) -> str:
+        return anima.spec.timezone or self._settings.hub.timezone
+
+    async def recall(self, scope: RecallScope, text: str) -> tuple[str, tuple[str, ...]]:
+        """The rendered priming for `text` and its lines; empty with memory off."""
+        if self._memory is None:
+            return "", ()
+        priming = await self._memory.prime(scope, text)
+        if priming.empty:
+            return "", ()
+        return priming.render(), tuple(priming.memories())
+
+    async def think(
+        self,
+        anima: Anima,
+        text: str,
+        targets: Sequence[Resolved],
+        where: str,
+        *,
+        task_id: int | None = None,
+        offline: bool = False,
+    ) -> Thought:
+        """The Anima's answer to `text`; LLMError when the model fails. `offline`: no model
+        call, only what memory recalls (the caller writes the offline text)."""
+        scope = (
+            scope_for(anima.name, targets)
+            if targets
+            else RecallScope(anima.name, None, None, False)
+        )
+        dm = targets[0] if len(groups(targets)) == 1 and targets[0].is_dm else None
+        person = dm.person if dm is not None else None
+        if person is not None and dm is not None and dm.address is not None:
+            where += f"; what you write goes to {describe(dm.address)}"
+        rendered, lines = await self.recall(scope, text)
+        if offline:
+            return Thought("", lines)
+        ctx = TurnContext(
+            anima=anima.name,
+            anima_title=anima.spec.role,
+            anima_summary="",
+            identity=anima.identity,
+            model=self.model(anima),
+            person=person
+            or PersonView("hub", "the hub's scheduler", (), self.timezone(anima), "", None),
+            where=where,
+            history=[],
+            text=text,
+            tools=ToolContext(
+                anima=anima.name,
+                person_id=scope.person_id,
+                person_is_admin=False,
+                conversation=f"schedule:{anima.name}" if task_id is None else f"task:{task_id}",
+                timezone=self.timezone(anima),
+                channel_key=scope.channel_key or "",
+                is_dm=scope.is_dm,
+                turn="" if task_id is None else f"task:{task_id}",
+                task_id=task_id,
+            ),
+        )
+        if rendered:
+            ctx = replace(ctx, recalled=rendered)
+        reply = "".join([piece async for piece in self._responders.model.stream(ctx)])
+        return Thought(reply.strip(), lines)
