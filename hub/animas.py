@@ -154,7 +154,7 @@ def render_anima_toml(name: str, role: Role, supervisor: str | None) -> str:
         "# IANA timezone for schedules; empty uses [hub] timezone.",
         'timezone = ""',
         "# Where task reports go besides the conversation that asked (as a cron's post_to).",
-        "report_to = []  # e.g. [\"notion:notion/<data source id>\"]",
+        'report_to = []  # e.g. ["notion:notion/<data source id>"]',
         "",
         "[heartbeat]",
         f"interval_minutes = {role.heartbeat_minutes}",

@@ -88,6 +88,8 @@ class Hub:
         tools: ToolRegistry | None = None,
         responders: Responders | None = None,
         clock: Clock | None = None,
+        *,
+        runs_tasks: bool = True,
     ) -> None:
         self.settings = settings
         self.clock: Clock = clock or SystemClock()
@@ -182,6 +184,7 @@ class Hub:
             self.runtime.submit,
             self.anima_states.is_paused,
             lambda person_id: self.identity.by_id(person_id).display_name,
+            runs=runs_tasks,
         )
         self.runtime.run_task = self.task_runner.run
         self.delegation = Delegation(

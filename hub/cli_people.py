@@ -28,7 +28,7 @@ console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
 
-def _settings() -> Settings:
+def cli_settings() -> Settings:
     try:
         return load_settings()
     except ConfigError as exc:
@@ -41,7 +41,7 @@ def call(method: str, path: str, body: dict[str, Any] | None = None, ok: int = 2
     from hub.client import hub_client
 
     async def run() -> Any:
-        async with hub_client(_settings()) as client:
+        async with hub_client(cli_settings()) as client:
             response = await client.request(method, path, json=body)
         if response.status_code != ok:
             try:

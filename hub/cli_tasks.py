@@ -7,8 +7,10 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hub.cli_people import call, console, short_time
+from hub.cli_people import call, cli_settings, console, short_time
+from hub.runfile import running_hub
 
+WAITS = " (no hub is running: it starts when the hub does, `animahub start`)"
 task_app = typer.Typer(help="The task board: what managers delegated.", no_args_is_help=True)
 
 
@@ -50,6 +52,34 @@ def task_show(task_id: Annotated[int, typer.Argument(help="The task's id.")]) ->
             short_time(step["at"]), step["actor"], step["from"] or "", step["to"], step["note"]
         )
     console.print(table)
+
+
+@task_app.command("delegate")
+def task_delegate(
+    name: Annotated[str, typer.Argument(help="The Anima who does it.")],
+    title: Annotated[str, typer.Argument(help="The task in a line.")],
+    details: Annotated[str, typer.Option(help="What done looks like.")] = "",
+    due: Annotated[str, typer.Option(help="ISO 8601, or 'in 2 hours'.")] = "",
+    report_to: Annotated[
+        list[str] | None,
+        typer.Option(help="Where the report goes (repeatable): an address, dm:…, notion:…"),
+    ] = None,
+) -> None:
+    """Give an Anima a task for its supervisor; it starts at once."""
+    body = {"to": name, "title": title, "details": details, "due": due}
+    task = call("POST", "/api/tasks", {**body, "report_to": report_to or []}, ok=201)
+    console.print(
+        f"task {task['id']} for {task['assignee']} (reports to {task['manager']}): "
+        f"{task['title']}" + ("" if running_hub(cli_settings().home) else WAITS),
+        highlight=False,
+    )
+
+
+@task_app.command("retry")
+def task_retry(task_id: Annotated[int, typer.Argument(help="The task's id.")]) -> None:
+    """Run a failed task again."""
+    task = call("POST", f"/api/tasks/{task_id}/retry", {})
+    console.print(f"task {task['id']} is {task['state']} again", highlight=False)
 
 
 @task_app.command("cancel")

@@ -40,13 +40,13 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         return
     from hub.api.server import create_app
 
-    # A CLI command's short-lived hub does its command, not the schedule: due heartbeats
-    # and consolidation wait for `animahub start`.
+    # A CLI command's short-lived hub does its command, not the schedule: due heartbeats,
+    # consolidation and delegated tasks wait for `animahub start`.
     quiet = settings.model_copy(
         update={"scheduler": settings.scheduler.model_copy(update={"enabled": False})}
     )
     with hold_data_root(settings.home), hold_database(settings.database_url):
-        hub = Hub(quiet)
+        hub = Hub(quiet, runs_tasks=False)
         app = create_app(hub)
         await hub.start()
         try:

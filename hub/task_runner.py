@@ -59,6 +59,8 @@ class TaskRunner:
         submit: Callable[[TaskJob], None],
         paused: Callable[[str], bool],
         name_of: Callable[[str], str],
+        *,
+        runs: bool = True,
     ) -> None:
         self._db = db
         self._board = board
@@ -71,6 +73,8 @@ class TaskRunner:
         self._submit = submit
         self._paused = paused
         self._name_of = name_of
+        # False in a CLI command's short-lived hub: tasks wait on the board for the hub.
+        self.runs = runs
         self._targets = TargetResolver(db)
         self._queued: set[int] = set()  # queued, running or waiting to retry in this process
         self._retries: dict[int, asyncio.TimerHandle] = {}
@@ -78,13 +82,15 @@ class TaskRunner:
     # starting ---------------------------------------------------------------------------
 
     def start(self, task: TaskView) -> None:
-        if task.id in self._queued:
+        if task.id in self._queued or not self.runs:
             return
         self._queued.add(task.id)
         self._submit(TaskJob(task.id, task.assignee))
 
     def recover(self) -> int:
         """At start: what was running was cut off by the stop; run it again, with the rest."""
+        if not self.runs:
+            return 0
         cut_off = self._board.listing(states=(TaskState.RUNNING,), limit=10_000)
         for task in cut_off:
             try:

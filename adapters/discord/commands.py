@@ -51,6 +51,7 @@ def build_tree(client: discord.Client, on_command: OnCommand) -> app_commands.Co
     for name, description, takes_name in ANIMA_SUBCOMMANDS:
         group.add_command(_command(name, description, takes_name, on_command))
     group.add_command(_approve(on_command))
+    group.add_command(_delegate(on_command))
     tree.add_command(group)
     tree.add_command(_command(*WHOAMI, False, on_command))
     tree.add_command(_command(*WEB, False, on_command))
@@ -67,6 +68,16 @@ def _approve(on_command: OnCommand) -> app_commands.Command[Any, Any, None]:
 
     return app_commands.Command(
         name="approve", description="Let a stranger write to the Animas in a DM", callback=approve
+    )
+
+
+def _delegate(on_command: OnCommand) -> app_commands.Command[Any, Any, None]:
+    @app_commands.describe(name="The Anima who does it", task="What to do, in a line")
+    async def delegate(interaction: discord.Interaction, name: str, task: str) -> None:
+        await on_command(interaction)
+
+    return app_commands.Command(
+        name="delegate", description="Give an Anima a task (admins)", callback=delegate
     )
 
 

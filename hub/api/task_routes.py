@@ -1,5 +1,6 @@
-"""The task board over HTTP (hub/tasks.py): list, show, cancel. For the owner and admin
-tokens only (`hub/api/auth.py`): a task's details are what a person asked a manager."""
+"""The task board over HTTP (hub/tasks.py): list, show, delegate, cancel, retry. For the
+owner and admin tokens only (`hub/api/auth.py`): a task's details are what a person asked a
+manager."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from pydantic import BaseModel, Field
 
 from hub.api.people_routes import CallerDep, actor_of, when
 from hub.api.routes import HubDep
+from hub.delegation import Request
 from hub.store.models import TaskState
+from hub.targets import parse_target
+from hub.task_tools import parse_due
 from hub.tasks import TaskError, TaskView, UnknownTask
 
 router = APIRouter(prefix="/api")
@@ -18,6 +22,15 @@ router = APIRouter(prefix="/api")
 
 class CancelIn(BaseModel):
     reason: str = Field(default="", max_length=500)
+
+
+class DelegateIn(BaseModel):
+    to: str = Field(min_length=1, max_length=64)
+    title: str = Field(min_length=1, max_length=200)
+    details: str = Field(default="", max_length=20_000)
+    due: str = Field(default="", max_length=64, description="ISO 8601, or 'in 2 hours'")
+    report_to: list[str] = Field(default_factory=list, max_length=20)
+    origin: str = Field(default="", max_length=500, description="where the report goes first")
 
 
 @router.get("/tasks")
@@ -52,6 +65,48 @@ def task(task_id: int, hub: HubDep) -> dict[str, Any]:
     }
 
 
+# async: starting a task puts it in a mailbox, on the hub's event loop (not a worker thread).
+@router.post("/tasks", status_code=201)
+async def delegate(body: DelegateIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """Give an Anima a task for its supervisor, as `/anima delegate` does; it starts at once."""
+    try:
+        due = parse_due(body.due, hub.clock.now())
+        for target in (*body.report_to, *([body.origin] if body.origin else [])):
+            parse_target(target)
+        made = hub.delegation.delegate(
+            Request(
+                manager=hub.delegation.manager_of(body.to),
+                to=body.to,
+                title=body.title,
+                details=body.details,
+                due_at=due,
+                report_to=tuple(body.report_to),
+                requested_by=caller.person_id,
+                origin=body.origin,
+                by_admin=True,
+            ),
+            actor=actor_of(caller),
+        )
+    except (TaskError, ValueError) as exc:
+        raise HTTPException(422, str(exc)) from None
+    hub.people.audit(caller, "task.delegate", str(made.task.id))
+    return shown(made.task)
+
+
+@router.post("/tasks/{task_id}/retry")
+async def retry(task_id: int, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """Put a failed task back on the board; it starts at once."""
+    try:
+        again = hub.tasks.move(task_id, TaskState.TODO, actor_of(caller), "tried again")
+    except UnknownTask as exc:
+        raise HTTPException(404, str(exc)) from None
+    except TaskError as exc:
+        raise HTTPException(409, str(exc)) from None
+    hub.task_runner.start(again)
+    hub.people.audit(caller, "task.retry", str(task_id))
+    return shown(again)
+
+
 @router.post("/tasks/{task_id}/cancel")
 def cancel(task_id: int, body: CancelIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     try:
@@ -72,6 +127,7 @@ def shown(task: TaskView) -> dict[str, Any]:
         "manager": task.manager,
         "assignee": task.assignee,
         "requested_by": task.requested_by,
+        "origin": task.origin,
         "state": task.state.value,
         "attempts": task.attempts,
         "depth": task.depth,

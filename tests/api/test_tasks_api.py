@@ -4,15 +4,18 @@ person sees the open tasks they asked for, an admin all of them."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, PlatformUser
+from hub.store.models import TaskState
 from hub.tasks import NewTask
 from tests.api.test_linking import command
 from tests.api.test_people import ADMIN, TOKEN, _started, web
@@ -81,3 +84,50 @@ async def test_anima_tasks_shows_a_person_what_they_asked_for_and_an_admin_all(
     owner_dm = Address("web", "local", admin.id, kind=AddressKind.DM)
     every = await command(hub, owner_dm, hub.identity.web_user(admin), "/anima tasks")
     assert "Book the venue" in every and "Rotate the keys" in every
+
+
+async def test_admins_delegate_and_retry_over_the_api(hub: Hub) -> None:
+    async with web(hub) as client:
+        bad = await client.post("/api/tasks", json={"to": "nobody", "title": "x"}, headers=ADMIN)
+        assert bad.status_code == 422 and "no Anima named 'nobody'" in bad.text
+        wrong = await client.post(
+            "/api/tasks", json={"to": "kai", "title": "x", "due": "someday"}, headers=ADMIN
+        )
+        assert wrong.status_code == 422 and "is not a time" in wrong.text
+        made = await client.post(
+            "/api/tasks",
+            json={"to": "kai", "title": "Check the build", "due": "in 2 hours"},
+            headers=ADMIN,
+        )
+        assert made.status_code == 201, made.text
+        task = made.json()
+        assert (task["manager"], task["assignee"]) == ("mika", "kai")  # kai's supervisor
+        assert task["due_at"].startswith("2026-12-01T11:00")  # the hub's clock, two hours on
+        done = await _settled(hub, task["id"], "done")
+        assert done["result"].startswith("No language model is configured")
+        again = await client.post(f"/api/tasks/{task['id']}/retry", headers=ADMIN)
+        assert again.status_code == 409 and "done: it cannot become todo" in again.text
+        made = await client.post("/api/tokens", json={"person": "Dana"}, headers=ADMIN)
+        own = {"Authorization": f"Bearer {made.json()['token']}"}
+        refused = await client.post("/api/tasks", json={"to": "kai", "title": "x"}, headers=own)
+        assert refused.status_code == 403
+
+
+async def test_a_failed_task_is_run_again_on_retry(hub: Hub) -> None:
+    task_id = delegated(hub)
+    hub.tasks.move(task_id, TaskState.RUNNING, "kai")
+    hub.tasks.move(task_id, TaskState.FAILED, "hub", "the model is down")
+    async with web(hub) as client:
+        again = await client.post(f"/api/tasks/{task_id}/retry", headers=ADMIN)
+        assert again.status_code == 200 and again.json()["state"] == "todo"
+        done = await _settled(hub, task_id, "done")
+    assert done["attempts"] == 2
+
+
+async def _settled(hub: Hub, task_id: int, state: str) -> dict[str, Any]:
+    for _ in range(400):
+        task = hub.tasks.get(task_id)
+        if task.state.value == state:
+            return {"result": task.result, "attempts": task.attempts}
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"task {task_id} is {hub.tasks.get(task_id).state}")

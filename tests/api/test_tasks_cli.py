@@ -7,8 +7,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from hub.app import Hub
+from hub.cli import app
 from hub.settings import load_settings
 from hub.tasks import NewTask
 from tests.api.test_people_cli import run
@@ -38,3 +40,18 @@ def test_task_list_show_and_cancel(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     shown = run("task", "show", str(task_id))
     assert "fixed already" in shown and "cancelled" in shown
     assert "no tasks" in run("task", "list", "--state", "todo")
+
+
+def test_task_delegate_with_no_hub_running_waits_for_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "200")
+    run("init", "--demo", "--owner", "Sam")
+    made = run("task", "delegate", "kai", "Check the build", "--due", "in 2 hours")
+    assert "task 1 for kai (reports to mika): Check the build" in made
+    assert "no hub is running: it starts when the hub does" in made
+    listed = run("task", "list")
+    assert "Check the build" in listed and "todo" in listed  # not run by the CLI's own hub
+    refused = CliRunner().invoke(app, ["task", "retry", "1"])
+    assert refused.exit_code == 1 and "task 1 is todo: it cannot become todo" in refused.output

@@ -120,11 +120,14 @@ async def test_the_slash_commands_are_registered_at_start(h: DiscordHarness) -> 
     assert (platform["name"], platform["type"], platform["required"]) == ("platform", 3, True)
     subcommands = {option["name"]: option for option in by_name["anima"]["options"]}
     assert set(subcommands) == {
-        *("list", "status", "bind", "unbind", "heartbeat", "pause", "resume", "approve", "tasks")
+        *("list", "status", "bind", "unbind", "heartbeat", "pause", "resume", "approve", "tasks"),
+        "delegate",
     }
     assert all(option["type"] == 1 for option in subcommands.values())
     (approve,) = subcommands["approve"]["options"]
     assert (approve["name"], approve["type"], approve["required"]) == ("code", 3, True)
+    delegate = [(o["name"], o["type"], o["required"]) for o in subcommands["delegate"]["options"]]
+    assert delegate == [("name", 3, True), ("task", 3, True)]
     for name in ("status", "bind", "heartbeat", "pause", "resume"):
         (option,) = subcommands[name]["options"]
         assert (option["name"], option["type"], option["required"]) == ("name", 3, True)
