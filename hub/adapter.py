@@ -315,6 +315,14 @@ class BatchSender(Protocol):
         ...
 
 
+@runtime_checkable
+class Linker(Protocol):
+    """An adapter whose sent messages have a link a person can open (a Notion page): the
+    hub posts it where a report was asked for."""
+
+    def link(self, address: Address, message_id: str) -> str | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class FetchedFile:
     """An attachment's content, as `AttachmentFetcher.fetch` downloaded it."""

@@ -16,6 +16,7 @@ from hub.adapter import (
     Adapter,
     AdapterFactory,
     Caller,
+    Linker,
     PlatformState,
     Receipt,
     TranscriptEntry,
@@ -33,6 +34,7 @@ from hub.commands.people import PeopleCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
 from hub.delegation import Delegation
+from hub.deliveries import Delivery
 from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
 from hub.events import EventBus
@@ -187,6 +189,7 @@ class Hub:
             runs=runs_tasks,
         )
         self.runtime.run_task = self.task_runner.run
+        self.outbox.on_sent(self._sent)
         self.delegation = Delegation(
             self.tasks, self.animas, settings.tasks, self.clock.now, self.task_runner.start
         )
@@ -414,6 +417,16 @@ class Hub:
             self.outbox.enqueue(
                 conn, address, text, DeliveryKind.NOTICE, anima, f"notice:{uuid.uuid4()}"
             )
+
+    def _sent(self, row: Delivery) -> None:
+        """A delivery is out: where its platform gives it a link (a Notion page), a task's
+        report says so where it was asked for."""
+        adapter = self.adapters.get(row.address.split(":", 1)[0])
+        if isinstance(adapter, Linker) and row.message_ids:
+            address = Address.parse(row.address, row.address_kind)
+            link = adapter.link(address, row.message_ids[0])
+            if link:
+                self.task_runner.published(row.idempotency_key, row.address, link)
 
     async def _offline_delegation(self, ctx: TurnContext) -> str | None:
         """Offline, a manager still delegates when asked in plain words ("have kai check

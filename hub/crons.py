@@ -27,9 +27,10 @@ fenced code block (``` or ~~~) belongs to the body.
   refused: crontab runs when either matches, APScheduler only when both do.
 - `type` (required): `llm` runs a turn with the body as its input and posts the reply;
   `command` runs the hub command on the body's single non-empty line (`/anima status aria`).
-- `post_to` (optional): comma-separated addresses (`web:local/general, slack:T1/C2`) or a
-  person's DM (`dm:telegram:123456789`, hub/targets.py); without it the result goes to the
-  Anima's heartbeat channels.
+- `post_to` (optional; `report_to` is the same key): comma-separated addresses
+  (`web:local/general, slack:T1/C2`, `notion:notion/<data source id>`) or a person's DM
+  (`dm:telegram:123456789`, hub/targets.py); without it the result goes to the Anima's
+  heartbeat channels.
 
 A `word:` line in the key block that is not a known key is an error when it looks like a
 misspelt key (`shedule:`) and the start of the body otherwise. A bad section becomes a
@@ -61,7 +62,8 @@ from hub.targets import Target, parse_target
 log = logging.getLogger(__name__)
 
 CronKind = Literal["llm", "command"]
-KEYS = ("schedule", "type", "post_to")
+KEYS = ("schedule", "type", "post_to", "report_to")
+_SAME_AS = {"report_to": "post_to"}  # what the task board calls report targets
 KINDS: tuple[CronKind, ...] = ("llm", "command")
 
 _HEADING_RE = re.compile(r"^ {0,3}##(?:[ \t]+(?P<title>.*?))?[ \t]*$")
@@ -310,6 +312,7 @@ def _parse_section(
         if match is None:
             break
         key = match["key"].lower()
+        key = _SAME_AS.get(key, key)
         if key in KEYS:
             if key in values:
                 problem(number, f"{key} given twice (first on line {values[key][0]})")

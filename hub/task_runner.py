@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, insert
+from sqlalchemy.exc import IntegrityError
 
 from hub.animas import AnimaRegistry
 from hub.deliveries import bounded_key
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 _REPLAY = timedelta(days=1)  # how far back notes cut off by a stop are written again
 _INSERT_TURN = insert(Turn)
+_REPORT_KEY = re.compile(r"^task:(\d+)>")  # a report's delivery, not a notice about it
 
 
 class TaskRunner:
@@ -241,6 +244,24 @@ class TaskRunner:
         self._notes(task, targets, ":late", text, self._now())
 
     # telling ----------------------------------------------------------------------------
+
+    def published(self, key: str, address: str, link: str) -> None:
+        """A report went out where it has a link (a Notion page): the link is posted once to
+        the conversation that asked, so the person finds it."""
+        found = _REPORT_KEY.match(key)
+        if found is None:
+            return
+        task = self._board.get(int(found.group(1)))
+        if not task.origin or address == task.origin:
+            return
+        where = address.split(":", 1)[0].capitalize()
+        text = f"{task.assignee}'s report on task {task.id} is in {where}: {link}"
+        targets = self._resolve_origin(task)
+        try:
+            with self._db.write() as conn:
+                self._post(conn, task, text, targets, DeliveryKind.NOTICE, f":link:{address}")
+        except IntegrityError:
+            log.info("task %d: the link to %s was posted before", task.id, address)
 
     def _resolve_origin(self, task: TaskView) -> list[Resolved]:
         return self._targets.resolve(task.assignee, [task.origin]) if task.origin else []

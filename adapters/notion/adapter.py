@@ -17,6 +17,7 @@ above), anything else as permanent.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from fastapi import APIRouter
 
 log = logging.getLogger(__name__)
+_TASK_KEY = re.compile(r"^task:(\d+)(?::(failed|late))?>")
 PLATFORM = "notion"
 WORKSPACE = "notion"
 MAX_TEXT = 100_000  # one report is one page: the outbox splits only what is longer
@@ -143,6 +145,10 @@ class NotionAdapter:
     def routers(self) -> Sequence[APIRouter]:
         return []
 
+    def link(self, address: Address, message_id: str) -> str | None:
+        """The page's URL (Notion's form: the id without dashes)."""
+        return f"https://www.notion.so/{message_id.replace('-', '')}" if message_id else None
+
     # ------------------------------------------------------------------------------------
 
     async def _schema(self, client: AsyncClient, source: str) -> Schema:
@@ -214,7 +220,17 @@ def _report_id(chunk: OutboundChunk) -> str:
 
 def _report(chunk: OutboundChunk, report_id: str) -> Report:
     day = datetime.now(UTC).date().isoformat()
-    return Report(report_id, title_of(chunk.text), chunk.anima, day, chunk.kind.value)
+    task = _TASK_KEY.match(report_id)  # a task's report (hub/task_runner.py keys them)
+    status = (task.group(2) or "done") if task else "published"
+    return Report(
+        report_id,
+        title_of(chunk.text),
+        chunk.anima,
+        day,
+        chunk.kind.value,
+        status,
+        task.group(1) if task else "",
+    )
 
 
 async def _started(call: Awaitable[Any], source: str) -> Any:

@@ -129,6 +129,22 @@ def test_post_to_takes_a_persons_dm_next_to_addresses() -> None:
     assert [str(t) for t in jobs[0].post_to][:2] == ["dm:telegram:123456789", "dm:line:U4af4980629"]
 
 
+def test_report_to_is_post_to_by_another_name() -> None:
+    jobs, problems = parse(
+        "## Weekly\nschedule: 0 17 * * fri\ntype: llm\n"
+        "report_to: notion:notion/0c9e8b7a-1f2d-4e5f-9a8b-7c6d5e4f3a2b, web:local/ops\nSum up.\n"
+    )
+    assert problems == []
+    assert [str(t) for t in jobs[0].post_to] == [
+        "notion:notion/0c9e8b7a-1f2d-4e5f-9a8b-7c6d5e4f3a2b",
+        "web:local/ops",
+    ]
+    _, twice = parse(
+        "## W\nschedule: 0 17 * * fri\ntype: llm\npost_to: web:local/a\nreport_to: web:local/b\nx\n"
+    )
+    assert [p.reason for p in twice] == ["post_to given twice (first on line 4)"]
+
+
 def test_an_unknown_word_colon_line_that_is_no_misspelling_starts_the_body() -> None:
     jobs, problems = parse(
         "## Review\nschedule: 0 10 * * mon\ntype: llm\nContext: the release is Friday.\n"
