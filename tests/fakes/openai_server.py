@@ -131,7 +131,7 @@ class FakeState:
         self._replies: dict[str | None, deque[Reply]] = {}
         self._failures: dict[str | None, deque[Failure]] = {}
         self._requests: list[JSON] = []
-        self._holds_pending = 0
+        self._holds_pending: dict[str | None, int] = {}
         self._held: list[_Hold] = []
         self._abandoned = 0  # held requests whose client went away
         self._stopping = threading.Event()
@@ -160,14 +160,14 @@ class FakeState:
         with self._lock:
             self._failures.setdefault(model, deque()).append(Failure(status, retry_after, message))
 
-    def hold_next(self) -> None:
+    def hold_next(self, model: str | None = None) -> None:
         with self._lock:
-            self._holds_pending += 1
+            self._holds_pending[model] = self._holds_pending.get(model, 0) + 1
 
     def release(self) -> None:
         """Let every held request go on, and cancel holds not yet taken by a request."""
         with self._lock:
-            self._holds_pending = 0
+            self._holds_pending = {}
             held, self._held = self._held, []
         for hold in held:
             hold.set()
@@ -214,9 +214,11 @@ class FakeState:
         """Log a request (in the server loop); return what to wait on if it must be held."""
         with self._lock:
             self._requests.append(body)
-            if self._holds_pending == 0 or self.is_stopping:
+            model = str(body.get("model") or "")
+            which = model if self._holds_pending.get(model) else None
+            if not self._holds_pending.get(which) or self.is_stopping:
                 return None
-            self._holds_pending -= 1
+            self._holds_pending[which] -= 1
             hold = _Hold()
             self._held.append(hold)
             return hold
@@ -433,7 +435,8 @@ def _make_chat_completions(state: FakeState) -> Callable[[Request], Awaitable[Re
 
 def _make_control_routes(state: FakeState) -> list[Route]:
     async def hold_next(request: Request) -> Response:
-        state.hold_next()
+        body = await _json_body(request) or {}
+        state.hold_next(body.get("model"))
         return JSONResponse({"ok": True})
 
     async def release(request: Request) -> Response:
@@ -633,9 +636,10 @@ class FakeOpenAI:
         """Answer the next request (of ``model``) with an OpenAI-style error."""
         self.state.fail_next(status, retry_after, message, model)
 
-    def hold_next(self) -> None:
-        """Keep the next request waiting, unanswered, until :meth:`release` or :meth:`stop`."""
-        self.state.hold_next()
+    def hold_next(self, model: str | None = None) -> None:
+        """Keep the next request (of ``model``) waiting, unanswered, until :meth:`release`
+        or :meth:`stop`."""
+        self.state.hold_next(model)
 
     def release(self) -> None:
         """Let held requests be answered (and cancel holds no request has taken yet)."""
