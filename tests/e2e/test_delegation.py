@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from tests.adapters.notion.test_task_reports import SCHEMA
 from tests.e2e.hubproc import HubProcess, cli, free_port
 from tests.fakes.notion_server import FakeNotion
 from tests.fakes.slack_server import FakeSlack, PostedMessage
@@ -26,14 +27,6 @@ BOT_TOKEN, APP_TOKEN, BOT_USER, TEAM = "xoxb-tasks", "xapp-1-tasks", "U0BOT", "T
 SAM, CHANNEL = "U0SAM", "C0GEN"
 SOURCE = "3b4c5d6e-7f80-4912-8abc-def01234567a"
 NOTION = f"notion:notion/{SOURCE}"
-SCHEMA = {
-    "Name": "title",
-    "Report ID": "rich_text",
-    "Anima": "select",
-    "Kind": "select",
-    "Status": "select",
-    "Task": "rich_text",
-}
 
 
 class Fakes:
