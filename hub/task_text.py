@@ -8,6 +8,7 @@ from hub.memory.text import clip
 from hub.tasks import TaskView
 
 _RECALLED_SHOWN = 5
+_OFFLINE = "No language model is configured, so this report is the task as given"
 
 
 def _due(task: TaskView) -> str:
@@ -32,11 +33,9 @@ def task_prompt(task: TaskView, requester: str) -> str:
 def offline_report(task: TaskView, recalled: Sequence[str]) -> str:
     """The report with no model: the task as given and what memory holds about it, said
     plainly, so the board and the reports work before a model is set."""
-    lines = [
-        "No language model is configured, so this report is the task as given and what I "
-        "remember about it.",
-        "",
-    ]
+    lines = [f"{_OFFLINE} and what I remember about it.", ""]
+    # Earlier offline reports say nothing a digest needs: the task as given, again.
+    recalled = [line for line in recalled if _OFFLINE not in line]
     if task.details.strip():
         lines += [f"Asked: {clip(task.details.strip(), 400)}", ""]
     if recalled:

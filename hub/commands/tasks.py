@@ -11,9 +11,10 @@ from hub.delegation import Delegation, Request
 from hub.identity import PersonView
 from hub.memory.text import clip
 from hub.messages import Inbound
-from hub.tasks import OPEN, TaskBoard, TaskError
+from hub.tasks import OPEN, TaskBoard, TaskError, TaskView
 
 _SHOWN = 20
+_RECENT = 3  # finished tasks shown when none is open
 DELEGATE_USAGE = "Usage: /anima delegate NAME TASK (e.g. /anima delegate kai check the build)"
 
 
@@ -26,11 +27,12 @@ class TaskCommands:
         mine = None if person.is_admin else person.id
         open_tasks = self._board.listing(states=tuple(OPEN), requested_by=mine, limit=_SHOWN + 1)
         if not open_tasks:
-            return "No open tasks." if person.is_admin else "No open tasks that you asked for."
-        lines = [
-            f"task {t.id} [{t.state.value}] {t.title} ({t.manager} → {t.assignee})"
-            for t in open_tasks[:_SHOWN]
-        ]
+            none = "No open tasks." if person.is_admin else "No open tasks that you asked for."
+            recent = self._board.listing(requested_by=mine, limit=_RECENT)
+            if not recent:
+                return none
+            return f"{none} The latest:\n" + "\n".join(map(_line, recent))
+        lines = [_line(t) for t in open_tasks[:_SHOWN]]
         if len(open_tasks) > _SHOWN:
             lines.append("… and more: animahub task list")
         return "Open tasks:\n" + "\n".join(lines)
@@ -66,3 +68,7 @@ class TaskCommands:
             f"Task {task.id} for {task.assignee}: {task.title}. {task.assignee} starts now; "
             "the report will be posted here."
         )
+
+
+def _line(task: TaskView) -> str:
+    return f"task {task.id} [{task.state.value}] {task.title} ({task.manager} → {task.assignee})"

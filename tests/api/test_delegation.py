@@ -122,8 +122,13 @@ async def test_an_admin_delegates_by_command_and_the_offline_report_is_posted_on
     assert [(t.anima, t.author) for t in told] == [("mika", "kai (task 1)")]
     assert "report on task 1" in episodes(hub, "kai")
     assert "report on task 1" in episodes(hub, "mika")
+    listed = await command(hub, GENERAL, ROOT, "/anima tasks")
+    assert listed == "No open tasks. The latest:\ntask 1 [done] check the build (mika → kai)"
     again = await command(hub, GENERAL, ROOT, "/anima delegate kai check the build")
     assert again.startswith("Task 2 for kai")  # a new command is a new request
+    second = await settled(hub, 2, TaskState.DONE)
+    # Its digest does not recall the first one's: an offline report holds nothing new.
+    assert second.result.count("this report is the task as given") == 1
 
 
 async def test_a_person_asks_the_manager_in_plain_words_offline(offline: Hub) -> None:

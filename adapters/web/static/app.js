@@ -851,6 +851,32 @@
     renderMessages(conv, { forceScroll: true, quiet: true });
   }
 
+  /** What reached a conversation without this page asking (a task's report, a heartbeat in
+   * a DM): the server's messages this page does not show yet, less the ones it shows as its
+   * own (what it sent, and the replies it streamed). */
+  async function refreshHistory(conv) {
+    if (conv.polling || conv.streaming || !conv.loaded) return;
+    conv.polling = true;
+    try {
+      const data = await apiJSON(`/api/chat/${enc(conv.name)}/history?session_id=${enc(conv.session)}`);
+      const messages = Array.isArray(data && data.messages) ? data.messages : [];
+      if (conv.streaming) return;
+      const same = (a, b) => a.kind === b.kind && String(a.text).trim() === String(b.text).trim();
+      const shown = new Set(conv.items.map((i) => i.key));
+      const fresh = messages
+        .map(fromServer)
+        .filter((m) => !shown.has(m.key) && !conv.items.some((i) => i.local && same(i, m)));
+      if (fresh.length) {
+        conv.items = conv.items.concat(fresh);
+        renderMessages(conv, { quiet: true });
+      }
+    } catch (err) {
+      // The next poll tries again; a failure here is not worth interrupting the person.
+    } finally {
+      conv.polling = false;
+    }
+  }
+
   /** Whether a post the server lists is the one this browser sent (and shows as local). */
   function samePost(local, server, isNew) {
     if (local.serverId !== undefined && local.serverId !== null && String(local.serverId) === String(server.id)) {
@@ -1244,6 +1270,7 @@
     pollTimer = window.setTimeout(async () => {
       const conv = currentConv();
       if (conv && conv.kind === "channel" && !document.hidden) await pollChannel(conv);
+      else if (conv && conv.kind === "anima" && !document.hidden) await refreshHistory(conv);
       schedulePoll();
     }, 3000);
   }
