@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -16,7 +15,6 @@ from hub.adapter import (
     Adapter,
     AdapterFactory,
     Caller,
-    Linker,
     PlatformState,
     Receipt,
     TranscriptEntry,
@@ -34,7 +32,6 @@ from hub.commands.people import PeopleCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
 from hub.delegation import Delegation
-from hub.deliveries import Delivery
 from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
 from hub.events import EventBus
@@ -44,7 +41,7 @@ from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, Inbox
 from hub.ingress import Ingress, storable
 from hub.linking import Linking
-from hub.llm import LiteLLMResponder, TurnContext
+from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill_llm import anima_distillers
 from hub.memory.profiles import Profiles
@@ -69,8 +66,8 @@ from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cu
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.supervise import Supervisor
-from hub.task_runner import TaskRunner
-from hub.task_tools import plain_request, task_tools
+from hub.task_runner import TaskRunner, report_links
+from hub.task_tools import offline_delegation, task_tools
 from hub.tasks import TaskBoard
 from hub.thinking import Thinker
 from hub.tools import ToolRegistry, builtin_tools
@@ -157,7 +154,7 @@ class Hub:
         self.anima_states = AnimaStates(self.db, self.inbox, self.outbox)
         responders = responders or Responders(
             LiteLLMResponder(settings.llm, self.tools, self.model),
-            OfflineResponder(self._offline_delegation),
+            OfflineResponder(offline_delegation(self.tools, lambda: self.delegation)),
         )
         self.runtime = Runtime(
             self.db,
@@ -189,7 +186,7 @@ class Hub:
             runs=runs_tasks,
         )
         self.runtime.run_task = self.task_runner.run
-        self.outbox.on_sent(self._sent)
+        self.outbox.on_sent(report_links(self.adapters, self.task_runner))
         self.delegation = Delegation(
             self.tasks, self.animas, settings.tasks, self.clock.now, self.task_runner.start
         )
@@ -417,26 +414,6 @@ class Hub:
             self.outbox.enqueue(
                 conn, address, text, DeliveryKind.NOTICE, anima, f"notice:{uuid.uuid4()}"
             )
-
-    def _sent(self, row: Delivery) -> None:
-        """A delivery is out: where its platform gives it a link (a Notion page), a task's
-        report says so where it was asked for."""
-        adapter = self.adapters.get(row.address.split(":", 1)[0])
-        if isinstance(adapter, Linker) and row.message_ids:
-            address = Address.parse(row.address, row.address_kind)
-            link = adapter.link(address, row.message_ids[0])
-            if link:
-                self.task_runner.published(row.idempotency_key, row.address, link)
-
-    async def _offline_delegation(self, ctx: TurnContext) -> str | None:
-        """Offline, a manager still delegates when asked in plain words ("have kai check
-        the build"), through the same tool a model would call."""
-        asked = plain_request(ctx.text, self.delegation.subordinates(ctx.anima))
-        if asked is None:
-            return None
-        to, title = asked
-        arguments = json.dumps({"to": to, "title": title})
-        return await self.tools.call("delegate_task", arguments, ctx.tools)
 
     def _signin_link(self, person_id: str) -> str:
         issued = self.access.create_signin(person_id, created_by="/web")

@@ -17,15 +17,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from sqlalchemy import Connection, insert
 from sqlalchemy.exc import IntegrityError
 
+from hub.adapter import Adapter, Linker
 from hub.animas import AnimaRegistry
-from hub.deliveries import bounded_key
+from hub.deliveries import Delivery, bounded_key
 from hub.mailbox import TaskJob
 from hub.messages import Address, AddressKind, DeliveryKind
 from hub.model_client import LLMError
@@ -368,3 +369,18 @@ class TaskRunner:
     def _speaker(self, task: TaskView) -> str:
         """Who tells a failure or lateness: the manager, when it is an Anima."""
         return task.manager if self._animas.get(task.manager) else task.assignee
+
+
+def report_links(adapters: Mapping[str, Adapter], runner: TaskRunner) -> Callable[[Delivery], None]:
+    """An outbox listener: when a delivery is out where its platform gives it a link (a
+    Notion page), a task's report says so where the task was asked for."""
+
+    def sent(row: Delivery) -> None:
+        adapter = adapters.get(row.address.split(":", 1)[0])
+        if isinstance(adapter, Linker) and row.message_ids:
+            address = Address.parse(row.address, row.address_kind)
+            link = adapter.link(address, row.message_ids[0])
+            if link:
+                runner.published(row.idempotency_key, row.address, link)
+
+    return sent

@@ -7,16 +7,18 @@ reads (hub/delegation.py says which ones).
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hub.delegation import Delegation, Refused, Request
+from hub.llm import TurnContext
 from hub.memory.text import clip
 from hub.targets import parse_target
 from hub.tasks import OPEN, TaskBoard, TaskError, TaskView
-from hub.tools import Tool, ToolContext
+from hub.tools import Tool, ToolContext, ToolRegistry
 
 _RELATIVE = re.compile(r"^(?:in\s+)?(\d+)\s*(m|min|minutes?|h|hours?|d|days?)$", re.IGNORECASE)
 _UNIT = {"m": "minutes", "h": "hours", "d": "days"}
@@ -65,6 +67,22 @@ def _targets(value: Any) -> tuple[str, ...]:
     for target in written:
         parse_target(target)  # ValueError with both forms named
     return tuple(written)
+
+
+def offline_delegation(
+    tools: ToolRegistry, delegation: Callable[[], Delegation]
+) -> Callable[[TurnContext], Awaitable[str | None]]:
+    """What the offline mode does for a manager asked in plain words ("have kai check the
+    build"): the same `delegate_task` call a model would make; None for any other text."""
+
+    async def act(ctx: TurnContext) -> str | None:
+        asked = plain_request(ctx.text, delegation().subordinates(ctx.anima))
+        if asked is None:
+            return None
+        to, title = asked
+        return await tools.call("delegate_task", json.dumps({"to": to, "title": title}), ctx.tools)
+
+    return act
 
 
 def task_tools(delegation: Delegation, board: TaskBoard, now: Callable[[], datetime]) -> list[Tool]:
