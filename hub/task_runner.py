@@ -95,19 +95,33 @@ class TaskRunner:
         """At start: what was running was cut off by the stop; run it again, with the rest."""
         if not self.runs:
             return 0
-        cut_off = self._board.listing(states=(TaskState.RUNNING,), limit=10_000)
-        for task in cut_off:
-            try:
-                self._board.move(task.id, TaskState.TODO, "hub", "the hub stopped during it")
-            except TaskError:
-                continue
+        cut_off = self._orphans("the hub stopped during it")
         self._replay_notes()
         self.sweep()
-        return len(cut_off)
+        return cut_off
+
+    def _orphans(self, note: str) -> int:
+        """Running tasks no run of this process holds (cut off by a stop, or a run that
+        ended without a result) go back to todo, to be run again."""
+        found = 0
+        for task in self._board.listing(states=(TaskState.RUNNING,), limit=10_000):
+            if task.id in self._queued:
+                continue
+            try:
+                self._board.move(task.id, TaskState.TODO, "hub", note)
+            except TaskError:
+                continue
+            found += 1
+        return found
 
     def sweep(self) -> None:
-        """Each scheduler tick: start what waits (after a stop, a pause) and tell lateness."""
+        """Each scheduler tick: start what waits (after a stop, a pause, a run that broke
+        off) and tell lateness."""
+        if not self.runs:
+            return
         now = self._now()
+        if orphaned := self._orphans("its run ended without a report"):
+            log.error("%d running tasks had no run; running them again", orphaned)
         for task in self._board.listing(states=(TaskState.TODO,), limit=1000):
             if task.id not in self._queued and not self._paused(task.assignee):
                 self.start(task)
@@ -157,6 +171,12 @@ class TaskRunner:
             return
         except TimeoutError:
             self._fail(task, f"the run took longer than {self._timeout(task):.0f} s", final=False)
+            return
+        except Exception as exc:
+            # A bug or an unexpected SDK error: tried again like a model outage, then failed
+            # visibly, as a turn is (hub/runtime.py); never left running with nobody on it.
+            log.exception("task %d crashed", task.id, extra={"anima": task.assignee})
+            self._fail(task, f"internal error: {exc!r}", final=False)
             return
         report = thought.text if not offline else offline_report(task, thought.recalled)
         self._done(task, report or "_(the model gave an empty report)_", targets)

@@ -245,6 +245,15 @@ async def test_a_task_cut_off_by_a_stop_runs_again_once(home: Path) -> None:
         await hub.stop()
 
 
+async def test_a_running_task_that_no_run_holds_is_taken_up_again(offline: Hub) -> None:
+    offline.tasks.create(NewTask("Write notes", "mika", "kai", origin=str(GENERAL)), "mika")
+    offline.tasks.move(1, TaskState.RUNNING, "kai")  # as if its run had broken off
+    offline.task_runner.sweep()
+    task = await settled(offline, 1, TaskState.DONE)
+    assert task.steps[2].note == "its run ended without a report"
+    assert len(deliveries(offline, "task:1>")) == 1
+
+
 async def test_cancelled_while_running_drops_the_report(offline: Hub) -> None:
     hub = offline
     await command(hub, GENERAL, ROOT, "/anima pause kai")
