@@ -291,10 +291,19 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
             else ", ".join(f"{n} {k}" for k, n in sorted(deliveries.items())) or "none",
         ),
         ("turns waiting", ", ".join(f"{a}: {n}" for a, n in sorted(waiting.items())) or "none"),
+        ("tasks", _task_line(health.get("tasks"))),
     ]
     for key, value in rows:
         table.add_row(key, value)
     return table
+
+
+def _task_line(tasks: dict[str, int] | None) -> str:
+    if tasks is None:
+        return "unknown (no database)"
+    order = ("running", "todo", "blocked", "review", "failed", "done", "cancelled")
+    shown = [f"{tasks[state]} {state}" for state in order if tasks.get(state)]
+    return ", ".join(shown) or "none"
 
 
 def _platform_lines(platforms: dict[str, Any]) -> str:

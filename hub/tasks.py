@@ -233,6 +233,12 @@ class TaskBoard:
         with self._db.session() as session:
             return int(session.exec(query).one())
 
+    def counts(self) -> dict[str, int]:
+        """How many tasks are in each state (health, `animahub status`)."""
+        query = select(Task.state, func.count()).group_by(Task.state)
+        with self._db.session() as session:
+            return {str(TaskState(state).value): int(n) for state, n in session.exec(query).all()}
+
     def get(self, task_id: int) -> TaskView:
         with self._db.session() as session:
             row = session.get(Task, task_id)

@@ -124,9 +124,11 @@ def list_deliveries(
 def health(hub: HubDep) -> dict[str, Any]:
     try:
         deliveries: dict[str, int] | None = hub.outbox.counts()
+        tasks: dict[str, int] | None = hub.tasks.counts()
         database_error = ""
     except DBAPIError as exc:
-        deliveries, database_error = None, f"{type(exc.orig).__name__}: {exc.orig}"
+        deliveries = tasks = None
+        database_error = f"{type(exc.orig).__name__}: {exc.orig}"
     platforms = {name: status.as_dict() for name, status in hub.platforms.status().items()}
     parts = {name: status.as_dict() for name, status in hub.supervisor.status().items()}
     problems = [f"platform {name}" for name, p in platforms.items() if p["state"] != "up"]
@@ -152,6 +154,7 @@ def health(hub: HubDep) -> dict[str, Any]:
         "database": hub.db.engine.dialect.name,
         "deliveries": deliveries,
         "failed_deliveries": deliveries.get("failed", 0) if deliveries is not None else None,
+        "tasks": tasks,  # the task board's tasks by state
         "mailboxes": hub.runtime.mailboxes.pending(),
         # messages from people sending faster than their rate, waiting for their slot
         "paced": hub.pacing.waiting,

@@ -180,6 +180,9 @@ def test_delegation_survives_a_kill_and_reports_once(
         hub = HubProcess(home, hub.port, **env).start()
         time.sleep(2)
         assert state_of(hub, 1) == "done" and state_of(hub, 2) == "failed"
+        assert hub.get("/api/system/health")["tasks"] == {"done": 1, "failed": 1}
+        status = cli(home, "status", COLUMNS="200").stdout
+        assert "1 failed, 1 done" in status, status
     finally:
         hub.stop()
 
