@@ -77,6 +77,16 @@ class Delegation:
             raise Refused(f"no Anima named {anima!r} (Animas: {', '.join(self._animas.names())})")
         return found.spec.supervisor or ADMIN_MANAGER
 
+    def home_channel(self, manager: str, to: str) -> str:
+        """Where a task asked for from no conversation (the CLI, the API) is reported and
+        escalated: the manager's first heartbeat channel, else the assignee's; never
+        nowhere, so a failure cannot go unheard."""
+        for name in (manager, to):
+            anima = self._animas.get(name)
+            if anima is not None and anima.spec.heartbeat.channels:
+                return anima.spec.heartbeat.channels[0]
+        return ""
+
     def delegate(self, request: Request, actor: str) -> Delegated:
         """Put the task on the board and start it; Refused with the reason otherwise."""
         try:

@@ -30,7 +30,11 @@ class DelegateIn(BaseModel):
     details: str = Field(default="", max_length=20_000)
     due: str = Field(default="", max_length=64, description="ISO 8601, or 'in 2 hours'")
     report_to: list[str] = Field(default_factory=list, max_length=20)
-    origin: str = Field(default="", max_length=500, description="where the report goes first")
+    origin: str = Field(
+        default="",
+        max_length=500,
+        description="where the report goes first; default: the manager's heartbeat channel",
+    )
 
 
 @router.get("/tasks")
@@ -73,16 +77,17 @@ async def delegate(body: DelegateIn, hub: HubDep, caller: CallerDep) -> dict[str
         due = parse_due(body.due, hub.clock.now())
         for target in (*body.report_to, *([body.origin] if body.origin else [])):
             parse_target(target)
+        manager = hub.delegation.manager_of(body.to)
         made = hub.delegation.delegate(
             Request(
-                manager=hub.delegation.manager_of(body.to),
+                manager=manager,
                 to=body.to,
                 title=body.title,
                 details=body.details,
                 due_at=due,
                 report_to=tuple(body.report_to),
                 requested_by=caller.person_id,
-                origin=body.origin,
+                origin=body.origin or hub.delegation.home_channel(manager, body.to),
                 by_admin=True,
             ),
             actor=actor_of(caller),

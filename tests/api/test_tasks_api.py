@@ -102,6 +102,7 @@ async def test_admins_delegate_and_retry_over_the_api(hub: Hub) -> None:
         assert made.status_code == 201, made.text
         task = made.json()
         assert (task["manager"], task["assignee"]) == ("mika", "kai")  # kai's supervisor
+        assert task["origin"] == "web:local/general"  # mika's heartbeat channel: never nowhere
         assert task["due_at"].startswith("2026-12-01T11:00")  # the hub's clock, two hours on
         done = await _settled(hub, task["id"], "done")
         assert done["result"].startswith("No language model is configured")
