@@ -107,7 +107,8 @@ def task_tools(delegation: Delegation, board: TaskBoard, now: Callable[[], datet
                     due_at=due,
                     report_to=report_to,
                     requested_by=parent.requested_by if parent else ctx.person_id,
-                    origin=parent.origin if parent else _origin(ctx),
+                    origin=(parent.origin if parent else _origin(ctx))
+                    or delegation.home_channel(ctx.anima, to),
                     parent_id=ctx.task_id,
                     turn=ctx.turn,
                 ),
