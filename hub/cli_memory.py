@@ -79,12 +79,14 @@ def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
             response.raise_for_status()
             console.print(f"{name}: {response.json()['items']} items re-indexed")
         return
-    asyncio.run(_repair_locally(settings, targets, full))
+    # --full with --anima: that Anima's points are dropped and rebuilt (as always); the
+    # whole index is emptied only when every Anima is rebuilt.
+    asyncio.run(_repair_locally(settings, targets, full and anima is None))
 
 
-async def _repair_locally(settings: Settings, targets: list[str], full: bool) -> None:
+async def _repair_locally(settings: Settings, targets: list[str], everything: bool) -> None:
     async with local_memory(settings) as memory:
-        if full:
+        if everything:  # points of Animas that no longer exist go too
             memory.index.clear()
         columns = (
             TextColumn("{task.description}"),

@@ -1,0 +1,52 @@
+"""`animahub repair-rag` with no hub running touches only the Animas it is asked to: with
+`--anima NAME --full` the other Animas' index is left as it was."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hub.cli import app
+from hub.memory.index import MemoryFilter
+from hub.memory.service import MemoryService
+from hub.runfile import hold_data_root
+from hub.settings import load_settings
+
+
+def counts() -> dict[str, int]:
+    """The index's points per Anima as the repair left them: read without `start()`, which
+    would rebuild an emptied Anima and hide the damage."""
+
+    async def count() -> dict[str, int]:
+        settings = load_settings()
+        with hold_data_root(settings.home):
+            memory = MemoryService.from_settings(settings.home, settings.memory)
+            try:
+                return {n: memory.index.count(MemoryFilter(anima=n)) for n in ("aria", "kai")}
+            finally:
+                await memory.stop()
+
+    return asyncio.run(count())
+
+
+def test_repair_rag_full_for_one_anima_leaves_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    for args in (
+        ["init", "--demo", "--owner", "Sam"],
+        ["chat", "aria", "The staging database password rotates monthly."],
+        ["chat", "kai", "The build runs on ci-2 since Tuesday."],
+    ):
+        done = runner.invoke(app, args)
+        assert done.exit_code == 0, done.output
+    before = counts()
+    assert before["aria"] > 0 and before["kai"] > 0
+    repaired = runner.invoke(app, ["repair-rag", "--anima", "aria", "--full"])
+    assert repaired.exit_code == 0, repaired.output
+    assert "re-indexed 1 Anima(s)" in repaired.output
+    assert counts() == before  # aria rebuilt to the same points; kai untouched
