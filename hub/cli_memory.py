@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
@@ -196,7 +196,15 @@ async def local_consolidator(settings: Settings) -> AsyncIterator[Consolidator]:
 
 def consolidate(
     name: Annotated[str, typer.Argument(help="The Anima whose memory to consolidate.")],
-    daily: Annotated[bool, typer.Option("--daily", help="Distill yesterday's episodes.")] = False,
+    daily: Annotated[
+        bool, typer.Option("--daily", help="Distill every day not yet distilled, to yesterday.")
+    ] = False,
+    today: Annotated[
+        bool, typer.Option("--today", help="With --daily: today's episodes too.")
+    ] = False,
+    day: Annotated[
+        str | None, typer.Option("--day", help="Distill this day only (YYYY-MM-DD).")
+    ] = None,
     weekly: Annotated[
         bool, typer.Option("--weekly", help="Merge duplicates, flag, compress old episodes.")
     ] = False,
@@ -209,9 +217,14 @@ def consolidate(
         settings = load_settings()
     except ConfigError as exc:
         raise _fail(f"config: {exc}", code=2) from None
+    daily = daily or today or day is not None
     stages = [s for s, on in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if on]
     if not stages:
         raise _fail("choose at least one of --daily, --weekly, --monthly", code=2)
+    try:
+        one_day = date.fromisoformat(day) if day else None
+    except ValueError:
+        raise _fail(f"--day {day!r} is not a day: use YYYY-MM-DD", code=2) from None
     if name not in _animas(settings):
         raise _fail(f"no Anima named {name!r} in {settings.home}")
     running = running_hub(settings.home)
@@ -220,21 +233,23 @@ def consolidate(
             with console.status(f"{name}: {stage} consolidation through the running hub…"):
                 response = httpx.post(
                     f"{running.url}/api/memory/{name}/consolidate",
-                    params={"stage": stage},
+                    params={"stage": stage, "today": today, **({"day": day} if day else {})},
                     headers=auth_headers(settings),
                     timeout=None,
                 )
             console.print(_answer(response)["summary"], highlight=False)
         return
     try:
-        summaries = asyncio.run(_consolidate_locally(settings, name, stages))
+        summaries = asyncio.run(_consolidate_locally(settings, name, stages, one_day, today))
     except HubBusy as exc:
         raise _fail(str(exc)) from None
     for line in summaries:
         console.print(line, highlight=False)
 
 
-async def _consolidate_locally(settings: Settings, name: str, stages: list[str]) -> list[str]:
+async def _consolidate_locally(
+    settings: Settings, name: str, stages: list[str], day: date | None, today: bool
+) -> list[str]:
     from hub.memory.consolidation import STAGES
 
     registry = AnimaRegistry(settings.home / "animas", load_roles())
@@ -245,7 +260,9 @@ async def _consolidate_locally(settings: Settings, name: str, stages: list[str])
     async with local_consolidator(settings) as consolidator:
         for stage in STAGES:
             if stage in stages:
-                report = await consolidator.run(name, stage, datetime.now(UTC), timezone)
+                report = await consolidator.run(
+                    name, stage, datetime.now(UTC), timezone, day=day, with_today=today
+                )
                 summaries.append(report.summary())
     return summaries
 

@@ -3,6 +3,7 @@ stage and restore what was forgotten (admin surface)."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
@@ -114,11 +115,18 @@ def _timezone(hub: Hub, name: str) -> str:
 
 @router.post("/{name}/consolidate")
 async def consolidate(
-    name: str, hub: HubDep, stage: Literal["daily", "weekly", "monthly"]
+    name: str,
+    hub: HubDep,
+    stage: Literal["daily", "weekly", "monthly"],
+    day: date | None = None,
+    today: bool = False,
 ) -> dict[str, Any]:
-    """Run one consolidation stage now (daily consolidates yesterday, in the Anima's time)."""
+    """Run one consolidation stage now, in the Anima's time. Daily distils every day not
+    yet distilled up to yesterday; `today=true` includes today, `day=YYYY-MM-DD` is one day."""
     consolidator = _consolidator(hub, name)
-    report = await consolidator.run(name, stage, hub.clock.now(), _timezone(hub, name))
+    report = await consolidator.run(
+        name, stage, hub.clock.now(), _timezone(hub, name), day=day, with_today=today
+    )
     return report.as_json()
 
 

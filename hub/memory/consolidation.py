@@ -61,6 +61,9 @@ NOTE_IMPORTANCE = 0.5  # distilled notes rank a little above raw episodes
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+_CHANGED = ("created", "updated", "superseded", "merged", "flagged", "compressed", "forgotten")
+
+
 @dataclass(frozen=True, slots=True)
 class StageReport:
     """What one stage run did; every entry is a path relative to the Anima's folder."""
@@ -94,20 +97,17 @@ class StageReport:
 
     def summary(self) -> str:
         """One line for logs and the CLI: "aria daily: 2 created, 1 superseded"."""
-        counts = [
-            f"{len(paths)} {name}"
-            for name in (
-                "created",
-                "updated",
-                "superseded",
-                "merged",
-                "flagged",
-                "compressed",
-                "forgotten",
-            )
-            if (paths := getattr(self, name))
-        ]
+        counts = [f"{len(paths)} {name}" for name in _CHANGED if (paths := getattr(self, name))]
         return f"{self.anima} {self.stage}: {', '.join(counts) or 'nothing to do'}"
+
+    @classmethod
+    def combined(cls, stage: str, anima: str, reports: Sequence[StageReport]) -> StageReport:
+        """Several runs of one stage as one report (each path once)."""
+        changes = Changes()
+        for report in reports:
+            for name in _CHANGED:
+                getattr(changes, name).extend(getattr(report, name))
+        return cls.of(stage, anima, changes)
 
     def as_json(self) -> dict[str, Any]:
         return {**asdict(self), "summary": self.summary()}
@@ -168,11 +168,47 @@ class Consolidator:
     def _lock(self, anima: str) -> asyncio.Lock:
         return self._locks.setdefault(anima, asyncio.Lock())
 
-    async def run(self, anima: str, stage: Stage, now: datetime, timezone: str) -> StageReport:
-        """A stage as the scheduler runs it: daily for yesterday, in the Anima's timezone."""
+    def undistilled_days(self, anima: str, until: date) -> list[date]:
+        """Days up to `until` whose episodes hold sections not yet distilled, oldest first."""
+        folder = self.memory.anima_dir(anima)
+        ledger = Ledger(folder)
+        days = []
+        for path in sorted((folder / "episodes").glob("*.md")):
+            try:
+                day = date.fromisoformat(path.stem)
+            except ValueError:
+                continue  # not a day's file
+            if day > until:
+                continue
+            relative = episode_path(day)
+            done = ledger.distilled(relative)
+            if any(s.id not in done for s in read_episodes(folder, path)):
+                days.append(day)
+        return days
+
+    async def catch_up(self, anima: str, until: date, now: datetime) -> StageReport:
+        """The daily stage for every day up to `until` not yet distilled (a hub that was
+        off, or `consolidate --daily` run by hand): a section is still distilled once."""
+        reports = [await self.daily(anima, day, now) for day in self.undistilled_days(anima, until)]
+        return StageReport.combined("daily", anima, reports)
+
+    async def run(
+        self,
+        anima: str,
+        stage: Stage,
+        now: datetime,
+        timezone: str,
+        *,
+        day: date | None = None,
+        with_today: bool = False,
+    ) -> StageReport:
+        """A stage run by hand (CLI, API), in the Anima's timezone: daily distils every day
+        not yet distilled up to yesterday (up to today `with_today`), or just `day`."""
         yesterday, today = stage_days(now, timezone)
         if stage == "daily":
-            return await self.daily(anima, yesterday, now)
+            if day is not None:
+                return await self.daily(anima, day, now)
+            return await self.catch_up(anima, today if with_today else yesterday, now)
         if stage == "weekly":
             return await self.weekly(anima, today, now)
         return await self.monthly(anima, today, now)

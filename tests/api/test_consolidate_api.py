@@ -49,6 +49,31 @@ async def test_consolidate_runs_a_stage_and_reports_it(client: httpx.AsyncClient
 
     again = await client.post("/api/memory/aria/consolidate", params={"stage": "daily"})
     assert again.json()["summary"] == "aria daily: nothing to do"
+    hub.memory.record_turn(
+        TurnRecord(
+            anima="aria",
+            inbox_id="in-2",
+            person_id="alice",
+            person_name="Alice",
+            where="#general on web",
+            channel_key="web:local/general",
+            scope="channel:web:local/general",
+            user_text="The door code is 4417.",
+            reply="Noted.",
+            at=datetime.now(UTC),
+        )
+    )
+    await hub.memory.drain()
+    later = await client.post("/api/memory/aria/consolidate", params={"stage": "daily"})
+    assert later.json()["summary"] == "aria daily: nothing to do"  # today waits for today=true
+    now = await client.post(
+        "/api/memory/aria/consolidate", params={"stage": "daily", "today": "true"}
+    )
+    assert now.json()["created"] == ["knowledge/door-code.md"]
+    bad_day = await client.post(
+        "/api/memory/aria/consolidate", params={"stage": "daily", "day": "someday"}
+    )
+    assert bad_day.status_code == 422
     for stage in ("weekly", "monthly"):  # nothing old enough to merge, compress or forget
         response = await client.post("/api/memory/aria/consolidate", params={"stage": stage})
         assert response.status_code == 200, response.text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 
 import pytest
@@ -61,3 +61,49 @@ def test_consolidate_and_restore_from_the_command_line(
     assert (folder / "knowledge/wifi.md").exists() and not archived.exists()
     again = runner.invoke(app, ["memory", "restore", "aria", "knowledge/wifi.md"])
     assert again.exit_code == 1 and "no forgotten note" in again.output
+
+
+def _said(folder: Path, day: date, key: str, text: str) -> None:
+    when = datetime.combine(day, time(9, 30), UTC)
+    append_episode(
+        folder,
+        MemoryItem(
+            id=stable_id("turn", key),
+            layer=Layer.EPISODIC,
+            text=f"**Alice** (a DM on web): {text}\n**aria**: Noted.",
+            path=episode_path(day),
+            scope="person:alice",
+            created=when,
+            updated=when,
+            person="alice",
+            channel="web:local/dm:aria:alice",
+            section="09:30",
+        ),
+    )
+
+
+def test_daily_distils_every_day_not_yet_distilled_and_today_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
+    registry = AnimaRegistry(tmp_path / "home" / "animas", load_roles())
+    registry.load()
+    folder = registry.create("aria", "researcher").path
+    yesterday, today = stage_days(datetime.now(UTC), "UTC")
+    _said(folder, yesterday - timedelta(days=3), "old", "The budget code is TANGO-7731.")
+    _said(folder, today, "now", "The door code is 4417.")
+    runner = CliRunner()
+    first = runner.invoke(app, ["consolidate", "aria", "--daily"])
+    assert first.exit_code == 0, first.output
+    assert "aria daily: 1 created" in first.output  # a day the hub was off, caught up
+    assert (folder / "knowledge/budget-code.md").exists()
+    assert not (folder / "knowledge/door-code.md").exists()  # today waits for --today
+    again = runner.invoke(app, ["consolidate", "aria", "--daily"])
+    assert "aria daily: nothing to do" in again.output
+    now = runner.invoke(app, ["consolidate", "aria", "--today"])
+    assert now.exit_code == 0 and "aria daily: 1 created" in now.output, now.output
+    assert (folder / "knowledge/door-code.md").exists()
+    bad = runner.invoke(app, ["consolidate", "aria", "--day", "yesterday"])
+    assert bad.exit_code == 2 and "is not a day: use YYYY-MM-DD" in bad.output
+    one = runner.invoke(app, ["consolidate", "aria", "--day", today.isoformat()])
+    assert "aria daily: nothing to do" in one.output  # distilled once, never twice
