@@ -114,23 +114,34 @@ def memory_search(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="The Anima whose memory to search.")],
     query: Annotated[str, typer.Argument(help="What to look for.")],
-    scope: Annotated[str, typer.Option(help="all, shared, person:ID or channel:KEY")] = "all",
+    scope: Annotated[
+        str, typer.Option(help="Whose: all, shared, person:ID or channel:KEY (comma-separated).")
+    ] = "all",
+    layer: Annotated[
+        str, typer.Option(help="What kind: all, episodes, knowledge, procedures, skills, people.")
+    ] = "all",
     limit: Annotated[int, typer.Option(help="How many results.")] = 10,
 ) -> None:
     """Search an Anima's memory as an admin (every privacy scope unless --scope says)."""
+    from hub.memory.documents import SEARCH_LAYERS
+
+    if scope in SEARCH_LAYERS and scope != "all":  # --scope knowledge: a layer, as REST takes it
+        scope, layer = "all", scope
+    if layer not in SEARCH_LAYERS:
+        raise _fail(f"--layer {layer!r}: use {', '.join(SEARCH_LAYERS)}", code=2)
     settings: Settings = ctx.obj
     running = running_hub(settings.home)
     if running is not None:
         response = httpx.get(
             f"{running.url}/api/memory/{name}/search",
-            params={"query": query, "scope": scope, "limit": limit},
+            params={"query": query, "scope": scope, "layer": layer, "limit": limit},
             headers=auth_headers(settings),
             timeout=60,
         )
         response.raise_for_status()
         rows = response.json()["results"]
     else:
-        rows = asyncio.run(_search_locally(settings, name, query, scope, limit))
+        rows = asyncio.run(_search_locally(settings, name, query, scope, layer, limit))
     table = Table("score", "layer", "where", "text", "why")
     for row in rows:
         where = row["path"] + (f" § {row['section']}" if row.get("section") else "")
@@ -140,26 +151,15 @@ def memory_search(
 
 
 async def _search_locally(
-    settings: Settings, name: str, query: str, scope: str, limit: int
-) -> list[dict[str, object]]:
+    settings: Settings, name: str, query: str, scope: str, layer: str, limit: int
+) -> list[dict[str, Any]]:
     if name not in _animas(settings):
         raise typer.BadParameter(f"no Anima named {name!r}")
-    from hub.memory.recall import RecallScope
+    from hub.memory.admin_search import search_rows
 
     scopes = () if scope in ("", "all") else tuple(s.strip() for s in scope.split(","))
     async with local_memory(settings) as memory:
-        found = await memory.search(RecallScope.admin(name, scopes), query, limit=limit)
-    return [
-        {
-            "score": r.score,
-            "layer": r.layer,
-            "path": r.path,
-            "section": r.section,
-            "text": r.text,
-            "why": r.why,
-        }
-        for r in found
-    ]
+        return await search_rows(memory, name, query, scopes, layer, limit)
 
 
 # consolidation and forgetting -------------------------------------------------------------

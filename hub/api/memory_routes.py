@@ -11,10 +11,10 @@ from pydantic import BaseModel, Field
 
 from hub.api.routes import HubDep
 from hub.app import Hub
+from hub.memory.admin_search import search_rows
 from hub.memory.consolidation import Consolidator
-from hub.memory.documents import UNREADABLE
+from hub.memory.documents import SEARCH_LAYERS, UNREADABLE
 from hub.memory.files import MemoryPathError
-from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
 
 router = APIRouter(prefix="/api/memory")
@@ -54,23 +54,18 @@ async def search(
     hub: HubDep,
     query: Annotated[str, Query(min_length=1, max_length=2000)],
     scope: str = "all",
+    layer: str = "all",
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> dict[str, Any]:
+    """`scope` is whose memory (privacy: all, shared, person:ID, channel:KEY); `layer` the
+    kind (all, episodes, knowledge, procedures, skills, people). A layer's name given as
+    `scope` (`?scope=knowledge`, as clients of the first API wrote it) is taken as the layer."""
     memory = _memory(hub, name)
-    found = await memory.search(RecallScope.admin(name, _scopes(scope)), query, limit=limit)
-    return {
-        "results": [
-            {
-                "path": r.path,
-                "section": r.section,
-                "layer": r.layer,
-                "text": r.text,
-                "score": round(r.score, 6),
-                "why": r.why,
-            }
-            for r in found
-        ]
-    }
+    if scope in SEARCH_LAYERS and scope != "all":
+        scope, layer = "all", scope
+    if layer not in SEARCH_LAYERS:
+        raise HTTPException(422, f"bad layer {layer!r}: use {', '.join(SEARCH_LAYERS)}")
+    return {"results": await search_rows(memory, name, query, _scopes(scope), layer, limit)}
 
 
 @router.get("/{name}/read")

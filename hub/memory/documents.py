@@ -53,6 +53,17 @@ LAYER_DIRS = {
 }
 
 
+# What a person or a model calls each layer when searching (REST `layer`, the CLI's
+# `--layer`, the `search_memory` tool), and the layers of the index each one means.
+# "people" is interpersonal memory: the profiles' learned facts, not in the index.
+SEARCH_LAYERS: dict[str, tuple[str, ...] | None] = {
+    "all": None,
+    "episodes": (Layer.EPISODIC.value,),
+    **{folder: (layer.value,) for layer, folder in LAYER_DIRS.items()},
+    "people": (Layer.INTERPERSONAL.value,),
+}
+
+
 def stable_id(*parts: str) -> str:
     """A UUID derived from where an item lives, so a rebuild gives every item its old id."""
     return str(uuid.uuid5(_ID_NAMESPACE, "\x1f".join(parts)))

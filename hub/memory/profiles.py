@@ -10,11 +10,13 @@ shared. The front matter (identities, roles) belongs to hub/identity.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
 from hub.files import read_document, write_document
+from hub.memory.lexical import tokenize
 from hub.memory.redact import redact
 
 LEARNED = "## What Animas have learned"
@@ -65,6 +67,27 @@ class Profiles:
         section = body.split(LEARNED, 1)[1] if LEARNED in body else ""
         facts = [ln[2:].strip() for ln in section.splitlines() if ln.startswith("- ")]
         return facts if in_dm else [f for f in facts if not f.endswith(IN_DM)]
+
+    def search(
+        self, query: str, people: Sequence[str] | None, *, in_dm: bool, limit: int
+    ) -> list[tuple[str, Learned, float]]:
+        """What the Animas learned about people (shared by all of them) matching the
+        query's words: (person id, fact, share of the query's words it holds), best first.
+        `people`: only these persons (None: everyone); `in_dm=False`: not facts learned in
+        a DM."""
+        terms = set(tokenize(query))
+        found: list[tuple[str, Learned, float]] = []
+        for path in sorted(self._dir.glob("*.md")):
+            person = path.stem
+            if not terms or (people is not None and person not in people):
+                continue
+            for line in self.learned(person, in_dm=in_dm):
+                fact = Learned.parse(line)
+                shared = terms & set(tokenize(fact.fact))
+                if shared:
+                    found.append((person, fact, len(shared) / len(terms)))
+        found.sort(key=lambda hit: -hit[2])
+        return found[:limit]
 
     def add(self, person_id: str, fact: str, anima: str, day: date, *, private: bool) -> bool:
         """Append one fact (secrets redacted); False if it was already there or no profile.

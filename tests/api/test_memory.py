@@ -96,6 +96,20 @@ async def test_memory_read_write_and_path_safety(client: httpx.AsyncClient, hub:
     assert read.json()["content"] == note
     found = await client.get("/api/memory/aria/search", params={"query": "when do we deploy"})
     assert found.json()["results"][0]["path"] == "knowledge/deploys.md"
+    # `layer` picks the kind of memory, apart from the privacy `scope`; `scope=knowledge`
+    # (the first API's clients) is taken as the layer.
+    for params in ({"layer": "knowledge"}, {"scope": "knowledge"}):
+        layered = await client.get(
+            "/api/memory/aria/search", params={"query": "when do we deploy", **params}
+        )
+        assert layered.status_code == 200, layered.text
+        assert {r["layer"] for r in layered.json()["results"]} == {"semantic"}
+    episodes = await client.get(
+        "/api/memory/aria/search", params={"query": "when do we deploy", "layer": "episodes"}
+    )
+    assert all(r["layer"] == "episodic" for r in episodes.json()["results"])
+    wrong = await client.get("/api/memory/aria/search", params={"query": "x", "layer": "dreams"})
+    assert wrong.status_code == 422 and "bad layer 'dreams'" in wrong.text
 
     outside = hub.settings.home / "outside.md"
     outside.write_text("private")
@@ -175,6 +189,20 @@ async def test_what_people_say_about_themselves_reaches_their_profile(
     noted = await hub.tools.call("remember_about_person", '{"fact": "Leads the QA team"}', dana)
     assert noted == "noted in their profile"
     assert "Leads the QA team _(kai," in (settings.home / "shared/users/dana.md").read_text()
+    # The people layer searches these facts, apart from the privacy scope.
+    people = await client.get(
+        "/api/memory/kai/search", params={"query": "QA team", "layer": "people"}
+    )
+    (fact,) = people.json()["results"]
+    assert (fact["text"], fact["layer"]) == ("Leads the QA team", "interpersonal")
+    assert fact["path"] == "shared/users/dana.md"
+    others = await client.get(
+        "/api/memory/kai/search",
+        params={"query": "QA team", "layer": "people", "scope": "person:bob"},
+    )
+    assert others.json()["results"] == []
+    said = await hub.tools.call("search_memory", '{"query": "status", "layer": "people"}', dana)
+    assert said == "- (people) I prefer short status updates"
 
 
 async def test_priming_adds_notes_linked_from_what_was_recalled(

@@ -1,5 +1,6 @@
-"""`animahub repair-rag` with no hub running touches only the Animas it is asked to: with
-`--anima NAME --full` the other Animas' index is left as it was."""
+"""`animahub repair-rag` and `animahub memory search` with no hub running: repair touches
+only the Animas it is asked to (with `--anima NAME --full` the others' index is left as it
+was); search takes the kind of memory (`--layer`) apart from whose (`--scope`)."""
 
 from __future__ import annotations
 
@@ -50,3 +51,13 @@ def test_repair_rag_full_for_one_anima_leaves_the_others(
     assert repaired.exit_code == 0, repaired.output
     assert "re-indexed 1 Anima(s)" in repaired.output
     assert counts() == before  # aria rebuilt to the same points; kai untouched
+
+    wide = {"COLUMNS": "250"}
+    found = runner.invoke(app, ["memory", "search", "aria", "staging password"], env=wide)
+    assert found.exit_code == 0 and "rotates monthly" in found.output, found.output
+    knowledge = runner.invoke(
+        app, ["memory", "search", "aria", "staging password", "--layer", "knowledge"], env=wide
+    )
+    assert knowledge.exit_code == 0 and "rotates monthly" not in knowledge.output  # an episode
+    wrong = runner.invoke(app, ["memory", "search", "aria", "x", "--layer", "dreams"])
+    assert wrong.exit_code == 2 and "--layer 'dreams'" in wrong.output
