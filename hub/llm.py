@@ -32,6 +32,8 @@ class TurnContext:
     recalled: str = ""  # the rendered priming, wrapped and labelled as untrusted data
     recalled_lines: list[str] = field(default_factory=list)  # related memories, for offline
     handoff: tuple[str, ...] = ()  # where the person left off (hub/handoffs.py), to offer once
+    about_person: tuple[str, ...] = ()  # what Animas learned about the person (the profile)
+    offline_intro: bool = True  # offline: the person has not been told yet what that means
 
 
 class Responder(Protocol):

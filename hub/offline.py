@@ -1,15 +1,19 @@
 """The offline mode: answers without a language model, from what the hub knows.
 
-It never pretends to be a model. It greets the person by name, says who the Anima is, what
-it remembers of the conversation, and exactly how to configure a model.
+It never pretends to be a model. The first time it meets a person it says who the Anima is
+and exactly how to configure a model; after that (in any conversation) one line says it is
+offline. An answer leads with what memory holds that matches the message (sharing a search
+term with it: relevance, not whatever is recent), including what was learned about the
+person, and says plainly when nothing relevant is known.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from hub.llm import TurnContext
+from hub.memory.lexical import tokenize
 from hub.memory.redact import redact
 
 _WORD_RE = re.compile(r"\S+\s*")
@@ -19,6 +23,25 @@ _HOW_TO = (
     '`api_key = "env:ANTHROPIC_API_KEY"`, or `model = "ollama/llama3.1"` for a local Ollama), '
     "or export `ANIMAHUB_LLM__MODEL=...`, then restart the hub."
 )
+_SHORT_HOW_TO = (
+    "_(Offline mode: no language model is configured. Set `model` under `[llm]` in "
+    "`hub.toml`, or `ANIMAHUB_LLM__MODEL`, and restart the hub.)_"
+)
+# Words of a question that say nothing about its subject ("what did you say about X?").
+_FILLER = frozenset(
+    {"about", "anyth", "ask", "can", "could", "did", "do", "doe", "know", "rememb", "say"}
+    | {"said", "someth", "tell", "told", "would", "should", "pleas", "hi", "hello", "thank"}
+    | {"how", "where", "whi", "wonder", "mention", "recal", "ever", "again", "yet", "just"}
+)
+_QUESTION = re.compile(
+    r"\?\s*$|^\s*(what|who|whom|whose|when|where|which|why|how|do|does|did|is|are|can|could)\b",
+    re.IGNORECASE,
+)
+_BACK = re.compile(
+    r"\b(what|which)\b.*\b(did|have)\s+i\b.*\b(ask|say|said|tell|told|write|wrote|mention)",
+    re.IGNORECASE,
+)
+_SHOWN = 5
 
 
 def _quote(text: str, limit: int = 120) -> str:
@@ -27,15 +50,22 @@ def _quote(text: str, limit: int = 120) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-_SHORT_HOW_TO = (
-    "_(Offline mode: no language model is configured. Set `model` under `[llm]` in "
-    "`hub.toml`, or `ANIMAHUB_LLM__MODEL`, and restart the hub.)_"
-)
+def _terms(text: str) -> set[str]:
+    return {t for t in tokenize(text) if t not in _FILLER}
+
+
+def relevant(text: str, lines: Sequence[str]) -> list[str]:
+    """The lines that share a search term with `text` (question words aside), most shared
+    first, each once."""
+    wanted = _terms(text)
+    scored = [(len(wanted & set(tokenize(line))), i, line) for i, line in enumerate(lines)]
+    kept = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
+    return list(dict.fromkeys(line for _, _, line in kept))
 
 
 def compose(ctx: TurnContext) -> str:
     earlier = [t for t in ctx.earlier_from_person if t.strip()]
-    if earlier:
+    if earlier or not ctx.offline_intro:
         return _follow_up(ctx, earlier)
     name = ctx.anima.capitalize()
     lines = [
@@ -46,27 +76,46 @@ def compose(ctx: TurnContext) -> str:
         "compose a real answer yet, but I keep everything you tell me, and I'll remember it "
         "once a model is set.",
         "",
+        f"This is the start of our conversation ({ctx.where}).",
+        "",
+        *_left_off(ctx),
+        f"You said: “{_quote(ctx.text, 300)}”",
+        "",
+        *_answer(ctx, earlier),
+        _HOW_TO,
     ]
-    lines.append(f"This is the start of our conversation ({ctx.where}).")
-    lines.extend(["", *_left_off(ctx)])
-    lines.extend([f"You said: “{_quote(ctx.text, 300)}”", "", *_remembered(ctx), _HOW_TO])
     return "\n".join(lines)
 
 
 def _follow_up(ctx: TurnContext, earlier: list[str]) -> str:
-    """Later replies in a conversation: what was said so far, and a one-line reminder."""
-    lines = [
-        f"Noted, {ctx.person.display_name}: “{_quote(ctx.text, 300)}”",
-        "",
-        *_left_off(ctx),
-        f"In this conversation you've sent me {len(earlier) + 1} messages. Before this one "
-        "you said:",
-        *(f"- “{_quote(t)}”" for t in earlier[-3:]),
-        "",
-        *_remembered(ctx),
-        _SHORT_HOW_TO,
-    ]
-    return "\n".join(lines)
+    """After the first time: what was asked, what memory holds about it, one line on being
+    offline."""
+    return "\n".join(
+        [
+            f"Noted, {ctx.person.display_name}: “{_quote(ctx.text, 300)}”",
+            "",
+            *_left_off(ctx),
+            *_answer(ctx, earlier),
+            _SHORT_HOW_TO,
+        ]
+    )
+
+
+def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
+    """What memory holds that matches the message; for a question, plainly that nothing
+    does, when nothing does."""
+    about = relevant(ctx.text, ctx.about_person)
+    found = relevant(ctx.text, ctx.recalled_lines)
+    lines: list[str] = []
+    if _BACK.search(ctx.text) and earlier:  # "what did I ask?": the conversation itself
+        lines += ["Before this, you said:", *(f"- “{_quote(t)}”" for t in earlier[-3:]), ""]
+    if about:
+        lines += ["What I know about you:", *(f"- {_quote(f, 200)}" for f in about[:_SHOWN]), ""]
+    if found:
+        lines += ["From my memory:", *(f"- {_quote(f, 200)}" for f in found[:_SHOWN]), ""]
+    if not lines and _QUESTION.search(ctx.text):
+        lines += ["I don't know anything about that yet.", ""]
+    return lines
 
 
 def _left_off(ctx: TurnContext) -> list[str]:
@@ -77,17 +126,6 @@ def _left_off(ctx: TurnContext) -> list[str]:
         "Where we left off:",
         *(f"- {line}" for line in ctx.handoff),
         "Want to pick that up?",
-        "",
-    ]
-
-
-def _remembered(ctx: TurnContext) -> list[str]:
-    """What recall found for this message: the offline mode's way to answer about the past."""
-    if not ctx.recalled_lines:
-        return []
-    return [
-        "From my memory, what seems related:",
-        *(f"- {_quote(line, 200)}" for line in ctx.recalled_lines[:5]),
         "",
     ]
 

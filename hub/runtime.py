@@ -14,8 +14,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from sqlalchemy import insert
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import DBAPIError
+from sqlmodel import col
 
 from hub.adapter import TurnEvent
 from hub.animas import Anima, AnimaRegistry
@@ -26,7 +27,7 @@ from hub.identity import IdentityService, PersonView
 from hub.inbox import Claimed, Inbox
 from hub.llm import Responder, TurnContext, wrap_message
 from hub.mailbox import Job, Mailboxes, TaskJob, TurnJob
-from hub.memory.recall import RecallScope
+from hub.memory.recall import PROFILE, RecallScope
 from hub.memory.redact import StreamRedactor, redact
 from hub.memory.service import MemoryService
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow, with_attachments
@@ -35,7 +36,7 @@ from hub.outbox import Outbox
 from hub.roles import Role
 from hub.settings import Settings
 from hub.store.db import Database
-from hub.store.models import InboxStatus, Turn
+from hub.store.models import InboxStatus, Person, Turn
 from hub.supervise import Backoff, Part
 from hub.tools import ToolContext
 from hub.working_memory import WorkingMemory, estimate_tokens
@@ -157,6 +158,8 @@ class Runtime:
         offer = self._offer(row, person, anima.name)
         if offer is not None:
             ctx = replace(ctx, handoff=tuple(offer.lines()))
+        if not ctx.model:
+            ctx = replace(ctx, offline_intro=not self._told_offline(person.id))
         responder = self._responders.model if ctx.model else self._responders.offline
         pieces: list[str] = []
         # Streamed to the sender as it comes, never with a secret in it (hub/memory/redact.py).
@@ -176,7 +179,8 @@ class Runtime:
             self._model_failed(row, job, LLMError(f"internal error: {exc!r}", retryable=True))
             return
         reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
-        self._finish(row, job, reply, reply if ctx.model else OFFLINE_NOTE, offer)
+        told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
+        self._finish(row, job, reply, reply if ctx.model else OFFLINE_NOTE, offer, told)
 
     def _show(self, job: TurnJob, text: str) -> None:
         if text:
@@ -194,7 +198,20 @@ class Runtime:
             return ctx
         if priming.empty:
             return ctx
-        return replace(ctx, recalled=priming.render(), recalled_lines=priming.memories())
+        return replace(
+            ctx,
+            recalled=priming.render(),
+            recalled_lines=priming.memories(),
+            about_person=tuple(priming.sections.get(PROFILE, ())),
+        )
+
+    def _told_offline(self, person_id: str) -> bool:
+        """Whether the offline mode has explained itself to this person before."""
+        with self._db.engine.connect() as conn:
+            told = conn.execute(
+                select(col(Person.offline_told_at)).where(col(Person.id) == person_id)
+            ).scalar()
+        return told is not None
 
     def _offer(self, row: Claimed, person: PersonView, anima: str) -> Offer | None:
         """Where the person left off, in a DM only: a channel neither sees nor uses it up."""
@@ -243,11 +260,18 @@ class Runtime:
         )
 
     def _finish(
-        self, row: Claimed, job: TurnJob, reply: str, remembered: str, offer: Offer | None
+        self,
+        row: Claimed,
+        job: TurnJob,
+        reply: str,
+        remembered: str,
+        offer: Offer | None,
+        told_offline: bool = False,
     ) -> None:
         """Commit the turn; `remembered` is what the episode keeps of the reply, `offer` the
-        handoff it was offered (used up with this commit). The turn log keeps both sides
-        redacted: it outlives the turn (working memory, summaries)."""
+        handoff it was offered (used up with this commit), `told_offline` whether the reply
+        explained the offline mode to its person (then never again). The turn log keeps
+        both sides redacted: it outlives the turn (working memory, summaries)."""
         said, remembered = redact(row.text)[0], redact(remembered)[0]
         address = Address.parse(row.address, row.address_kind)
         at = self._now()  # the turn log's and the episode's (a replay finds it by this)
@@ -294,6 +318,12 @@ class Runtime:
             self._inbox.close(conn, row.id, InboxStatus.DONE, text=row.text)
             if offer is not None:
                 Handoffs.offered(conn, offer, row.conversation, at)
+            if told_offline and row.person_id:
+                conn.execute(
+                    update(Person)
+                    .where(col(Person.id) == row.person_id, col(Person.offline_told_at).is_(None))
+                    .values(offline_told_at=at)
+                )
         if self._memory is not None:  # after the commit: hub/episodes.py says why
             record(
                 self._memory,

@@ -92,6 +92,9 @@ class Person(SQLModel, table=True):
     roles: list[str] = _json(_new_list)
     default_anima: str | None = Field(default=None, max_length=64)
     created_at: datetime = _ts(nullable=False)
+    # When the offline mode first explained itself to this person (hub/offline.py): once
+    # per person, then in one line.
+    offline_told_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
 
 
 class Identity(SQLModel, table=True):

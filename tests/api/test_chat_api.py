@@ -51,6 +51,21 @@ async def test_chat_streams_offline_reply_and_records_it(
     assert messages[1]["text"] == text.strip()
 
 
+async def test_the_offline_mode_explains_itself_once_per_person(client: httpx.AsyncClient) -> None:
+    def said(response: httpx.Response) -> str:
+        return "".join(e.get("text", "") for e in sse_events(response.text))
+
+    first = said(await chat(client, "aria", message="Hello there", session_id="s1"))
+    assert "No language model is configured" in first and "[llm]" in first
+    # Another conversation, another Anima: the same person is told in one line.
+    for anima, session in (("aria", "s2"), ("kai", "s3")):
+        again = said(await chat(client, anima, message="Hello again", session_id=session))
+        assert "No language model is configured, so I'm" not in again
+        assert again.rstrip().endswith("and restart the hub.)_") and "Noted, alice" in again
+    other = said(await chat(client, "aria", message="Hi", session_id="s4", user="bob"))
+    assert "No language model is configured, so I'm answering in offline mode" in other
+
+
 async def test_unknown_anima_is_404_and_stores_nothing(client: httpx.AsyncClient, hub: Hub) -> None:
     response = await chat(client, "nobody", message="hi")
     assert response.status_code == 404

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,7 @@ def test_registering_a_tool_twice_is_refused() -> None:
     assert ToolRegistry().schemas() == []
 
 
-def context(text: str, earlier: list[str]) -> TurnContext:
+def context(text: str, earlier: list[str], **extra: Any) -> TurnContext:
     person = PersonView("alice", "Alice", (), "UTC", "en", None)
     return TurnContext(
         anima="aria",
@@ -51,6 +52,7 @@ def context(text: str, earlier: list[str]) -> TurnContext:
         text=text,
         tools=CTX,
         earlier_from_person=earlier,
+        **extra,
     )
 
 
@@ -60,13 +62,36 @@ async def test_offline_reply_is_honest_personal_and_streamed() -> None:
     assert "No language model is configured" in first
     assert "ANIMAHUB_LLM__MODEL" in first and "[llm]" in first and "“hello”" in first
     later = compose(context("What did I ask?", ["first question", "second question"]))
-    assert "“first question”" in later and "“second question”" in later
-    assert "3 messages" in later and "“What did I ask?”" in later
+    assert "Before this, you said:\n- “first question”\n- “second question”" in later
+    assert "“What did I ask?”" in later
     assert "no language model is configured" in later and "ANIMAHUB_LLM__MODEL" in later
-    assert len(later) < len(first)  # the full how-to is said once per conversation
+    assert len(later) < len(first)  # the full how-to is said once
+    # Told before, in another conversation: one line, from the first message on.
+    elsewhere = compose(context("hello again", [], offline_intro=False))
+    assert "Hello Alice" not in elsewhere and "_(Offline mode:" in elsewhere
     pieces = [p async for p in OfflineResponder().stream(context("hi", []))]
     assert len(pieces) > 10 and "".join(pieces) == compose(context("hi", []))
     assert "start of our conversation" in "".join(pieces)
+
+
+def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> None:
+    recalled = [
+        "[2026-12-01 09:30] Alice: The budget code is TANGO-7731.",
+        "[2026-12-02 08:00] Alice: we had lunch at noon",  # recent, and beside the point
+        "[2026-11-20 10:00] deploy procedure: run tests, tag, push",
+    ]
+    about = ["I prefer short status updates _(mika, 2026-12-01)_"]
+    asked = compose(
+        context("What was the budget code?", ["hi"], recalled_lines=recalled, about_person=about)
+    )
+    assert "From my memory:\n- [2026-12-01 09:30] Alice: The budget code is TANGO-7731." in asked
+    assert "lunch" not in asked and "deploy" not in asked and "What I know about you" not in asked
+    mine = compose(context("how should status updates look?", ["hi"], about_person=about))
+    assert "What I know about you:\n- I prefer short status updates" in mine
+    unknown = compose(context("What is the weather like?", ["hi"], recalled_lines=recalled))
+    assert "I don't know anything about that yet." in unknown and "From my memory" not in unknown
+    told = compose(context("The release is on Friday.", ["hi"], recalled_lines=recalled))
+    assert "I don't know" not in told  # not a question: noted, nothing to confess
 
 
 def test_model_errors_are_classified_for_retry() -> None:
