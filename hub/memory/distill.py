@@ -9,11 +9,13 @@ Offline rules, in short (docs/memory.md has the full list):
 - a session or an old day is summarized extractively: each person's line, cut to its first
   sentences; lines with `[IMPORTANT]` are kept whole;
 - knowledge comes from what people (never the Anima itself) state: "X is/are/was/moved to
-  Y" sentences, and any sentence marked "remember (that)", "note:", "FYI" or `[IMPORTANT]`;
-  questions and first-person sentences (profiles keep those) are skipped. The subject key
-  is X without its article ("my X" becomes "<person> X"), or the first three words;
+  Y" sentences, any sentence marked "remember (that)", "reminder:", "note:", "FYI" or
+  `[IMPORTANT]`, and the decisions, plans, habits and own events of hub/memory/statements.py;
+  questions and other first-person sentences (profiles keep those) are skipped. The subject
+  key is X without its article ("my X" becomes "<person> X"), or the first three words;
 - a procedure is a message that starts "how to X:", "steps to X:" or "to X," followed by at
-  least two steps (a list, numbered steps, or "first ..., then ...");
+  least two steps (a list, numbered steps, or "first ..., then ..."), or "the X procedure:"
+  with comma-separated steps;
 - two notes are the same when their search terms (`hub.memory.lexical.tokenize`: stemmed,
   stopwords dropped, CJK bigrams) overlap by `MERGE_SIMILARITY` (Jaccard); merging keeps the
   first note's text and appends the other notes' sentences it does not already hold.
@@ -31,6 +33,7 @@ from typing import Protocol, runtime_checkable
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
 from hub.memory.handoff import HandoffNote, offline_handoff
 from hub.memory.lexical import tokenize
+from hub.memory.statements import stated
 from hub.memory.text import clip, is_placeholder
 
 log = logging.getLogger(__name__)
@@ -106,8 +109,8 @@ class Distiller(Protocol):
 _SPEAKER = re.compile(r"^\*\*(?P<who>[^*\n]{1,80})\*\*(?: \([^)\n]*\))?:\s?(?P<text>.*)$")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 _MARKER = re.compile(
-    r"^(?:please\s+)?(?:remember|note|fyi|for the record|keep in mind|heads up)\b"
-    r"(?:\s+that)?\s*[:,\-–]?\s*",
+    r"^(?:(?:please\s+)?(?:remember|reminder|note|fyi|for the record|keep in mind|heads up|"
+    r"psa)\b(?:\s+that)?\s*[:,\-–]?\s*|(?:リマインダー|メモ|注意|提醒|备注|注意)\s*[:：]\s*)",
     re.IGNORECASE,
 )
 _COPULA = re.compile(
@@ -121,6 +124,16 @@ _PROCEDURE = re.compile(
     r"(?P<steps>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
+_NAMED_PROCEDURE = re.compile(
+    r"^(?:the\s+|our\s+)?(?P<task>[^:：\n]{2,40}?)\s+(?:procedure|process|checklist|runbook|"
+    r"playbook|steps)\s*[:：\-–]\s*(?P<steps>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_CJK_PROCEDURE = re.compile(
+    r"^(?P<task>[^:：\n]{1,20}?)(?:の手順|手順|的步骤|的流程|流程|步骤)\s*[:：]\s*(?P<steps>.+)$",
+    re.DOTALL,
+)
+_COMMAS = re.compile(r"\s*[,、，→]\s*")
 _LIST_ITEM = re.compile(r"(?:^|\n)\s*(?:[-*•]|\d+[.)])\s+")
 _INLINE_NUMBER = re.compile(r"(?:^|\s)\d+[.)]\s+")
 _STEP_WORDS = re.compile(
@@ -134,6 +147,7 @@ _NOT_SUBJECTS = frozenset(
     | {"but", "also", "just", "there's", "it's", "that's", "yes", "no", "ok", "okay", "thanks"}
     | {"their", "your", "his", "her", "i've", "i'll", "i'd", "me", "let's"}
 )
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 _HEADER = re.compile(r"^\*\*(?:Session summary|Summary)\*\* ")  # of what stages write
 _WORD_CHARS = re.compile(r"[^\w'’-]+")
 # Negations as search terms ("isn't" is "isn" there, "nobody" is stemmed, "no longer"...).
@@ -200,15 +214,30 @@ def lead(text: str, limit: int, sentences: int = 1) -> str:
     return clip(" ".join(parts[:sentences]), limit)
 
 
-def _steps(text: str) -> list[str]:
+def _steps(text: str, commas: bool = False) -> list[str]:
+    """A procedure's steps: a list, numbered steps, "first …, then …"; with `commas`
+    (a named procedure: "the deploy procedure: a, b, c"), comma-separated ones too."""
     if len(_LIST_ITEM.findall(text)) >= 2:
         parts = _LIST_ITEM.split(text)
     elif len(_INLINE_NUMBER.findall(text)) >= 2:
         parts = _INLINE_NUMBER.split(text)
     else:
         parts = _STEP_WORDS.split(text)
-    steps = [" ".join(p.split()).strip(" .,;") for p in parts]
+        if commas and len(parts) < 2:
+            parts = [p for piece in parts for p in _COMMAS.split(piece)]
+    steps = [" ".join(p.split()).strip(" .,;。") for p in parts]
     return [s for s in steps if s]
+
+
+def _procedure(plain: str) -> tuple[str, list[str]] | None:
+    """(task, steps) when a message is a procedure, in any of the ways one is written."""
+    for pattern, commas in ((_PROCEDURE, False), (_NAMED_PROCEDURE, True), (_CJK_PROCEDURE, True)):
+        found = pattern.match(plain)
+        if found:
+            steps = _steps(found.group("steps"), commas)
+            if len(steps) >= 2:
+                return " ".join(found.group("task").casefold().split()), steps
+    return None
 
 
 def _subject_words(raw: str, who: str) -> list[str]:
@@ -247,14 +276,12 @@ def facts_in(who: str, text: str, source: str, addressee: str = "") -> list[Fact
         text = re.sub(rf"^\s*@?{re.escape(addressee)}\b\s*[,:]?\s*", "", text, flags=re.I)
     important = IMPORTANT_MARK in text
     plain = _MARKER.sub("", text.replace(IMPORTANT_MARK, "").strip()).strip()
-    procedure = _PROCEDURE.match(plain)
-    if procedure:
-        steps = _steps(procedure.group("steps"))
-        if len(steps) >= 2:
-            task = " ".join(procedure.group("task").casefold().split())
-            body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1))
-            key = f"how to {task}"
-            return [Fact(Layer.PROCEDURAL, key, title_of(key), body, (source,), important)]
+    procedure = _procedure(plain)
+    if procedure is not None:
+        task, steps = procedure
+        body = "\n".join(f"{n}. {step}" for n, step in enumerate(steps, 1))
+        key = f"how to {task}"
+        return [Fact(Layer.PROCEDURAL, key, title_of(key), body, (source,), important)]
     found: list[Fact] = []
     for raw in _SENTENCE.split(text):
         marked_important = IMPORTANT_MARK in raw
@@ -263,7 +290,15 @@ def facts_in(who: str, text: str, source: str, addressee: str = "") -> list[Fact
         marked = marked_important or stripped != sentence
         sentence = " ".join(stripped.split())
         words = sentence.split()
-        if sentence.endswith("?") or len(words) < 3:
+        if sentence.endswith(("?", "？")) or (len(words) < 3 and not _CJK.search(sentence)):
+            continue
+        kept = stated(sentence, who)
+        if kept is not None:  # a decision, a plan, a habit, a first-person event
+            said = _owned(kept.text[:1].upper() + kept.text[1:], who)
+            key = kept.subject
+            found.append(
+                Fact(Layer.SEMANTIC, key, title_of(key), said, (source,), marked_important)
+            )
             continue
         if words[0].casefold() in {"i", "i'm", "i've", "i'll", "i'd", "me"}:
             continue

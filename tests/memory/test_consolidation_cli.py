@@ -107,3 +107,26 @@ def test_daily_distils_every_day_not_yet_distilled_and_today_on_request(
     assert bad.exit_code == 2 and "is not a day: use YYYY-MM-DD" in bad.output
     one = runner.invoke(app, ["consolidate", "aria", "--day", today.isoformat()])
     assert "aria daily: nothing to do" in one.output  # distilled once, never twice
+
+
+def test_what_a_new_user_tells_becomes_knowledge_and_a_procedure_today(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The three things a new user tries (issue 13), offline, watched appear at once."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("ANIMAHUB_HOME", str(home))
+    runner = CliRunner()
+    assert runner.invoke(app, ["init", "--demo", "--owner", "Sam"]).exit_code == 0
+    for said in (
+        "We decided to ship the beta on Friday",
+        "The deploy procedure: run tests, tag, push, announce in #general",
+        "Reminder: the staging database password rotates monthly",
+    ):
+        assert runner.invoke(app, ["chat", "aria", said]).exit_code == 0
+    done = runner.invoke(app, ["consolidate", "aria", "--today"])
+    assert done.exit_code == 0 and "aria daily: 3 created" in done.output, done.output
+    folder = home / "animas" / "aria"
+    assert "run tests" in (folder / "procedures/how-to-deploy.md").read_text()
+    knowledge = {p.name: p.read_text() for p in (folder / "knowledge").glob("*.md")}
+    assert any("ship the beta on Friday" in text for text in knowledge.values()), knowledge
+    assert any("rotates monthly" in text for text in knowledge.values()), knowledge

@@ -1,0 +1,99 @@
+"""How people state what is worth keeping, for the offline distiller (hub/memory/distill.py).
+
+Beyond "X is Y" and marked sentences, a sentence is kept as knowledge when it is
+
+- a decision: "we decided / agreed / chose to X", "X was decided", 「…ことに決めました」,
+  「决定…」;
+- a plan: "next Tuesday we will X", "we're going to X", "the team plans to X";
+- a shared preference or habit: "we prefer X", "we always X", "the team never X";
+- a first-person event: "I went to / visited / started / joined … X", kept as
+  "<person> went to X" (what a person says of their own day);
+
+and the subject it is filed under comes from what was decided, planned or done (its first
+content words, without articles, prepositions or time words), so a later decision on the
+same thing supersedes the earlier one. A procedure may also be written "the X procedure:
+a, b, c" (or 「Xの手順：」, 「X的步骤：」) with its steps separated by commas.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TIME = (
+    r"(?:next|this|on|coming)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday"
+    r"|friday|saturday|sunday)|tomorrow|tonight|later today|soon"
+)
+_WHO_PLURAL = r"(?:we|the team|our team|they|everyone)"
+_DECISION = re.compile(
+    rf"^(?:so,?\s+|ok(?:ay)?,?\s+)?{_WHO_PLURAL}\s+(?:have\s+|has\s+|finally\s+)?"
+    r"(?:decided|agreed|chose|settled on|went with|are going with|will go with)\s+"
+    r"(?:to\s+|on\s+|that\s+)?(?P<what>\S.{2,})$",
+    re.IGNORECASE,
+)
+_DECIDED = re.compile(r"^(?P<what>.{3,}?)\s+(?:was|has been|is)\s+decided\b", re.IGNORECASE)
+_PLAN = re.compile(
+    rf"^(?:(?:{_TIME}),?\s+)?{_WHO_PLURAL}\s*(?:will|['’]ll|are going to|['’]re going to|plan to|"
+    r"plans to|are planning to|intend to|want to)\s+(?P<what>\S.{2,})$",
+    re.IGNORECASE,
+)
+_HABIT = re.compile(
+    rf"^{_WHO_PLURAL}\s+(?:prefer|prefers|always|never|usually|normally|like to|tend to)\s+"
+    r"(?P<what>\S.{2,})$",
+    re.IGNORECASE,
+)
+_EVENT = re.compile(
+    r"^(?:(?:yesterday|today|last\s+\w+|this\s+morning|recently|finally|just),?\s+)?"
+    r"i\s+(?:just\s+|finally\s+|recently\s+)?(?P<verb>went|visited|started|finished|joined|"
+    r"moved|bought|got|met|attended|adopted|ran|painted|took|made|read|watched|learned|lost|"
+    r"won|gave|received|signed up|volunteered|traveled|travelled|graduated|quit|opened|"
+    r"launched|shipped|fixed|completed|began)\b(?P<rest>.{3,})$",
+    re.IGNORECASE,
+)
+_JA_DECISION = re.compile(r"^(?P<what>.{2,}?)(?:ことに)?(?:決めました|決定しました|決まりました)")
+_ZH_DECISION = re.compile(r"^(?:我们|大家)?(?:决定|同意)(?P<what>.{2,})")
+_NOT_KEY = frozenset(
+    {"the", "a", "an", "our", "this", "that", "these", "those", "its", "their", "to", "on"}
+    | {"at", "in", "by", "for", "from", "with", "of", "next", "before", "after", "until"}
+    | {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+    | {"tomorrow", "today", "tonight", "week", "month", "year", "weekend", "soon", "be"}
+    | {"will", "and", "or", "it", "we", "us", "all", "some", "my", "me", "i"}
+)
+_WORD = re.compile(r"[^\W_][\w'’-]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    kind: str  # "decision" | "plan" | "habit" | "event"
+    subject: str  # the note's key
+    text: str  # the sentence as it is kept
+
+
+def key_words(text: str, limit: int = 3) -> str:
+    """The first content words of a phrase, lowercased: what a note is filed under."""
+    words = [w.casefold() for w in _WORD.findall(text)]
+    kept = [w for w in words if w not in _NOT_KEY]
+    return " ".join(kept[:limit])
+
+
+def stated(sentence: str, who: str) -> Statement | None:
+    """The decision, plan, habit or first-person event `sentence` states, if any."""
+    for kind, pattern in (("decision", _DECISION), ("plan", _PLAN), ("habit", _HABIT)):
+        found = pattern.match(sentence)
+        if found and (key := key_words(found.group("what"))):
+            return Statement(kind, f"{kind}: {key}", sentence)
+    decided = _DECIDED.match(sentence)
+    if decided and (key := key_words(decided.group("what"))):
+        return Statement("decision", f"decision: {key}", sentence)
+    for pattern in (_JA_DECISION, _ZH_DECISION):
+        cjk = pattern.match(sentence)
+        if cjk:
+            return Statement("decision", f"decision: {cjk.group('what')[:12]}", sentence)
+    event = _EVENT.match(sentence)
+    if event and who:
+        verb, rest = event.group("verb").casefold(), event.group("rest")
+        key = key_words(rest)
+        if key:  # "Yesterday I went to X" is kept as "Yesterday Caroline went to X"
+            said = re.sub(r"\bI\b", who, sentence, count=1)
+            return Statement("event", f"{who.casefold()} {verb} {key}", said)
+    return None

@@ -1,0 +1,47 @@
+"""The offline distiller's rules (hub/memory/distill.py, hub/memory/statements.py): the ways
+people state facts, decisions, plans, habits, reminders, procedures and their own events,
+in English and, where cheap, Japanese and Chinese."""
+
+from __future__ import annotations
+
+import pytest
+
+from hub.memory.distill import facts_in
+
+S, P = "semantic", "procedural"
+CASES = [
+    ("We decided to ship the beta on Friday.", "decision: ship beta", S),
+    ("The team agreed on weekly releases.", "decision: weekly releases", S),
+    ("The release date was decided yesterday: March 3.", "decision: release date", S),
+    ("The deploy procedure: run tests, tag, push, announce in #general", "how to deploy", P),
+    ("Reminder: the staging database password rotates monthly", "staging database password", S),
+    ("Next Tuesday we will demo the dashboard to the board.", "plan: demo dashboard board", S),
+    ("We're going to move the standup to 10am.", "plan: move standup 10am", S),
+    ("We always squash commits before merging.", "habit: squash commits merging", S),
+    ("Yesterday I went to a support group.", "caroline went support group", S),
+    ("The office wifi is Guest-5G.", "office wifi", S),
+    ("リマインダー：パスワードは毎月変わります", "パスワードは毎月変わります", S),
+    ("デプロイの手順：テスト、タグ付け、プッシュ", "how to デプロイ", P),
+    ("我们决定周五发布测试版", "decision: 周五发布测试版", S),
+]
+
+
+@pytest.mark.parametrize(("said", "subject", "layer"), CASES)
+def test_a_way_of_saying_it_is_kept(said: str, subject: str, layer: str) -> None:
+    (fact,) = facts_in("Caroline", said, "s1")
+    assert (fact.subject, fact.layer.value) == (subject, layer)
+
+
+def test_what_is_kept_reads_as_it_was_said() -> None:
+    (event,) = facts_in("Caroline", "Yesterday I went to a support group.", "s1")
+    assert event.text == "Yesterday Caroline went to a support group."
+    (procedure,) = facts_in("Sam", "The deploy procedure: run tests, tag, push", "s1")
+    assert procedure.text == "1. run tests\n2. tag\n3. push"
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["I'm tired.", "What did we decide?", "We should maybe think about it?", "ok", "I think so."],
+)
+def test_chatter_and_questions_are_not_kept(said: str) -> None:
+    assert facts_in("Caroline", said, "s1") == []
