@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from hub.memory.distill import Distiller, Fact, Session, SessionTurn, restates
+from hub.memory.distill import Distiller, Fact, Session, SessionTurn, add_lines, restates
 from hub.memory.documents import (
     IMPORTANT_MARK,
     LAYER_DIRS,
@@ -359,16 +359,35 @@ def _winners(candidates: list[_Candidate]) -> list[_Candidate]:
         if same is None:
             pooled.append(candidate)
             continue
-        sources = {s.id: s for s in [*same.sources, *candidate.sources]}
-        same.sources = sorted(sources.values(), key=lambda s: (s.created, s.id))
-        same.important = same.important or candidate.important
+        _pool(same, candidate)
         if candidate.at >= same.at:  # keep the latest wording
             same.fact = candidate.fact
     winners = [
-        max(pooled, key=lambda c: (c.important, len(c.sources), c.at, c.fact.text))
+        _logged(pooled) if pooled[0].fact.accumulates else _best(pooled)
         for pooled in groups.values()
     ]
     return sorted(winners, key=lambda c: (c.sources[0].created, c.key))
+
+
+def _pool(same: _Candidate, candidate: _Candidate) -> None:
+    sources = {s.id: s for s in [*same.sources, *candidate.sources]}
+    same.sources = sorted(sources.values(), key=lambda s: (s.created, s.id))
+    same.important = same.important or candidate.important
+
+
+def _best(pooled: list[_Candidate]) -> _Candidate:
+    return max(pooled, key=lambda c: (c.important, len(c.sources), c.at, c.fact.text))
+
+
+def _logged(pooled: list[_Candidate]) -> _Candidate:
+    """A log's statements as one candidate: every line, in the order they were said."""
+    first = pooled[0]
+    text = first.fact.text
+    for other in pooled[1:]:
+        text = add_lines(text, other.fact.text)
+        _pool(first, other)
+    first.fact = replace(first.fact, text=text)
+    return first
 
 
 def _file(
@@ -381,6 +400,13 @@ def _file(
     if any(ids <= set(n.source_ids) for n in keyed):
         return  # filed by an earlier run
     current = next((n for n in keyed if n.active), None)
+    if current is not None and candidate.fact.accumulates:  # a log: its new lines added
+        current.body = add_lines(current.body, candidate.fact.text)
+        _add_sources(current, candidate)
+        if save(folder, current):
+            changes.updated.append(current.path)
+            changes.reindex.append(current.path)
+        return
     if current is not None and restates(current.body, candidate.fact.text, subject):
         _add_sources(current, candidate)
         if save(folder, current):

@@ -27,7 +27,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Protocol, runtime_checkable
 
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
@@ -77,6 +77,9 @@ class Fact:
     text: str
     sources: tuple[str, ...]  # ids of the episode sections it comes from
     important: bool = False
+    # A log (what a person did on a day): statements of its subject add up, one line each,
+    # instead of one superseding another.
+    accumulates: bool = False
 
 
 @runtime_checkable
@@ -108,6 +111,8 @@ class Distiller(Protocol):
 
 _SPEAKER = re.compile(r"^\*\*(?P<who>[^*\n]{1,80})\*\*(?: \([^)\n]*\))?:\s?(?P<text>.*)$")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# Facts are looked for clause by clause: "A lot happened - I joined a new group last Tues."
+_CLAUSE = re.compile(r"(?<=[.!?。！？])\s+|\n+|\s+[-–—]+\s+")
 _MARKER = re.compile(
     r"^(?:(?:please\s+)?(?:remember|reminder|note|fyi|for the record|keep in mind|heads up|"
     r"psa)\b(?:\s+that)?\s*[:,\-–]?\s*|(?:リマインダー|メモ|注意|提醒|备注|注意)\s*[:：]\s*)",
@@ -138,6 +143,19 @@ _LIST_ITEM = re.compile(r"(?:^|\n)\s*(?:[-*•]|\d+[.)])\s+")
 _INLINE_NUMBER = re.compile(r"(?:^|\s)\d+[.)]\s+")
 _STEP_WORDS = re.compile(
     r";|,?\s*\b(?:and\s+)?(?:then|finally|after that)\b,?|^\s*first\b,?", re.IGNORECASE
+)
+# "X is awesome", "Y was so special": an opinion in passing, not a fact to file.
+_EVALUATIVE = re.compile(
+    r"^(?:(?:so|super|really|very|pretty|quite|such|just|absolutely|truly|totally|"
+    r"incredibly|extremely|a|an|the|most|kind of|sort of|all)\s+)*"
+    r"(?:awesome|amazing|great|cool|special|important|beautiful|lovely|wonderful|nice|fun|"
+    r"fantastic|incredible|inspiring|powerful|crucial|hard|tough|good|bad|terrible|awful|"
+    r"sweet|cute|perfect|exciting|interesting|stunning|gorgeous|brilliant|fabulous|magical|"
+    r"rewarding|challenging|impressive|meaningful|huge|essential|vital|helpful|valuable|"
+    r"precious|epic|peaceful|relaxing|therapeutic|healing|inspirational|awesome|fine|okay|"
+    r"ok|true|right|worth it|a blast|a must|a lot|the best|the worst|blessed|lucky|"
+    r"grateful|thankful|happy|sad|proud|glad)\b",
+    re.IGNORECASE,
 )
 _DETERMINERS = frozenset({"the", "a", "an", "our", "this", "that", "these", "those", "its"})
 _NOT_SUBJECTS = frozenset(
@@ -269,9 +287,12 @@ def _owned(sentence: str, who: str) -> str:
     return sentence
 
 
-def facts_in(who: str, text: str, source: str, addressee: str = "") -> list[Fact]:
+def facts_in(
+    who: str, text: str, source: str, addressee: str = "", day: date | None = None
+) -> list[Fact]:
     """The offline rules on one person's line (see the module doc). A leading "aria," or
-    "@aria" naming the Anima spoken to is how people address it, not part of the fact."""
+    "@aria" naming the Anima spoken to is how people address it, not part of the fact.
+    `day` (the line's) files a person's own events in that day's log of them."""
     if addressee:
         text = re.sub(rf"^\s*@?{re.escape(addressee)}\b\s*[,:]?\s*", "", text, flags=re.I)
     important = IMPORTANT_MARK in text
@@ -283,7 +304,7 @@ def facts_in(who: str, text: str, source: str, addressee: str = "") -> list[Fact
         key = f"how to {task}"
         return [Fact(Layer.PROCEDURAL, key, title_of(key), body, (source,), important)]
     found: list[Fact] = []
-    for raw in _SENTENCE.split(text):
+    for raw in _CLAUSE.split(text):
         marked_important = IMPORTANT_MARK in raw
         sentence = raw.replace(IMPORTANT_MARK, "").strip()
         stripped = _MARKER.sub("", sentence).strip()
@@ -293,7 +314,12 @@ def facts_in(who: str, text: str, source: str, addressee: str = "") -> list[Fact
         if sentence.endswith(("?", "？")) or (len(words) < 3 and not _CJK.search(sentence)):
             continue
         kept = stated(sentence, who)
-        if kept is not None:  # a decision, a plan, a habit, a first-person event
+        if kept is not None and kept.kind == "event" and day is not None:
+            key, title = f"{who.casefold()} {day.isoformat()}", f"{who} on {day:%-d %B %Y}"
+            said = f"- {kept.text[:1].upper()}{kept.text[1:]}"
+            found.append(Fact(Layer.SEMANTIC, key, title, said, (source,), marked_important, True))
+            continue
+        if kept is not None:  # a decision, a plan, a habit (or an event of no known day)
             said = _owned(kept.text[:1].upper() + kept.text[1:], who)
             key = kept.subject
             found.append(
@@ -303,6 +329,8 @@ def facts_in(who: str, text: str, source: str, addressee: str = "") -> list[Fact
         if words[0].casefold() in {"i", "i'm", "i've", "i'll", "i'd", "me"}:
             continue
         copula = _COPULA.match(sentence)
+        if copula and not marked and _EVALUATIVE.match(copula.group("value")):
+            continue
         subject = _subject(copula.group("subject"), who) if copula else None
         if subject is None and marked:
             subject = " ".join(_subject_words(sentence, who)[:3]) or None
@@ -313,6 +341,15 @@ def facts_in(who: str, text: str, source: str, addressee: str = "") -> list[Fact
             Fact(Layer.SEMANTIC, subject, title_of(subject), statement, (source,), marked_important)
         )
     return found
+
+
+def add_lines(log: str, text: str) -> str:
+    """A log with the lines of `text` it does not already hold (nearly) appended."""
+    lines = [ln for ln in log.strip().splitlines() if ln.strip()]
+    for line in text.strip().splitlines():
+        if line.strip() and all(similarity(line, ln) < SAME_STATEMENT for ln in lines):
+            lines.append(line.strip())
+    return "\n".join(lines)
 
 
 def merge_texts(texts: Sequence[str]) -> str:
@@ -358,7 +395,8 @@ class OfflineDistiller:
                     continue
                 if not line.who and item.person is None:
                     continue  # what the Anima posted on its own (a heartbeat, a cron)
-                found.extend(facts_in(line.who, line.text, item.id, anima))
+                day = item.created.date()
+                found.extend(facts_in(line.who, line.text, item.id, anima, day))
         return found
 
     async def same(self, first: str, second: str) -> bool:

@@ -42,12 +42,20 @@ _HABIT = re.compile(
     r"(?P<what>\S.{2,})$",
     re.IGNORECASE,
 )
+_EVENT_VERBS = (
+    r"went|visited|started|finished|joined|moved|bought|got|met|attended|adopted|ran|painted|"
+    r"took|made|read|watched|learned|lost|won|gave|received|signed up|volunteered|traveled|"
+    r"travelled|graduated|quit|opened|launched|shipped|fixed|completed|began|celebrated|"
+    r"explored|tried|found|baked|cooked|wrote|played|hosted|organized|organised|saw|"
+    r"picked up|stopped by|drove|flew|hiked|camped|performed|practiced|practised|applied|"
+    r"presented|spoke|built|created|launched|released|deployed|sold|planted|rescued"
+)
+# A person's own event: "I went to X", "Actually, I just took the kids camping", "We
+# celebrated her birthday", "I've been running farther": a lead-in of a few words allowed.
 _EVENT = re.compile(
-    r"^(?:(?:yesterday|today|last\s+\w+|this\s+morning|recently|finally|just),?\s+)?"
-    r"i\s+(?:just\s+|finally\s+|recently\s+)?(?P<verb>went|visited|started|finished|joined|"
-    r"moved|bought|got|met|attended|adopted|ran|painted|took|made|read|watched|learned|lost|"
-    r"won|gave|received|signed up|volunteered|traveled|travelled|graduated|quit|opened|"
-    r"launched|shipped|fixed|completed|began)\b(?P<rest>.{3,})$",
+    r"^(?:[\w'’]+,?\s+){0,3}?(?P<who>i|we|my family and i|me and my \w+)\b\s*"
+    r"(?:(?:just|finally|recently|also|even|actually)\s+)?"
+    rf"(?:(?P<verb>{_EVENT_VERBS})\b|(?:['’]ve|have) been (?P<doing>\w+ing)\b)(?P<rest>.{{3,}})$",
     re.IGNORECASE,
 )
 _JA_DECISION = re.compile(r"^(?P<what>.{2,}?)(?:ことに)?(?:決めました|決定しました|決まりました)")
@@ -91,9 +99,15 @@ def stated(sentence: str, who: str) -> Statement | None:
             return Statement("decision", f"decision: {cjk.group('what')[:12]}", sentence)
     event = _EVENT.match(sentence)
     if event and who:
-        verb, rest = event.group("verb").casefold(), event.group("rest")
-        key = key_words(rest)
+        verb = (event.group("verb") or event.group("doing")).casefold()
+        key = key_words(event.group("rest"))
         if key:  # "Yesterday I went to X" is kept as "Yesterday Caroline went to X"
-            said = re.sub(r"\bI\b", who, sentence, count=1)
+            start, end = event.span("who")
+            mine = event.group("who").casefold() == "i"
+            name = who if mine else f"{who} and others"
+            rest = sentence[end:]
+            if re.match(r"['’]ve\b", rest):  # "I've been running" is "Melanie has been running"
+                rest = (" has" if mine else " have") + rest[3:]
+            said = sentence[:start] + name + rest
             return Statement("event", f"{who.casefold()} {verb} {key}", said)
     return None

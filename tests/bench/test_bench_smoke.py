@@ -110,3 +110,30 @@ def test_startup_catch_up_runs(tmp_path: Path) -> None:
     )
     result = json.loads(out.read_text())
     assert result["final_status"] == "ok" and result["model_calls"] >= 2
+
+
+def test_consolidation_locomo_runs_on_a_small_conversation(tmp_path: Path) -> None:
+    conversation = {
+        "speaker_a": "Caroline",
+        "speaker_b": "Melanie",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to a support group."},
+            {"speaker": "Melanie", "dia_id": "D1:2", "text": "How was it?"},
+        ],
+        "events_session_1": {
+            "Caroline": ["Caroline attends a support group."],
+            "Melanie": [],
+            "date": "8 May, 2023",
+        },
+        "qa": [],
+    }
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "conv-test.json").write_text(json.dumps(conversation))
+    out = tmp_path / "consolidation.json"
+    text = run_bench("bench/consolidation_locomo.py", "--data", str(data), "--json", str(out))
+    assert "| overall | 1 | 1 |" in text
+    result = json.loads(out.read_text())
+    assert result["overall"]["notes_per_session"] == 1.0
+    assert result["examples"]["hits"][0]["best_note"] == "knowledge/caroline-2023-05-08.md"

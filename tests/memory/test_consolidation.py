@@ -459,3 +459,24 @@ def test_report_summary() -> None:
     assert report.summary() == "aria daily: 2 created, 1 superseded"
     assert StageReport("monthly", ANIMA).summary() == "aria monthly: nothing to do"
     assert report.as_json()["created"] == ["a", "b"]
+
+
+async def test_a_persons_own_events_of_a_day_add_up_in_one_log(
+    memory: MemoryService, consolidator: Consolidator
+) -> None:
+    """Events accumulate (a day's log of a person), where facts supersede each other."""
+    folder = memory.anima_dir(ANIMA)
+    say(memory, at(MON, "09:00"), "alice", "Yesterday I went to a support group.")
+    say(memory, at(MON, "10:00"), "alice", "Actually, I also joined the pottery class.")
+    await memory.drain()
+    first = await consolidator.daily(ANIMA, MON, at(TUE, "00:00"))
+    assert first.created == ["knowledge/alice-2026-06-01.md"] and first.superseded == []
+    log = body(folder, "knowledge/alice-2026-06-01.md")
+    assert "- Yesterday Alice went to a support group." in log
+    assert "- Actually, Alice also joined the pottery class." in log
+    assert meta(folder, "knowledge/alice-2026-06-01.md")["title"] == "Alice on 1 June 2026"
+    say(memory, at(MON, "18:00"), "alice", "I finished the first bowl tonight.")
+    await memory.drain()
+    later = await consolidator.daily(ANIMA, MON, at(TUE, "01:00"))  # a section after the run
+    assert later.updated == ["knowledge/alice-2026-06-01.md"] and later.superseded == []
+    assert body(folder, "knowledge/alice-2026-06-01.md").count("\n- ") == 2  # three lines
