@@ -24,22 +24,7 @@ def test_consolidate_and_restore_from_the_command_line(
     registry.load()
     folder = registry.create("aria", "researcher").path
     yesterday, _today = stage_days(datetime.now(UTC), "UTC")
-    when = datetime.combine(yesterday, time(9, 30), UTC)
-    append_episode(
-        folder,
-        MemoryItem(
-            id=stable_id("turn", "in-1"),
-            layer=Layer.EPISODIC,
-            text="**Alice** (a DM on web): The budget code is TANGO-7731.\n**aria**: Noted.",
-            path=episode_path(yesterday),
-            scope="person:alice",
-            created=when,
-            updated=when,
-            person="alice",
-            channel="web:local/dm:aria:alice",
-            section="09:30",
-        ),
-    )
+    _said(folder, yesterday, "in-1", "The budget code is TANGO-7731.")
     runner = CliRunner()
     done = runner.invoke(app, ["consolidate", "aria", "--daily", "--monthly"])
     assert done.exit_code == 0, done.output
