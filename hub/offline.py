@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
+from hub.episodes import OFFLINE_NOTE
 from hub.llm import TurnContext
 from hub.memory.lexical import tokenize
 from hub.memory.redact import redact
@@ -42,6 +43,7 @@ _BACK = re.compile(
     re.IGNORECASE,
 )
 _SHOWN = 5
+_OFFLINE_REPLY = re.compile(r"\s*\*\*[^*]{1,40}\*\*: " + re.escape(OFFLINE_NOTE) + r"\s*$")
 
 
 def _quote(text: str, limit: int = 120) -> str:
@@ -105,7 +107,12 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
     """What memory holds that matches the message; for a question, plainly that nothing
     does, when nothing does."""
     about = relevant(ctx.text, ctx.about_person)
-    found = relevant(ctx.text, ctx.recalled_lines)
+    asked = " ".join(ctx.text.split()).casefold()
+    found = [
+        _without_offline_reply(line)
+        for line in relevant(ctx.text, ctx.recalled_lines)
+        if asked not in " ".join(line.split()).casefold()  # the same question asked before
+    ]
     lines: list[str] = []
     if _BACK.search(ctx.text) and earlier:  # "what did I ask?": the conversation itself
         lines += ["Before this, you said:", *(f"- “{_quote(t)}”" for t in earlier[-3:]), ""]
@@ -116,6 +123,11 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
     if not lines and _QUESTION.search(ctx.text):
         lines += ["I don't know anything about that yet.", ""]
     return lines
+
+
+def _without_offline_reply(line: str) -> str:
+    """A recalled turn without its offline reply's placeholder: what was said is the point."""
+    return _OFFLINE_REPLY.sub("", line).rstrip()
 
 
 def _left_off(ctx: TurnContext) -> list[str]:

@@ -90,6 +90,20 @@ def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> N
     assert "What I know about you:\n- I prefer short status updates" in mine
     unknown = compose(context("What is the weather like?", ["hi"], recalled_lines=recalled))
     assert "I don't know anything about that yet." in unknown and "From my memory" not in unknown
+    again = compose(
+        context(
+            "What was the budget code?",
+            ["hi"],
+            recalled_lines=[
+                "[2026-12-01 09:30] **Alice** (a DM): The budget code is TANGO-7731. "
+                "**aria**: _(answered in offline mode)_",
+                "[2026-12-01 09:31] **Alice** (a DM): What was the budget code? "
+                "**aria**: _(answered in offline mode)_",
+            ],
+        )
+    )
+    assert "The budget code is TANGO-7731.\n" in again  # without the offline placeholder
+    assert again.count("What was the budget code?") == 1  # the question, not its echo
     told = compose(context("The release is on Friday.", ["hi"], recalled_lines=recalled))
     assert "I don't know" not in told  # not a question: noted, nothing to confess
 
