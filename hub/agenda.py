@@ -23,14 +23,14 @@ from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock
 from hub.crons import CronBook, CronJob
 from hub.deliveries import bounded_key
-from hub.messages import Address, AddressKind, Command, DeliveryKind
+from hub.messages import Address, Command, DeliveryKind
 from hub.model_client import LLMError
 from hub.outbox import Outbox
 from hub.runtime import Responders
 from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
 from hub.store.db import Database
-from hub.targets import DM_PREFIX, Resolved, TargetResolver, groups, scope_of
+from hub.targets import Resolved, TargetResolver, groups, scope_of
 from hub.thinking import Thinker
 
 if TYPE_CHECKING:
@@ -306,9 +306,7 @@ class Agenda:
                     self._outbox.record_failed(
                         conn,
                         target.written,
-                        AddressKind.DM
-                        if target.written.startswith(DM_PREFIX)
-                        else AddressKind.CHANNEL,
+                        target.written_kind,
                         f"(not written: {target.written} cannot be reached: {target.error})",
                         kind,
                         anima,

@@ -79,6 +79,11 @@ class Resolved:
     error: str = ""
 
     @property
+    def written_kind(self) -> AddressKind:
+        """The kind the target is written as (for recording one that cannot be reached)."""
+        return AddressKind.DM if self.written.startswith(DM_PREFIX) else AddressKind.CHANNEL
+
+    @property
     def is_dm(self) -> bool:
         return self.address is not None and self.address.kind is AddressKind.DM
 

@@ -28,15 +28,15 @@ from hub.adapter import Adapter, Linker
 from hub.animas import AnimaRegistry
 from hub.deliveries import Delivery, bounded_key
 from hub.mailbox import TaskJob
-from hub.messages import Address, AddressKind, DeliveryKind
+from hub.messages import Address, DeliveryKind
 from hub.model_client import LLMError
 from hub.outbox import Outbox
 from hub.settings import TasksSection
 from hub.store.db import Database
 from hub.store.models import TaskState, Turn
-from hub.targets import DM_PREFIX, Resolved, TargetResolver
+from hub.targets import Resolved, TargetResolver
 from hub.task_text import failed_text, late_text, offline_report, posted_report, task_prompt
-from hub.tasks import TaskBoard, TaskError, TaskView
+from hub.tasks import OPEN, TaskBoard, TaskError, TaskView
 from hub.thinking import Thinker, scope_for
 from hub.working_memory import estimate_tokens
 
@@ -95,40 +95,35 @@ class TaskRunner:
         """At start: what was running was cut off by the stop; run it again, with the rest."""
         if not self.runs:
             return 0
-        cut_off = self._orphans("the hub stopped during it")
+        cut_off = self._sweep("the hub stopped during it")
         self._replay_notes()
-        self.sweep()
         return cut_off
-
-    def _orphans(self, note: str) -> int:
-        """Running tasks no run of this process holds (cut off by a stop, or a run that
-        ended without a result) go back to todo, to be run again."""
-        found = 0
-        for task in self._board.listing(states=(TaskState.RUNNING,), limit=10_000):
-            if task.id in self._queued:
-                continue
-            try:
-                self._board.move(task.id, TaskState.TODO, "hub", note)
-            except TaskError:
-                continue
-            found += 1
-        return found
 
     def sweep(self) -> None:
         """Each scheduler tick: start what waits (after a stop, a pause, a run that broke
         off) and tell lateness."""
-        if not self.runs:
-            return
-        now = self._now()
-        if orphaned := self._orphans("its run ended without a report"):
+        if self.runs and (orphaned := self._sweep("its run ended without a report")):
             log.error("%d running tasks had no run; running them again", orphaned)
-        for task in self._board.listing(states=(TaskState.TODO,), limit=1000):
-            if task.id not in self._queued and not self._paused(task.assignee):
+
+    def _sweep(self, orphan_note: str) -> int:
+        """One pass over the open tasks (one query): a running task no run of this process
+        holds goes back to todo with `orphan_note`; a todo task no run holds starts unless
+        its Anima is paused; one past due is told once. How many were orphaned."""
+        now = self._now()
+        orphaned = 0
+        for task in self._board.listing(states=tuple(OPEN), limit=10_000):
+            free = task.id not in self._queued
+            if task.state is TaskState.RUNNING and free:
+                try:
+                    task = self._board.move(task.id, TaskState.TODO, "hub", orphan_note)
+                except TaskError:
+                    continue
+                orphaned += 1
+            if task.state is TaskState.TODO and free and not self._paused(task.assignee):
                 self.start(task)
-        open_ = (TaskState.TODO, TaskState.RUNNING, TaskState.BLOCKED, TaskState.REVIEW)
-        for task in self._board.listing(states=open_, limit=1000):
             if task.due_at is not None and task.due_at <= now and task.escalated_at is None:
                 self._escalate_late(task)
+        return orphaned
 
     # running ----------------------------------------------------------------------------
 
@@ -304,13 +299,10 @@ class TaskRunner:
                 self._outbox.enqueue(conn, target.address, text, kind, poster, key)
                 continue
             log.error("task %d: cannot post to %s: %s", task.id, target.written, target.error)
-            kind_of = (
-                AddressKind.DM if target.written.startswith(DM_PREFIX) else AddressKind.CHANNEL
-            )
             self._outbox.record_failed(
                 conn,
                 target.written,
-                kind_of,
+                target.written_kind,
                 f"(task {task.id}: {target.written} cannot be reached: {target.error})",
                 kind,
                 poster,
