@@ -96,6 +96,7 @@ from hub.memory.profiles import LEARNED
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService, _payload
 from hub.memory.slugs import slug
+from hub.mentions import Mentions
 from hub.settings import MemorySection
 
 ANIMA = "aria"
@@ -501,9 +502,10 @@ class TimedIndex:
         mode: SearchMode = SearchMode.HYBRID,
         candidates: int = 50,
         boost: Boost | None = None,
+        people: tuple[str, ...] = (),
     ) -> list[Hit]:
         start = time.perf_counter()
-        hits = self.inner.query(dense, sparse, flt, limit, mode, candidates, boost)
+        hits = self.inner.query(dense, sparse, flt, limit, mode, candidates, boost, people)
         section = "recent" if flt.since else "important" if flt.min_importance else "related"
         key = f"{section}/{mode.value}"
         self.spent[key] = self.spent.get(key, 0.0) + time.perf_counter() - start
@@ -772,6 +774,8 @@ async def build_and_measure(
     write_profiles(home, world)
     index = TimedIndex(open_index(home / "index", None))
     service = TimedService(home, MemorySection(), index, embedder)
+    # As the hub does (IdentityService.mentioned): queries naming someone search their words.
+    service.people_named = Mentions(((p.id,), p.name) for p in world.people).named_in
     await service.start([])
     began = time.perf_counter()
     pages = world.project_pages()

@@ -52,8 +52,9 @@ from hub.memory.documents import Layer, MemoryItem, episode_path, stable_id
 from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.index import MemoryFilter, SearchMode, SparseVec, open_index
 from hub.memory.lexical import query_vector
-from hub.memory.recall import RECENCY_HALF_LIFE_DAYS, RecallScope, rescore
+from hub.memory.recall import RECENCY_HALF_LIFE_DAYS, RecallScope, lift_previous, rescore
 from hub.memory.service import MemoryService
+from hub.mentions import Mentions
 from hub.settings import MemorySection
 
 ANIMA = "locomo"
@@ -155,6 +156,20 @@ def load_all(data: Path, only: str) -> list[Conversation]:
     return [load_conversation(f) for f in files]
 
 
+def speaker(turn: Turn) -> str:
+    return turn.text.split(":", 1)[0]
+
+
+def person_id(name: str) -> str:
+    return "locomo-" + name.casefold()
+
+
+def mentions(conv: Conversation) -> Mentions:
+    """The conversation's speakers as the hub's people (IdentityService.mentioned)."""
+    names = sorted({speaker(t) for t in conv.turns})
+    return Mentions(((person_id(name),), name) for name in names)
+
+
 def memory_items(conv: Conversation) -> list[MemoryItem]:
     return [
         MemoryItem(
@@ -165,6 +180,7 @@ def memory_items(conv: Conversation) -> list[MemoryItem]:
             scope="shared",
             created=turn.at,
             updated=turn.at,
+            person=person_id(speaker(turn)),  # who said it, as the hub records a turn's
             title=turn.dia_id,
             section=turn.at.strftime("%H:%M"),
         )
@@ -235,7 +251,9 @@ async def check_rescore(
     dense = await service.embed_query(question.text)
     sparse = SparseVec(*query_vector(question.text))
     flt = MemoryFilter(anima=ANIMA, scopes=ANIMA_SCOPE.scopes())
-    hits = service.index.query(dense, sparse, flt, k * 2, SearchMode.HYBRID)  # as search()
+    people = service.people_named(question.text)
+    hits = service.index.query(dense, sparse, flt, k * 2, SearchMode.HYBRID, people=people)
+    hits = lift_previous(hits, flt, service.index.payloads)  # as search(), before rescore
     check.searches += 1
     check.same_order += [h.id for h in hits[:k]] == recalled
     check.same_set += {h.id for h in hits[:k]} == set(recalled)
@@ -260,6 +278,7 @@ async def evaluate(
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
         home = Path(tmp)
         service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
+        service.people_named = mentions(conv).named_in
         try:
             await service.start([ANIMA])
             started = time.perf_counter()

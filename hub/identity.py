@@ -13,6 +13,7 @@ from sqlmodel import Session, col, select
 
 from hub.adapter import AmbiguousName
 from hub.files import read_document, write_document
+from hub.mentions import Mentions
 from hub.messages import PlatformUser, utcnow
 from hub.store.db import Database
 from hub.store.models import Identity, Person, PersonAlias
@@ -79,6 +80,7 @@ class IdentityService:
         self._owner: PersonView | None = None
         self._web: dict[str, PlatformUser] = {}  # person id -> their web identity
         self._aliases: dict[str, tuple[str, ...]] | None = None  # person -> merged ids
+        self._mentions: Mentions | None = None  # everyone's names, for `mentioned`
 
     def forget(self) -> None:
         """Drop what is cached: people were merged or split (hub/linking.py)."""
@@ -86,6 +88,7 @@ class IdentityService:
         self._web.clear()
         self._owner = None
         self._aliases = None
+        self._mentions = None
 
     def aliases_of(self, person_id: str) -> tuple[str, ...]:
         """The ids merged into this person: their memory is this person's."""
@@ -97,6 +100,14 @@ class IdentityService:
                 found.setdefault(row.person_id, []).append(row.alias)
             self._aliases = {k: tuple(sorted(v)) for k, v in found.items()}
         return self._aliases.get(person_id, ())
+
+    def mentioned(self, text: str) -> tuple[str, ...]:
+        """The ids (merged ones included) of the people `text` names: recall's people
+        retriever (hub/mentions.py)."""
+        if self._mentions is None:
+            people = self.everyone()
+            self._mentions = Mentions((self.ids_of(p.id), p.display_name) for p in people)
+        return self._mentions.named_in(text)
 
     def ids_of(self, person_id: str) -> tuple[str, ...]:
         """The person's id and those merged into it: every `person:<id>` scope theirs."""
@@ -141,6 +152,7 @@ class IdentityService:
             # Renamed on this platform (compared per identity, so a person known by two
             # names on two platforms is not renamed back and forth).
             identity.display_name = row.display_name = user.display_name
+            self._mentions = None
             session.add(identity)
             changed = True
         if changed:
@@ -210,6 +222,7 @@ class IdentityService:
                 person.roles = ["admin"]
             session.add(person)
             session.flush()
+            self._mentions = None
             session.add(
                 Identity(platform=WEB, user_id=person.id, person_id=person.id, display_name=name)
             )
@@ -302,6 +315,7 @@ class IdentityService:
         )
         session.add(person)
         session.flush()
+        self._mentions = None
         session.add(
             Identity(
                 platform=user.platform,

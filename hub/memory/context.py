@@ -19,7 +19,8 @@ from hub.memory.documents import Layer, MemoryItem
 
 CONTEXT_SECTIONS = 2
 # Part of the index's model id: vectors made another way are rebuilt, never mixed.
-PASSAGE_FORMAT = f"ctx{CONTEXT_SECTIONS}"
+# ("p": points record their previous section, which older indexes lack.)
+PASSAGE_FORMAT = f"ctx{CONTEXT_SECTIONS}p"
 
 FileItems = Callable[[str], Sequence[MemoryItem]]
 
@@ -32,19 +33,30 @@ def passage_texts(items: Sequence[MemoryItem], file_items: FileItems, limit: int
 def passage_text(item: MemoryItem, file_items: FileItems, limit: int) -> str:
     if item.layer is not Layer.EPISODIC:
         return item.text[:limit]
-    earlier = _earlier(item, file_items(item.path))
-    return "\n".join([item.text, *earlier])[:limit]
+    earlier = earlier_sections(item, file_items(item.path))
+    return "\n".join([item.text, *(other.text for other in earlier)])[:limit]
 
 
-def _earlier(item: MemoryItem, in_file: Sequence[MemoryItem]) -> list[str]:
-    """Up to CONTEXT_SECTIONS sections before `item` in its file, nearest first."""
+def previous_id(item: MemoryItem, file_items: FileItems) -> str | None:
+    """The section just before an episodic item in its conversation: what its vector was
+    partly made of, so a hit on the item lifts it too (hub/memory/recall.py)."""
+    if item.layer is not Layer.EPISODIC:
+        return None
+    earlier = earlier_sections(item, file_items(item.path), 1)
+    return earlier[0].id if earlier else None
+
+
+def earlier_sections(
+    item: MemoryItem, in_file: Sequence[MemoryItem], most: int = CONTEXT_SECTIONS
+) -> list[MemoryItem]:
+    """Up to `most` sections before `item` in its file and conversation, nearest first."""
     position = next((n for n, other in enumerate(in_file) if other.id == item.id), None)
     if position is None:
         return []
-    found: list[str] = []
+    found: list[MemoryItem] = []
     for other in reversed(in_file[:position]):
-        if len(found) == CONTEXT_SECTIONS:
+        if len(found) == most:
             break
         if other.scope == item.scope and other.channel == item.channel:
-            found.append(other.text)
+            found.append(other)
     return found

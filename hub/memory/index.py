@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -77,6 +77,7 @@ class MemoryFilter:
     since: float | None = None  # payload "ts" >= since (epoch seconds)
     until: float | None = None  # payload "ts" <= until
     min_importance: float | None = None  # payload "importance" >=
+    people: tuple[str, ...] | None = None  # payload "person" in these
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class VectorIndex(Protocol):
         mode: SearchMode = SearchMode.HYBRID,
         candidates: int = 50,
         boost: Boost | None = None,
+        people: tuple[str, ...] = (),
     ) -> list[Hit]: ...
     def count(self, flt: MemoryFilter | None = None) -> int: ...
     def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
@@ -123,6 +125,14 @@ class IndexSpec:
 
 
 Retriever = list[float] | SparseVec
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """One prefetch: a query vector and the filter it searches under."""
+
+    vector: Retriever
+    flt: MemoryFilter
 
 
 def _retrievers(
@@ -148,6 +158,8 @@ def keyword_conditions(flt: MemoryFilter) -> list[tuple[str, list[str]]]:
         found.append(("layer", list(flt.layers)))
     if flt.scopes is not None:
         found.append(("scope", list(flt.scopes)))
+    if flt.people is not None:
+        found.append(("person", list(flt.people)))
     return found
 
 
@@ -159,6 +171,20 @@ def range_conditions(flt: MemoryFilter) -> list[tuple[str, float | None, float |
     if flt.min_importance is not None:
         found.append(("importance", flt.min_importance, None))
     return found
+
+
+def admits(flt: MemoryFilter, payload: dict[str, Any]) -> bool:
+    """Whether a point with this payload passes the filter (for points fetched by id)."""
+    for key, values in keyword_conditions(flt):
+        if payload.get(key) not in values:
+            return False
+    for key, gte, lte in range_conditions(flt):
+        value = payload.get(key)
+        if not isinstance(value, int | float):
+            return False
+        if (gte is not None and value < gte) or (lte is not None and value > lte):
+            return False
+    return True
 
 
 class IndexBackend(ABC):
@@ -180,14 +206,9 @@ class IndexBackend(ABC):
 
     @abstractmethod
     def _search(
-        self,
-        vectors: list[Retriever],
-        flt: MemoryFilter,
-        limit: int,
-        candidates: int,
-        boost: Boost | None,
+        self, lookups: list[Lookup], limit: int, candidates: int, boost: Boost | None
     ) -> list[Hit]:
-        """One retriever alone, or each one prefetched and fused with RRF; with a boost,
+        """One lookup alone, or each one prefetched and fused with RRF; with a boost,
         that ranking is a prefetch stage whose candidates a formula query rescores."""
 
     @property
@@ -221,12 +242,21 @@ class IndexBackend(ABC):
         mode: SearchMode = SearchMode.HYBRID,
         candidates: int = 50,
         boost: Boost | None = None,
+        people: tuple[str, ...] = (),
     ) -> list[Hit]:
-        """Hybrid uses the query vectors it is given; an empty sparse vector counts as none."""
+        """Hybrid uses the query vectors it is given; an empty sparse vector counts as none.
+
+        `people` (person ids the query names) adds each retriever again, searching only
+        what those people said, to the fusion: their own words then compete among
+        themselves, not with every mention of them by others (bench/README.md)."""
         vectors = _retrievers(dense, sparse, mode)
         if not vectors or not self._open:
             return []
-        return self._search(vectors, flt, limit, candidates, boost)
+        lookups = [Lookup(v, flt) for v in vectors]
+        if people:
+            focused = replace(flt, people=people)
+            lookups += [Lookup(v, focused) for v in vectors]
+        return self._search(lookups, limit, candidates, boost)
 
 
 def open_index(

@@ -25,6 +25,7 @@ from hub.memory.index import (
     IndexBackend,
     IndexPoint,
     IndexSpec,
+    Lookup,
     MemoryFilter,
     Retriever,
     SparseVec,
@@ -130,15 +131,12 @@ class EdgeIndex(IndexBackend):
             shutil.rmtree(self._shard_path)
 
     def _search(
-        self,
-        vectors: list[Retriever],
-        flt: MemoryFilter,
-        limit: int,
-        candidates: int,
-        boost: Boost | None,
+        self, lookups: list[Lookup], limit: int, candidates: int, boost: Boost | None
     ) -> list[Hit]:
-        where = _edge_filter(flt)
-        each = [qe.Prefetch(candidates, _edge_nearest(v), filter=where) for v in vectors]
+        each = [
+            qe.Prefetch(candidates, _edge_nearest(x.vector), filter=_edge_filter(x.flt))
+            for x in lookups
+        ]
         fusion = qe.Fusion.Rrf(k=RRF_K)
         if boost is not None:
             stage = each[0]
@@ -147,8 +145,8 @@ class EdgeIndex(IndexBackend):
             request = qe.QueryRequest(
                 limit=limit, prefetches=[stage], query=_edge_formula(boost), with_payload=True
             )
-        elif len(vectors) == 1:
-            query = _edge_nearest(vectors[0])
+        elif len(lookups) == 1:
+            query, where = _edge_nearest(lookups[0].vector), _edge_filter(lookups[0].flt)
             request = qe.QueryRequest(limit=limit, query=query, filter=where, with_payload=True)
         else:
             request = qe.QueryRequest(

@@ -22,6 +22,7 @@ from hub.memory.index import (
     IndexBackend,
     IndexPoint,
     IndexSpec,
+    Lookup,
     MemoryFilter,
     Retriever,
     SparseVec,
@@ -118,16 +119,13 @@ class ServerIndex(IndexBackend):
             self._exists = False
 
     def _search(
-        self,
-        vectors: list[Retriever],
-        flt: MemoryFilter,
-        limit: int,
-        candidates: int,
-        boost: Boost | None,
+        self, lookups: list[Lookup], limit: int, candidates: int, boost: Boost | None
     ) -> list[Hit]:
-        where = _server_filter(flt)
-        pairs = [_server_vector(v) for v in vectors]
-        each = [models.Prefetch(query=v, using=u, filter=where, limit=candidates) for v, u in pairs]
+        each = []
+        for lookup in lookups:
+            vector, using = _server_vector(lookup.vector)
+            where = _server_filter(lookup.flt)
+            each.append(models.Prefetch(query=vector, using=using, filter=where, limit=candidates))
         fusion = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
         if boost is not None:
             stage = (
@@ -138,8 +136,9 @@ class ServerIndex(IndexBackend):
             response = self._client.query_points(
                 self._name, prefetch=[stage], query=_server_formula(boost), limit=limit
             )
-        elif len(pairs) == 1:
-            vector, using = pairs[0]
+        elif len(lookups) == 1:
+            vector, using = _server_vector(lookups[0].vector)
+            where = _server_filter(lookups[0].flt)
             response = self._client.query_points(
                 self._name, query=vector, using=using, query_filter=where, limit=limit
             )

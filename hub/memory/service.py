@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hub.files import atomic_write
 from hub.memory.access import AccessLog
-from hub.memory.context import PASSAGE_FORMAT, FileItems, passage_texts
+from hub.memory.context import PASSAGE_FORMAT, FileItems, passage_texts, previous_id
 from hub.memory.documents import (
     UNREADABLE,
     Layer,
@@ -54,6 +54,7 @@ from hub.memory.recall import (
     RecallScope,
     boost_at,
     fit,
+    lift_previous,
     rescore,
     when,
 )
@@ -123,6 +124,8 @@ class MemoryService:
         self._access: dict[str, AccessLog] = {}
         # The ids merged into a person (IdentityService.aliases_of, set by the hub).
         self.aliases_of: Callable[[str], tuple[str, ...]] = lambda _person: ()
+        # The ids of the people a text names (IdentityService.mentioned, set by the hub).
+        self.people_named: Callable[[str], tuple[str, ...]] = lambda _text: ()
 
     @classmethod
     def from_settings(
@@ -356,7 +359,10 @@ class MemoryService:
             )
             points = [
                 IndexPoint(
-                    item.id, vector, SparseVec(*sparse_vector(item.text)), _payload(anima, item)
+                    item.id,
+                    vector,
+                    SparseVec(*sparse_vector(item.text)),
+                    _payload(anima, item, previous_id(item, in_file)),
                 )
                 for item, vector in zip(batch, dense, strict=True)
             ]
@@ -449,8 +455,10 @@ class MemoryService:
         mode: SearchMode = SearchMode.HYBRID,
         dense: list[float] | None = None,
         explain: bool = True,
+        people: tuple[str, ...] | None = None,
     ) -> list[Recalled]:
-        """Recall within the scope's privacy; `dense` is the query's embedding, if known.
+        """Recall within the scope's privacy; `dense` is the query's embedding, if known,
+        `people` the ids of those it names (`people_named`, if not given).
         `explain` runs each retriever alone as well, to say why each result matched
         (what the API and CLI show; priming skips it, as it costs two more queries)."""
         scope = self._linked(scope)
@@ -465,13 +473,21 @@ class MemoryService:
         if dense is None:
             dense = await self.embed_query(query)
         sparse = SparseVec(*query_vector(query))
+        if people is None:
+            people = self.people_named(query)
         now = self.now()
-        hits = self.index.query(dense, sparse, flt, limit * 2, mode, boost=boost_at(now))
+        hits = self.index.query(
+            dense, sparse, flt, limit * 2, mode, boost=boost_at(now), people=people
+        )
+        hits = lift_previous(hits, flt, self.index.payloads)
         sources: dict[str, set[str]] = {}
         if explain and mode is SearchMode.HYBRID:
             for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
                 for hit in self.index.query(dense, sparse, flt, limit * 2, single):
                     sources.setdefault(hit.id, set()).add(name)
+            if people:
+                for hit in self.index.query(dense, sparse, replace(flt, people=people), limit):
+                    sources.setdefault(hit.id, set()).add("person")
         uses = self.access(scope.anima)
         found = rescore(hits, now, sources, uses.count, boosted=True)[:limit]
         if scope.admin_scopes is None:  # an Anima recalled these; an admin looking is no use
@@ -487,6 +503,7 @@ class MemoryService:
         s = self.settings
         now = self.now()
         dense = await self.embed_query(text)  # once, for every section
+        people = self.people_named(text)
         recent = await self.search(
             scope,
             text,
@@ -495,11 +512,12 @@ class MemoryService:
             since=now - timedelta(hours=s.recent_hours),
             dense=dense,
             explain=False,
+            people=people,
         )
         important = await self.search(
-            scope, text, limit=5, min_importance=1.0, dense=dense, explain=False
+            scope, text, limit=5, min_importance=1.0, dense=dense, explain=False, people=people
         )
-        related = await self.search(scope, text, limit=8, dense=dense, explain=False)
+        related = await self.search(scope, text, limit=8, dense=dense, explain=False, people=people)
         shown = {r.id for r in recent} | {r.id for r in important}
         notes = {Layer.SEMANTIC.value, Layer.PROCEDURAL.value, Layer.SKILL.value}
         seeds = [r.path for r in (*important, *related) if r.layer in notes]
@@ -559,8 +577,9 @@ def _line(recalled: Recalled) -> str:
     return f"[{when(recalled.ts)}] {flat}"
 
 
-def _payload(anima: str, item: MemoryItem) -> dict[str, object]:
+def _payload(anima: str, item: MemoryItem, prev: str | None = None) -> dict[str, object]:
     return {
+        "prev": prev,
         "anima": anima,
         "layer": item.layer.value,
         "scope": item.scope,

@@ -7,9 +7,11 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hub.memory.context import CONTEXT_SECTIONS, passage_text
+from hub.memory.context import CONTEXT_SECTIONS, passage_text, previous_id
 from hub.memory.documents import Layer, MemoryItem
+from hub.memory.index import SearchMode
 from hub.memory.index_edge import EdgeIndex
+from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService, TurnRecord
 from hub.settings import MemorySection
 
@@ -107,5 +109,55 @@ async def test_a_recorded_turn_is_indexed_with_the_earlier_turns_of_its_conversa
         last = embedder.passages[-1]
         assert last.startswith("**Alice** (#general on web): Yes, last Saturday!")
         assert "support group" in last
+    finally:
+        await service.stop()
+
+
+def test_the_previous_section_is_the_nearest_earlier_one_of_the_conversation() -> None:
+    file = [
+        item(1, "channel before"),
+        item(2, "alice's DM", scope="person:alice", channel="dm-alice"),
+        item(3, "channel now"),
+    ]
+    assert previous_id(file[2], lambda _path: file) == "i1"
+    assert previous_id(file[1], lambda _path: file) is None  # nothing earlier in her DM
+    assert previous_id(file[0], lambda _path: file) is None
+
+
+async def test_an_indexed_turn_records_its_previous_section_and_search_lifts_it(
+    tmp_path: Path,
+) -> None:
+    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), Recorder())
+    await service.start(["aria"])
+    try:
+        texts = ["I went to the support group", "Yes, last Saturday!"]
+        recorded = []
+        for n, text in enumerate(texts):
+            recorded.append(
+                service.record_turn(
+                    TurnRecord(
+                        anima="aria",
+                        inbox_id=f"in-{n}",
+                        person_id="alice",
+                        person_name="Alice",
+                        where="#general on web",
+                        channel_key="web:local/general",
+                        scope="channel:web:local/general",
+                        user_text=text,
+                        reply="ok",
+                        at=AT.replace(minute=n),
+                    )
+                )
+            )
+            await service.drain()
+        first, second = recorded
+        payloads = service.index.payloads([first.id, second.id])
+        assert payloads[second.id]["prev"] == first.id
+        assert payloads[first.id]["prev"] is None
+        # Both match "saturday" no better than each other densely (one vector for all); the
+        # lexical hit on the second lifts the first, which no retriever ranks for the word.
+        scope = RecallScope("aria", "alice", "web:local/general", is_dm=False)
+        found = await service.search(scope, "saturday", limit=2, mode=SearchMode.LEXICAL)
+        assert [r.id for r in found] == [second.id, first.id]
     finally:
         await service.stop()

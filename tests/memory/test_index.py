@@ -14,6 +14,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from hub.memory.index import (
+    Boost,
     IndexPoint,
     MemoryFilter,
     SearchMode,
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:U
 DIM = 8
 MODEL = "test-model-v1"
 ARIA = MemoryFilter(anima="aria")
+BOOST_NOW = Boost(now=1_000.0, half_life_s=86_400.0, recency_weight=0.15, importance_weight=0.3)
 
 
 def vec(*weights: tuple[int, float]) -> list[float]:
@@ -204,6 +206,31 @@ def test_rrf_ranks_a_point_good_in_both_above_points_good_in_one(index: VectorIn
     assert ids(hits)[0] == both.id
     assert set(ids(hits)) == {both.id, dense_only.id, lexical_only.id}
     assert hits[0].score > hits[1].score
+
+
+def test_a_named_persons_own_words_join_the_fusion(index: VectorIndex) -> None:
+    # Others mention the topic more closely; what Dana said herself ranks 4th by each retriever.
+    strong = SparseVec([5], [2.0])
+    others = [point(vec((0, 1.0), (1, 0.1 * n)), strong, person="bob") for n in range(3)]
+    dana = point(vec((0, 1.0), (1, 0.5)), sparse(5), person="dana")
+    index.upsert([*others, dana])
+    assert dana.id not in ids(index.query(axis(0), sparse(5), ARIA, 2, candidates=3))
+    for mode in SearchMode:
+        found = ids(index.query(axis(0), sparse(5), ARIA, 2, mode, candidates=3, people=("dana",)))
+        assert dana.id in found, mode
+    boosted = index.query(
+        axis(0), sparse(5), ARIA, 2, candidates=3, people=("dana",), boost=BOOST_NOW
+    )
+    assert dana.id in ids(boosted)
+
+
+def test_the_people_retriever_keeps_the_scope_filter(index: VectorIndex) -> None:
+    private = point(axis(0), sparse(5), person="dana", scope="person:dana")
+    shared = point(axis(3), sparse(6), person="bob")
+    index.upsert([private, shared])
+    flt = MemoryFilter("aria", scopes=("shared",))
+    found = ids(index.query(axis(0), sparse(5), flt, 5, people=("dana",)))
+    assert private.id not in found
 
 
 def test_delete_removes_points(index: VectorIndex) -> None:

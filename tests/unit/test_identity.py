@@ -278,3 +278,20 @@ def test_a_display_name_changed_on_the_platform_is_kept_on_the_person(
     with db.session() as session:
         identity = session.get(Identity, ("slack", "U1"))
     assert identity is not None and identity.display_name == "Alice Liddell"
+
+
+# --- who a text names (recall's people retriever) -------------------------------------------
+
+
+def test_mentioned_knows_new_people_and_new_names_at_once(db: Database, users_dir: Path) -> None:
+    identity = service(db, users_dir)
+    identity.resolve(ALICE)
+    assert identity.mentioned("what did alice say?") == ("alice",)
+    assert identity.mentioned("and Dana?") == ()
+    identity.resolve(PlatformUser("slack", "U1", "Dana Scully"))
+    identity.named("Bo Ek")
+    assert identity.mentioned("and Dana?") == ("dana-scully",)
+    assert identity.mentioned("ask bo ek") == ("bo-ek",)
+    identity.resolve(PlatformUser("web", "alice", "Alicia"))  # renamed on the platform
+    assert identity.mentioned("what did alice say?") == ()
+    assert identity.mentioned("what did Alicia say?") == ("alice",)

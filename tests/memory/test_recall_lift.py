@@ -1,0 +1,96 @@
+"""Recall's two helpers of the fused ranking: a hit lifts the section before it
+(`lift_previous`), never past the search's own filter, and a query naming someone also
+searches what that person said (`MemoryService.people_named`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hub.memory.documents import Layer, MemoryItem
+from hub.memory.index import Hit, MemoryFilter, admits
+from hub.memory.index_edge import EdgeIndex
+from hub.memory.recall import PREVIOUS_WEIGHT, RecallScope, lift_previous
+from hub.memory.service import MemoryService
+from hub.mentions import Mentions
+from hub.settings import MemorySection
+
+FLT = MemoryFilter("aria", scopes=("shared",), since=100.0)
+
+
+def payload(prev: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"anima": "aria", "scope": "shared", "ts": 200.0, "prev": prev} | extra
+
+
+def test_a_hit_lifts_its_previous_section_whether_or_not_it_was_a_hit() -> None:
+    hits = [Hit("b", 1.0, payload(prev="a")), Hit("a", 0.2, payload()), Hit("d", 0.5, payload("c"))]
+    fetched = {"c": payload()}
+    asked: list[list[str]] = []
+
+    def fetch(ids: list[str]) -> dict[str, dict[str, object]]:
+        asked.append(ids)
+        return {i: fetched[i] for i in ids if i in fetched}
+
+    scores = {h.id: h.score for h in lift_previous(hits, FLT, fetch)}
+    assert asked == [["c"]]  # only what was no hit is fetched
+    assert scores == {"b": 1.0, "a": 0.2 + PREVIOUS_WEIGHT, "d": 0.5, "c": 0.5 * PREVIOUS_WEIGHT}
+
+
+def test_a_fetched_section_outside_the_filter_does_not_join() -> None:
+    private = payload(scope="person:dana")
+    too_old = payload(ts=50.0)
+    fetched = {"p": private, "o": too_old}
+    hits = [Hit("x", 1.0, payload(prev="p")), Hit("y", 1.0, payload(prev="o"))]
+    lifted = lift_previous(hits, FLT, lambda ids: {i: fetched[i] for i in ids})
+    assert [h.id for h in lifted] == ["x", "y"]
+    assert not admits(FLT, private) and not admits(FLT, too_old) and admits(FLT, payload())
+    assert not admits(MemoryFilter("aria", min_importance=1.0), payload())  # no importance
+
+
+class Constant:
+    """Every text the same vector: only the lexical and people retrievers tell items apart."""
+
+    model_id, dim = "constant", 4
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+
+    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+
+
+async def test_a_search_naming_someone_finds_their_own_words_among_others(tmp_path: Path) -> None:
+    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), Constant())
+    service.people_named = Mentions([(("dana",), "Dana"), (("bob",), "Bob")]).named_in
+    at = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    said = [("bob", f"Dana's budget spreadsheet, budget tab {n}, budget total") for n in range(12)]
+    said.append(("dana", "I signed off the budget yesterday"))
+    items = [
+        MemoryItem(
+            id=str(uuid.uuid4()),
+            layer=Layer.SEMANTIC,
+            text=text,
+            path=f"knowledge/{n}.md",
+            scope="shared",
+            created=at,
+            updated=at,
+            person=who,
+        )
+        for n, (who, text) in enumerate(said)
+    ]
+    await service.start(["aria"])
+    try:
+        await service.index_items("aria", items)
+        scope = RecallScope("aria", None, None, is_dm=False)
+        found = await service.search(scope, "What did Dana say about the budget?", limit=3)
+        danas = [r for r in found if r.id == items[-1].id]
+        assert danas, [r.text for r in found]
+        assert "person" in danas[0].why
+        service.people_named = lambda _text: ()  # nobody named: her words are not found
+        found = await service.search(scope, "What did Dana say about the budget?", limit=3)
+        assert items[-1].id not in [r.id for r in found]
+    finally:
+        await service.stop()
