@@ -80,7 +80,8 @@ async def say(hub: Hub, user: str, text: str, address: Address | None = None) ->
             row = session.get(InboxItem, receipt.inbox_id)
         return row if row is not None and row.status in ("done", "failed", "held") else None
 
-    row: InboxItem = await eventually(answered)
+    # The first turn waits for a model worker to import litellm (seconds on a busy machine).
+    row: InboxItem = await eventually(answered, timeout_s=60.0)
     return row
 
 
