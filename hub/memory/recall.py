@@ -97,7 +97,8 @@ Payloads = Callable[[list[str]], dict[str, dict[str, object]]]
 
 def lift_previous(hits: list[Hit], flt: MemoryFilter, fetch: Payloads) -> list[Hit]:
     """The hits, each section before one (payload "prev") lifted by PREVIOUS_WEIGHT × that
-    hit's score; one that was no hit is fetched and joins if the filter admits it."""
+    hit's score, best first; one that was no hit is fetched and joins if the filter admits
+    it."""
     lifts: dict[str, float] = {}
     for hit in hits:
         prev = hit.payload.get("prev")
@@ -110,7 +111,8 @@ def lift_previous(hits: list[Hit], flt: MemoryFilter, fetch: Payloads) -> list[H
         for i, payload in (fetch(missing) if missing else {}).items()
         if admits(flt, payload)
     ]
-    return [Hit(h.id, h.score + lifts.get(h.id, 0.0), h.payload) for h in [*hits, *joined]]
+    lifted = [Hit(h.id, h.score + lifts.get(h.id, 0.0), h.payload) for h in [*hits, *joined]]
+    return sorted(lifted, key=lambda h: h.score, reverse=True)
 
 
 def rescore(
