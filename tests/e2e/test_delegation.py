@@ -124,6 +124,9 @@ def script(model: FakeModel) -> None:
         control(model, "fail_next", status=500, retry_after=None, message="down", model="kai")
 
 
+# Three hub starts, each importing litellm in a model worker: about 55 s on a quiet 2-core
+# machine, over the default 120 s when something else takes the cores.
+@pytest.mark.timeout(360)
 def test_delegation_survives_a_kill_and_reports_once(
     tmp_path: Path, fakes: Fakes, model: FakeModel
 ) -> None:
