@@ -83,6 +83,22 @@ class Recorder:
         return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
 
 
+def in_general(n: int, text: str) -> TurnRecord:
+    """Alice's n-th turn in #general, n minutes after AT."""
+    return TurnRecord(
+        anima="aria",
+        inbox_id=f"in-{n}",
+        person_id="alice",
+        person_name="Alice",
+        where="#general on web",
+        channel_key="web:local/general",
+        scope="channel:web:local/general",
+        user_text=text,
+        reply="ok",
+        at=AT.replace(minute=n),
+    )
+
+
 async def test_a_recorded_turn_is_indexed_with_the_earlier_turns_of_its_conversation(
     tmp_path: Path,
 ) -> None:
@@ -91,20 +107,7 @@ async def test_a_recorded_turn_is_indexed_with_the_earlier_turns_of_its_conversa
     await service.start(["aria"])
     try:
         for n, text in enumerate(["Did you go to the support group?", "Yes, last Saturday!"]):
-            service.record_turn(
-                TurnRecord(
-                    anima="aria",
-                    inbox_id=f"in-{n}",
-                    person_id="alice",
-                    person_name="Alice",
-                    where="#general on web",
-                    channel_key="web:local/general",
-                    scope="channel:web:local/general",
-                    user_text=text,
-                    reply="ok",
-                    at=AT.replace(minute=n),
-                )
-            )
+            service.record_turn(in_general(n, text))
             await service.drain()
         last = embedder.passages[-1]
         assert last.startswith("**Alice** (#general on web): Yes, last Saturday!")
@@ -133,22 +136,7 @@ async def test_an_indexed_turn_records_its_previous_section_and_search_lifts_it(
         texts = ["I went to the support group", "Yes, last Saturday!"]
         recorded = []
         for n, text in enumerate(texts):
-            recorded.append(
-                service.record_turn(
-                    TurnRecord(
-                        anima="aria",
-                        inbox_id=f"in-{n}",
-                        person_id="alice",
-                        person_name="Alice",
-                        where="#general on web",
-                        channel_key="web:local/general",
-                        scope="channel:web:local/general",
-                        user_text=text,
-                        reply="ok",
-                        at=AT.replace(minute=n),
-                    )
-                )
-            )
+            recorded.append(service.record_turn(in_general(n, text)))
             await service.drain()
         first, second = recorded
         payloads = service.index.payloads([first.id, second.id])
