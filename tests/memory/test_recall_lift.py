@@ -50,20 +50,21 @@ def test_a_fetched_section_outside_the_filter_does_not_join() -> None:
     assert not admits(MemoryFilter("aria", min_importance=1.0), payload())  # no importance
 
 
-class Constant:
-    """Every text the same vector: only the lexical and people retrievers tell items apart."""
+class Apart:
+    """Dana's words point away from every query; all else points at it. Without the people
+    retriever nothing lifts her line over the twelve others, dense or lexical."""
 
-    model_id, dim = "constant", 4
+    model_id, dim = "apart", 4
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
 
     def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
-        return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
+        return [[0.0, 1.0, 0.0, 0.0] if "signed" in t else [1.0, 0.0, 0.0, 0.0] for t in texts]
 
 
 async def test_a_search_naming_someone_finds_their_own_words_among_others(tmp_path: Path) -> None:
-    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), Constant())
+    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), Apart())
     service.people_named = Mentions([(("dana",), "Dana"), (("bob",), "Bob")]).named_in
     at = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
     said = [("bob", f"Dana's budget spreadsheet, budget tab {n}, budget total") for n in range(12)]
