@@ -256,11 +256,11 @@ class Hub:
             log.warning("%d turns were cut off by the last stop; running them again", interrupted)
         for problem in self.animas.load():
             log.error("Anima not loaded: %s", problem)
+        if self.model_workers is not None and self._uses_a_model():
+            self.model_workers.start()  # litellm imports in the workers while the hub starts
         if self.memory is not None:
             await self.memory.start(self.animas.names())
             replay_recent(self.db, self.memory, set(self.animas.names()))
-        if self.model_workers is not None and self._uses_a_model():
-            self.model_workers.start()  # litellm imports in the workers while the hub starts
         # Before the platforms start: what they deliver now (sent while the hub was down)
         # came after what was accepted before, so its turns must queue behind those.
         self.dispatcher.recover()

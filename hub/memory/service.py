@@ -115,9 +115,9 @@ class MemoryService:
         self._in_batch: dict[str, int] = {}  # per Anima, items its indexer is embedding now
         self._stopping = False
         self._embedding = 0  # index_items calls in flight (the indexer's, refresh, rebuild)
-        # Passages are embedded on one thread of their own, so that background indexing
-        # never takes the threads a turn's query embedding needs (embedder.py lets a
-        # waiting query go first).
+        # Passages are embedded on one thread of their own, off the loop, and never in a
+        # turn's way: a query runs at once, beside the passage batch in flight, and the
+        # next batch waits for it (embedder.py).
         self._passages = ThreadPoolExecutor(1, thread_name_prefix="memory-index")
         self.profiles = Profiles(home / "shared" / "users")
         self._graphs: dict[str, KnowledgeGraph] = {}
@@ -152,7 +152,15 @@ class MemoryService:
     async def start(self, animas: Sequence[str]) -> None:
         """Open the index. A new embedding model means every vector is rebuilt, never mixed;
         an Anima whose index is empty while its markdown is not (a deleted or replaced
-        index) is rebuilt from the markdown."""
+        index) is rebuilt from the markdown. The embedder warms up meanwhile, off the loop,
+        and start returns once it has."""
+        warm_up = asyncio.create_task(asyncio.to_thread(self._warm_up))
+        try:
+            await self._open(animas)
+        finally:
+            await warm_up
+
+    async def _open(self, animas: Sequence[str]) -> None:
         model = f"{self.embedder.model_id}+{PASSAGE_FORMAT}"
         if not self.index.ensure(self.embedder.dim, model):
             log.warning("embedding model changed to %s: rebuilding the index", model)
@@ -171,6 +179,15 @@ class MemoryService:
                 self._index_later(anima, late)
         if not self._indexing:  # else the flusher marks it once they are indexed
             mark_synced(self.home, checked_at)
+
+    def _warm_up(self) -> None:
+        """Embed one query now: the first embedding loads the model, pages its weights in
+        and starts its threads (0.15-0.35 s here, against ~30 ms for the next;
+        bench/README.md), which would otherwise be the first turn's priming after a start."""
+        try:
+            self.embedder.embed_queries(["warm-up"])
+        except (OSError, RuntimeError, ValueError) as exc:  # as recall: the turn goes on
+            log.warning("the embedder did not warm up: %s", exc)
 
     async def flush_forever(self, worked: Callable[[], None]) -> None:
         """Write the access counts every few seconds, calling `worked` after each write; the

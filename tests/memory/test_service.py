@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -190,3 +191,43 @@ async def test_a_stop_does_not_wait_out_a_backlog_and_start_up_indexes_the_rest(
         assert len(second.index.payloads([i.id for i in items])) == 300
     finally:
         await second.stop()
+
+
+class WatchedEmbedder(HashEmbedder):
+    """Records each query embedding's texts and the thread it ran on."""
+
+    def __init__(self, model_id: str) -> None:
+        super().__init__(model_id)
+        self.queries: list[tuple[list[str], int]] = []
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        self.queries.append((list(texts), threading.get_ident()))
+        return super().embed_queries(texts)
+
+
+async def test_start_warms_the_embedder_up_off_the_event_loop(tmp_path: Path) -> None:
+    """The first embedding after a start loads the model and starts its threads (bench/
+    README.md): start does it, on a thread of its own, so the first turn's priming does not."""
+    embedder = WatchedEmbedder("m1")
+    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), embedder)
+    await service.start(["aria"])
+    try:
+        [(texts, thread)] = embedder.queries  # done when start returns
+        assert len(texts) == 1 and thread != threading.get_ident()  # not on the loop
+    finally:
+        await service.stop()
+
+
+async def test_an_embedder_that_cannot_warm_up_leaves_start_working(tmp_path: Path) -> None:
+    class Broken(HashEmbedder):
+        def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+            raise RuntimeError("no model here")
+
+    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), Broken("m"))
+    await service.start(["aria"])  # warned, not raised
+    try:
+        service.record_turn(turn("in-1", "still recorded and indexed"))
+        await service.drain()
+        assert service.index.count(MemoryFilter(anima="aria")) == 1
+    finally:
+        await service.stop()
