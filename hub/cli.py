@@ -18,6 +18,7 @@ from rich.table import Table
 from sqlalchemy.exc import OperationalError
 
 from hub.animas import AnimaError, AnimaRegistry
+from hub.cli_mcp import mcp
 from hub.cli_memory import consolidate, memory_app
 from hub.cli_people import pairing_app, people_app, token_app
 from hub.cli_tasks import task_app
@@ -39,6 +40,7 @@ app.add_typer(people_app, name="people")
 app.add_typer(token_app, name="token")
 app.add_typer(pairing_app, name="pairing")
 app.add_typer(task_app, name="task")
+app.command()(mcp)
 app.command("consolidate")(consolidate)
 console = Console()
 err = Console(stderr=True, soft_wrap=True)

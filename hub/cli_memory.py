@@ -43,7 +43,7 @@ console = Console()
 err = Console(stderr=True, soft_wrap=True)
 
 
-def _animas(settings: Settings) -> list[str]:
+def animas_in(settings: Settings) -> list[str]:
     registry = AnimaRegistry(settings.home / "animas", load_roles())
     registry.load()
     return registry.names()
@@ -56,14 +56,14 @@ async def local_memory(settings: Settings) -> AsyncIterator[MemoryService]:
     with hold_data_root(settings.home):
         memory = MemoryService.from_settings(settings.home, settings.memory)
         try:
-            await memory.start(_animas(settings))
+            await memory.start(animas_in(settings))
             yield memory
         finally:
             await memory.stop()
 
 
 def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
-    names = _animas(settings)
+    names = animas_in(settings)
     targets = names if anima is None else [anima]
     if anima is not None and anima not in names:
         raise typer.BadParameter(f"no Anima named {anima!r}")
@@ -153,7 +153,7 @@ def memory_search(
 async def _search_locally(
     settings: Settings, name: str, query: str, scope: str, layer: str, limit: int
 ) -> list[dict[str, Any]]:
-    if name not in _animas(settings):
+    if name not in animas_in(settings):
         raise typer.BadParameter(f"no Anima named {name!r}")
     from hub.memory.admin_search import search_rows
 
@@ -225,7 +225,7 @@ def consolidate(
         one_day = date.fromisoformat(day) if day else None
     except ValueError:
         raise _fail(f"--day {day!r} is not a day: use YYYY-MM-DD", code=2) from None
-    if name not in _animas(settings):
+    if name not in animas_in(settings):
         raise _fail(f"no Anima named {name!r} in {settings.home}")
     running = running_hub(settings.home)
     if running is not None:
@@ -277,7 +277,7 @@ def memory_restore(
 ) -> None:
     """Bring back a note that monthly forgetting moved to archive/forgotten/."""
     settings: Settings = ctx.obj
-    if name not in _animas(settings):
+    if name not in animas_in(settings):
         raise _fail(f"no Anima named {name!r} in {settings.home}")
     running = running_hub(settings.home)
     if running is not None:

@@ -48,8 +48,7 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     with hold_data_root(settings.home), hold_database(settings.database_url):
         hub = Hub(quiet, runs_tasks=False)
         app = create_app(hub)
-        await hub.start()
-        try:
+        async with app.router.lifespan_context(app):  # the hub's start and stop, and /mcp's
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(
                 transport=transport,
@@ -59,8 +58,6 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
             ) as client:
                 yield client
             await _drain(hub)
-        finally:
-            await hub.stop()
 
 
 async def _drain(hub: Hub) -> None:

@@ -7,7 +7,7 @@ Layers, outermost first (`hub/api/server.py` stacks them):
   the bytes as they stream in, chunked bodies too; `secure` makes its 413 name the setting.
 - TrustedHostMiddleware: the Host header must be one the hub answers to (DNS rebinding).
 - CORSMiddleware, only when `[server] cors_origins` names origins.
-- `ApiGuard` on /api/*: who the caller is (`hub/api/auth.py`: a token, the session cookie,
+- `ApiGuard` on /api/* and /mcp: who the caller is (`hub/api/auth.py`: a token, the session cookie,
   or the owner on loopback) and whether they may reach the route; then unsafe methods from
   another site, a session's unsafe requests without its CSRF token, and non-JSON bodies are
   refused (a cross-site page can send those without a CORS preflight).
@@ -115,7 +115,7 @@ class Edge:
 
 
 class ApiGuard:
-    """/api/*: who the caller is, whether they may reach the route, and no unsafe request
+    """/api/* and /mcp: who the caller is, whether they may reach the route, and no unsafe request
     from another site or, with a session cookie, without the session's CSRF token.
 
     A browser sends a cross-site POST without asking first (no CORS preflight) when it has
@@ -135,7 +135,8 @@ class ApiGuard:
         self._cors_origins = frozenset(cors_origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"].startswith("/api/"):
+        path = scope.get("path", "")
+        if scope["type"] == "http" and (path.startswith("/api/") or path == "/mcp"):
             headers = Headers(scope=scope)
             try:
                 caller = self._authenticator.caller(headers, scope.get("client"))

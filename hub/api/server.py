@@ -16,7 +16,7 @@ from starlette.types import ASGIApp
 from hub import __version__
 from hub.adapter import AmbiguousName, MessageTooLarge
 from hub.animas import AnimaError
-from hub.api import guard, memory_routes, people_routes, routes, signin, task_routes
+from hub.api import guard, mcp_server, memory_routes, people_routes, routes, signin, task_routes
 from hub.api.auth import Authenticator
 from hub.app import Hub
 from hub.settings import ServerSection
@@ -61,13 +61,16 @@ def uvicorn_config(app: ASGIApp, server: ServerSection) -> uvicorn.Config:
 
 
 def create_app(hub: Hub) -> FastAPI:
+    mcp = mcp_server.build(hub)
+
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        await hub.start()
-        try:
-            yield
-        finally:
-            await hub.stop()
+        async with mcp.session_manager.run():
+            await hub.start()
+            try:
+                yield
+            finally:
+                await hub.stop()
 
     app = _HubApp(
         hub.settings.server,
@@ -110,6 +113,7 @@ def create_app(hub: Hub) -> FastAPI:
     app.include_router(people_routes.router)
     app.include_router(task_routes.router)
     app.include_router(signin.router)
+    mcp_server.mount(app, mcp)
     for adapter in hub.adapters.values():
         for router in adapter.routers():
             app.include_router(router)
