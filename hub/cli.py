@@ -269,7 +269,9 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
     )
     workers = health.get("model_workers")
     model = health["llm"]
-    if workers and model != "offline":  # offline: no worker is started
+    if model == "offline":  # no worker is started: there is nothing for one to call
+        model = "offline mode (no language model configured: set [llm] model in hub.toml)"
+    elif workers:
         model += f" ({workers['ready']} of {workers['configured']} model workers ready)"
     deliveries = health["deliveries"]
     waiting = {name: n for name, n in health["mailboxes"].items() if n}

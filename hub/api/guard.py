@@ -43,13 +43,11 @@ PAGE_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-# FastAPI's /docs and /redoc pages: an inline bootstrap script, assets from jsDelivr, ReDoc's
-# Google fonts and blob: worker. Only these paths get it; they take no input.
+# /docs and /redoc (hub/api/docs_pages.py): FastAPI's inline bootstrap script and style, the
+# assets from the hub itself, ReDoc's blob: worker. Only these paths get it; they take no input.
 DOCS_CSP = (
-    "default-src 'none'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
-    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; "
-    "font-src https://fonts.gstatic.com; img-src 'self' data: https://fastapi.tiangolo.com "
-    "https://cdn.redoc.ly; worker-src blob:; connect-src 'self'; base-uri 'none'; "
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; worker-src blob:; connect-src 'self'; base-uri 'none'; "
     "frame-ancestors 'none'"
 )
 # Features the hub's pages never use, denied to them and to anything they might embed.

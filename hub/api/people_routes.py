@@ -68,14 +68,18 @@ def _credential(info: CredentialInfo) -> dict[str, Any]:
 
 
 @router.get("/me")
-def me(caller: CallerDep) -> dict[str, Any]:
-    """Who this request speaks as; the web chat shows it and keeps the CSRF token."""
+def me(caller: CallerDep, hub: HubDep) -> dict[str, Any]:
+    """Who this request speaks as; the web chat shows it, keeps the CSRF token and opens
+    `default_anima` first (the person's own, else the hub's; "" when neither exists)."""
+    own = hub.identity.by_id(caller.person_id).default_anima
+    default = next((a for a in (own, hub.settings.hub.default_anima) if a in hub.animas), "")
     return {
         "id": caller.person_id,
         "name": caller.name,
         "via": caller.kind.value,
         "may_act_for_others": caller.may_act_for_others,
         "csrf_token": caller.csrf_token or None,
+        "default_anima": default,
     }
 
 

@@ -16,7 +16,16 @@ from starlette.types import ASGIApp
 from hub import __version__
 from hub.adapter import AmbiguousName, MessageTooLarge
 from hub.animas import AnimaError
-from hub.api import guard, mcp_server, memory_routes, people_routes, routes, signin, task_routes
+from hub.api import (
+    docs_pages,
+    guard,
+    mcp_server,
+    memory_routes,
+    people_routes,
+    routes,
+    signin,
+    task_routes,
+)
 from hub.api.auth import Authenticator
 from hub.app import Hub
 from hub.settings import ServerSection
@@ -40,9 +49,7 @@ class _HubApp(FastAPI):
 
     def build_middleware_stack(self) -> ASGIApp:
         # Edge goes outside the stack's ServerErrorMiddleware, so a 500 has the headers too.
-        docs = (self.docs_url, self.redoc_url, self.swagger_ui_oauth2_redirect_url)
-        paths = [path for path in docs if path is not None]
-        return guard.Edge(super().build_middleware_stack(), self.server, paths)
+        return guard.Edge(super().build_middleware_stack(), self.server, docs_pages.PATHS)
 
 
 def uvicorn_config(app: ASGIApp, server: ServerSection) -> uvicorn.Config:
@@ -78,7 +85,10 @@ def create_app(hub: Hub) -> FastAPI:
         version=__version__,
         lifespan=lifespan,
         description="REST API of an AnimaHub: Animas, chat, channels, system health.",
+        docs_url=None,  # served from the hub's own assets instead (docs_pages)
+        redoc_url=None,
     )
+    docs_pages.add(app)
     app.state.hub = hub
     token = hub.settings.server.api_token
     authenticator = Authenticator(

@@ -284,3 +284,22 @@ async def test_a_name_two_people_go_by_is_refused(hub: Hub) -> None:
             "/api/chat/aria/history", params={"session_id": "s", "user": slack_dana.id}
         )
         assert said(history) == ["hi"]
+
+
+async def test_a_fresh_browser_is_told_the_configured_default_anima(
+    home: Path, clock: ManualClock
+) -> None:
+    """The page opens `default_anima` (not the alphabetically first Anima) when it has no
+    conversation of its own yet (adapters/web/static/app.js, chooseInitial)."""
+    hub = await started_hub(home, clock, hub={"default_anima": "mika"})
+    try:
+        async with web(hub) as client:
+            assert (await client.get("/api/me")).json()["default_anima"] == "mika"
+    finally:
+        await hub.stop()
+    hub = await started_hub(home, clock, hub={"default_anima": "nobody"})
+    try:
+        async with web(hub) as client:  # a name no Anima has is no default
+            assert (await client.get("/api/me")).json()["default_anima"] == ""
+    finally:
+        await hub.stop()

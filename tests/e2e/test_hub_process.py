@@ -49,7 +49,8 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
         status = cli(home, "status", COLUMNS="200")
         assert status.returncode == 0, status.stderr
         assert hub.url in status.stdout and "aria, kai, mika, wren" in status.stdout
-        assert "offline" in status.stdout and "2 sent" in status.stdout
+        assert "offline mode" in status.stdout and "2 sent" in status.stdout
+        assert "model workers" not in status.stdout
     finally:
         hub.stop()
     # uvicorn re-raises SIGTERM after a graceful shutdown, so look for the shutdown itself.

@@ -402,6 +402,7 @@
     // person the sign-in link or token is for. The page never chooses it.
     user: "",
     userName: "",
+    defaultAnima: "", // /api/me: the Anima a fresh browser opens (person's own, else the hub's)
     via: "",
     csrf: "",
     token: store.get(KEYS.token) || "",
@@ -1203,6 +1204,7 @@
       state.userName = me.name || me.id;
       state.via = me.via || "";
       state.csrf = me.csrf_token || "";
+      state.defaultAnima = me.default_anima || "";
       if (changed) state.convs.clear();
     } catch (err) {
       state.user = "";
@@ -1284,6 +1286,8 @@
       const sel = { kind: last.slice(0, slash), name: last.slice(slash + 1) };
       if (exists(sel)) return sel;
     }
+    const preferred = { kind: "anima", name: state.defaultAnima || "" };
+    if (exists(preferred)) return preferred; // the configured default, not the first by name
     if (state.animas.length) return { kind: "anima", name: state.animas[0].name };
     if (state.channels.length) return { kind: "channel", name: state.channels[0].name };
     return null;
