@@ -311,6 +311,9 @@ async def test_a_command_posted_to_a_web_channel_binds_it(
     )
     assert redelivered.json()["duplicate"] is True
     assert len(rows(hub, AuditEntry, AuditEntry.action == "anima.bind")) == 1
+    # As on Slack, neither the command nor its answer is posted: only its sender saw them.
+    posts = (await client.get("/api/channels/general/posts")).json()["posts"]
+    assert not [p for p in posts if "bind" in p["text"] or "bound to kai" in p["text"]]
 
 
 async def test_the_animas_api_shows_paused(client: httpx.AsyncClient, hub: Hub) -> None:

@@ -632,6 +632,7 @@
     if (time) meta.append(time);
     if (item.pending) meta.append(el("span", { class: "msg-state", text: "sending…" }));
     if (item.failed) meta.append(el("span", { class: "msg-state msg-state-failed", text: "not sent" }));
+    if (item.private) meta.append(el("span", { class: "msg-state", text: "only you can see this" }));
 
     const bubble = el("div", { class: "bubble" });
     if (item.typing) {
@@ -1133,8 +1134,11 @@
       item.pending = false; // accepted; stays shown until the server lists it
       touch(item);
       if (data && data.reply) {
-        // A hub command (/anima …, /whoami): its answer is for the sender only.
+        // A hub command (/anima …, /whoami): neither it nor its answer is posted, as on
+        // Slack; both stay on this page only, and say so.
+        item.private = true;
         conv.items.push({
+          private: true,
           key: `l:reply:${localId}`,
           kind: "anima",
           author: "hub",
