@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -140,6 +141,7 @@ class Runtime:
         row = self._inbox.claim(job)
         if row is None:
             return
+        began = time.monotonic()
         if row.attachments:  # described, never fetched: the turn and its memory say so
             row = row._replace(text=with_attachments(row.text, row.attachments))
         anima = self._animas.get(job.anima)
@@ -181,6 +183,16 @@ class Runtime:
         reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
         told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
         self._finish(row, job, reply, reply if ctx.model else OFFLINE_NOTE, offer, told)
+        log.info(  # in words a person reads: who, where, how long, the model, what was recalled
+            "answered %s in %s in %.1f s (%s, %d memories recalled; turn %s)",
+            person.display_name,
+            ctx.where,
+            time.monotonic() - began,
+            ctx.model or "offline mode",
+            len(ctx.recalled_lines),
+            row.id,
+            extra={"anima": job.anima},
+        )
 
     def _show(self, job: TurnJob, text: str) -> None:
         if text:
@@ -339,7 +351,6 @@ class Runtime:
                     at,
                 ),
             )
-        log.info("answered %s", row.id, extra={"anima": job.anima})
         self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
 
     def _model_failed(self, row: Claimed, job: TurnJob, exc: LLMError) -> None:

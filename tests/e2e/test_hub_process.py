@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -68,7 +69,11 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
     finally:
         hub.stop()
     logs = cli(home, "logs", "aria")
-    assert logs.returncode == 0 and "answered" in logs.stdout
+    assert logs.returncode == 0, logs.stderr
+    # in words: who, where, how long, the model, what was recalled
+    said = re.search(r"answered (\S+) in (.+?) in [\d.]+ s \((.+?), (\d+) memories", logs.stdout)
+    assert said is not None, logs.stdout
+    assert said.group(1) == "alice" and "web" in said.group(2) and said.group(3) == "offline mode"
 
 
 def test_second_hub_on_same_data_root_is_refused(tmp_path: Path) -> None:
