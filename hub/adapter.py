@@ -186,6 +186,17 @@ class TranscriptEntry:
     anima: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationEntry:
+    """One conversation (a thread) of a place, as the web chat lists them."""
+
+    thread: str  # the web chat's session id
+    first_text: str
+    started_at: str
+    last_at: str
+    messages: int  # from people
+
+
 class CallerKind(StrEnum):
     """How an HTTP caller was recognised (hub/api/auth.py)."""
 
@@ -250,6 +261,10 @@ class HubPort(Protocol):
         ...
 
     def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]: ...
+
+    def conversations(self, address: Address, limit: int) -> list[ConversationEntry]:
+        """The threads of `address`'s channel, the latest active first."""
+        ...
 
     def report(self, platform: str, state: PlatformState, reason: str = "") -> None:
         """A long-lived connection was lost (`DOWN`, with why) or is back (`UP`)."""

@@ -15,6 +15,7 @@ from hub.adapter import (
     Adapter,
     AdapterFactory,
     Caller,
+    ConversationEntry,
     PlatformState,
     Receipt,
     TranscriptEntry,
@@ -71,7 +72,7 @@ from hub.task_tools import offline_delegation, task_tools
 from hub.tasks import TaskBoard
 from hub.thinking import Thinker
 from hub.tools import ToolRegistry, builtin_tools
-from hub.transcript import transcript
+from hub.transcript import conversations, transcript
 
 log = logging.getLogger(__name__)
 _SESSION_SCAN = timedelta(minutes=1)
@@ -370,6 +371,9 @@ class Hub:
 
     def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
         return transcript(self.db, address, limit)
+
+    def conversations(self, address: Address, limit: int) -> list[ConversationEntry]:
+        return conversations(self.db, address, limit)
 
     def report(self, platform: str, state: PlatformState, reason: str = "") -> None:
         self.platforms.report(platform, state, reason)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sqlalchemy import or_
+from sqlalchemy import func, or_
 from sqlmodel import col, select
 
-from hub.adapter import TranscriptEntry
+from hub.adapter import ConversationEntry, TranscriptEntry
 from hub.deliveries import as_utc
 from hub.inbox import WAITING
 from hub.memory.redact import redact
@@ -60,3 +60,39 @@ def transcript(db: Database, address: Address, limit: int) -> list[TranscriptEnt
         ]
     entries.sort(key=lambda e: e.at)
     return entries[-limit:]
+
+
+def conversations(db: Database, address: Address, limit: int) -> list[ConversationEntry]:
+    """The threads of a channel (in the web chat: one person's conversations with one
+    Anima, a thread each), the latest active first, each with its first message."""
+    last = func.max(InboxItem.received_at)
+    with db.session() as session:
+        threads = session.exec(
+            select(InboxItem.conversation, func.min(InboxItem.received_at), last, func.count())
+            .where(InboxItem.channel_key == address.channel_key)
+            .where(col(InboxItem.status).in_(_SHOWN_INBOX))
+            .group_by(col(InboxItem.conversation))
+            .order_by(last.desc())
+            .limit(limit)
+        ).all()
+        entries = []
+        for conversation, first_at, last_at, count in threads:
+            thread = conversation.partition("#")[2]
+            if not thread:  # the channel itself, not one of its threads
+                continue
+            first = session.exec(
+                select(InboxItem.text)
+                .where(InboxItem.conversation == conversation)
+                .order_by(col(InboxItem.received_at))
+                .limit(1)
+            ).first()
+            entries.append(
+                ConversationEntry(
+                    thread,
+                    redact(first or "")[0][:200],
+                    as_utc(first_at).isoformat(),
+                    as_utc(last_at).isoformat(),
+                    int(count),
+                )
+            )
+    return entries

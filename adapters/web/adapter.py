@@ -17,6 +17,7 @@ from sse_starlette import EventSourceResponse
 from adapters.web.settings import WebSettings
 from hub.adapter import (
     Capabilities,
+    ConversationEntry,
     HubPort,
     MarkdownDialect,
     NotPermitted,
@@ -123,6 +124,7 @@ class WebAdapter:
         router.add_api_route("/", self.page, methods=["GET"], include_in_schema=False)
         router.add_api_route("/api/chat/{name}", self.chat, methods=["POST"])
         router.add_api_route("/api/chat/{name}/history", self.history, methods=["GET"])
+        router.add_api_route("/api/chat/{name}/sessions", self.sessions, methods=["GET"])
         router.add_api_route("/api/channels", self.channels, methods=["GET"])
         router.add_api_route("/api/channels/{name}/posts", self.posts, methods=["GET"])
         router.add_api_route(
@@ -178,6 +180,20 @@ class WebAdapter:
         sender = self._speaker(request, user)
         entries = self.hub.transcript(self.dm_address(name, sender.user_id, session_id), limit)
         return {"messages": entries}
+
+    async def sessions(
+        self,
+        name: str,
+        request: Request,
+        user: Annotated[str | None, Query(pattern=USER_PATTERN)] = None,
+        limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    ) -> dict[str, list[ConversationEntry]]:
+        """The caller's conversations with an Anima, the latest first: stored by the hub,
+        so another browser or device lists them too."""
+        self._require_anima(name)
+        sender = self._speaker(request, user)
+        place = self.dm_address(name, sender.user_id, "")
+        return {"sessions": self.hub.conversations(place, limit)}
 
     async def channels(self) -> list[dict[str, str]]:
         return [{"name": c, "address": str(self.channel_address(c))} for c in self._channels]

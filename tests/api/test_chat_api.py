@@ -156,3 +156,23 @@ async def _sent(hub: Hub) -> None:
         hub.outbox.wake()
         await asyncio.sleep(0.02)
     raise AssertionError("deliveries still pending")
+
+
+async def test_a_persons_conversations_are_listed_by_the_hub(
+    client: httpx.AsyncClient, hub: Hub
+) -> None:
+    """After "New conversation" the earlier one is still reachable, from any browser: the
+    hub lists a person's conversations with an Anima (GET /api/chat/{name}/sessions)."""
+    for session, text in (("s1", "About the budget"), ("s1", "and more"), ("s2", "Hiring")):
+        said = await chat(client, "aria", message=text, user="alice", session_id=session)
+        assert said.status_code == 200
+    await chat(client, "kai", message="Elsewhere", user="alice", session_id="s3")
+    listed = await client.get("/api/chat/aria/sessions", params={"user": "alice"})
+    sessions = listed.json()["sessions"]
+    assert [(s["thread"], s["first_text"], s["messages"]) for s in sessions] == [
+        ("s2", "Hiring", 1),
+        ("s1", "About the budget", 2),
+    ]
+    assert sessions[0]["last_at"] >= sessions[1]["last_at"]
+    bobs = await client.get("/api/chat/aria/sessions", params={"user": "bob"})
+    assert bobs.json() == {"sessions": []}  # only one's own

@@ -748,6 +748,7 @@
     const subtitle = els.subtitle;
     els.offlineBanner.hidden = true;
     els.newConversation.hidden = true;
+    if (!conv || conv.kind !== "anima") els.pastConversations.hidden = true;
     if (!conv) {
       title.textContent = "AnimaHub";
       subtitle.textContent = "";
@@ -948,6 +949,30 @@
     return sel && (sel.kind === "anima" ? findAnima(sel.name) : findChannel(sel.name)) !== null;
   }
 
+  /** The person's earlier conversations with this Anima, as the hub stores them (so any
+   * browser or device lists them), to go back to one after "New conversation". */
+  async function loadSessions(conv) {
+    els.pastConversations.hidden = true;
+    let data;
+    try {
+      data = await apiJSON(`/api/chat/${enc(conv.name)}/sessions`);
+    } catch (err) {
+      return; // a convenience: the chat itself works without the list
+    }
+    if (!isCurrent(conv)) return;
+    const sessions = Array.isArray(data && data.sessions) ? data.sessions : [];
+    const current = sessionId(state.user, conv.name);
+    const options = sessions.map((s) =>
+      el("option", { value: s.thread, text: `${new Date(s.last_at).toLocaleString()} · ${s.first_text}` }),
+    );
+    if (!sessions.some((s) => s.thread === current)) {
+      options.unshift(el("option", { value: current, text: "This new conversation" }));
+    }
+    els.pastConversations.replaceChildren(...options);
+    els.pastConversations.value = current;
+    els.pastConversations.hidden = sessions.length === 0;
+  }
+
   function select(sel, { focusComposer = false } = {}) {
     const previous = currentConv();
     if (previous) previous.draft = els.input.value;
@@ -969,6 +994,7 @@
     if (conv.kind === "anima") {
       if (conv.streaming) renderMessages(conv, { forceScroll: true, quiet: true });
       else loadHistory(conv);
+      loadSessions(conv);
     } else {
       renderMessages(conv, { forceScroll: true, quiet: true });
       pollChannel(conv, { interactive: true });
@@ -1336,6 +1362,7 @@
       subtitle: $("conv-subtitle"),
       offlineBanner: $("offline-banner"),
       newConversation: $("new-conversation"),
+      pastConversations: $("past-conversations"),
       messages: $("messages"),
       composer: $("composer"),
       composerLabel: $("composer-label"),
@@ -1360,6 +1387,13 @@
       }
     });
     els.input.addEventListener("input", autosize);
+
+    els.pastConversations.addEventListener("change", () => {
+      const conv = currentConv();
+      if (!conv || conv.kind !== "anima" || conv.streaming) return;
+      store.set(KEYS.session(state.user, conv.name), els.pastConversations.value);
+      select({ kind: "anima", name: conv.name });
+    });
 
     els.newConversation.addEventListener("click", () => {
       const conv = currentConv();
