@@ -121,15 +121,15 @@ class MemoryTools:
         folder = self.memory.anima_dir(reader.anima)
         try:
             file = memory_path(folder, path)
+            if reader.admin:  # the file as it is, even one the indexer cannot parse
+                return stored(file.read_text(encoding="utf-8").splitlines(), f"{path} is empty")
             items = items_in(folder, file)
         except MemoryPathError as exc:
             raise ToolRefused(str(exc)) from None
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError):
             raise ToolRefused(f"no memory file {path!r}") from None
         except UNREADABLE as exc:
             raise ToolRefused(f"{path!r} cannot be read: {exc}") from None
-        if reader.admin:
-            return stored(file.read_text(encoding="utf-8").splitlines(), f"{path} is empty")
         visible = [item for item in items if self._visible(reader, item.scope)]
         if not visible:  # the same answer as a missing file: nothing about others leaks
             raise ToolRefused(f"no memory file {path!r}")
@@ -171,7 +171,8 @@ class MemoryTools:
         folder = self.memory.anima_dir(reader.anima)
         today = self.memory.now().date()
         seen = []
-        for back in range(max(1, min(days, 31))):
+        # from tomorrow: an Anima's day (its timezone) may be ahead of UTC's
+        for back in range(-1, max(1, min(days, 31))):
             file = folder / "episodes" / f"{today - timedelta(days=back):%Y-%m-%d}.md"
             if file.exists():
                 try:

@@ -42,7 +42,18 @@ SURFACES: dict[str, Opener] = {
     "/api/chat/{name}": web_surface.open_surface,
 }
 # Routes that take nothing in: the page, its static files and FastAPI's schema pages.
-READ_ONLY = {"/", "/static", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+READ_ONLY = {
+    "/",
+    "/static",
+    "/docs",
+    "/docs/oauth2-redirect",
+    "/docs-assets",
+    "/redoc",
+    "/openapi.json",
+}
+# Behind the same edge as /api (ApiGuard: a token, the session, or the loopback owner):
+# missing and wrong credentials, and each caller's rights, are in tests/api/test_mcp.py.
+AUTHENTICATED = {"/mcp"}
 # The sign-in link's page and form take a token, not a message: forged, used, expired and
 # cross-site sign-ins are refused in tests/api/test_people.py.
 SIGN_IN = {"/signin", "/signin/{token}"}
@@ -106,7 +117,7 @@ def test_every_inbound_route_is_covered_by_the_forgery_suite(home: Path) -> None
     assert set(discover()) == {"web", "slack", "discord", "telegram", "line", "notion"}
     paths = {path for path, _ in route_paths(hub_app(home).routes)}
     outside_api = {path for path in paths if not path.startswith("/api/")}
-    assert outside_api - READ_ONLY - SIGN_IN == set(SURFACES) - {"/api/chat/{name}"}
+    assert outside_api - READ_ONLY - SIGN_IN - AUTHENTICATED == set(SURFACES) - {"/api/chat/{name}"}
     assert "/api/chat/{name}" in paths and "/api/channels/{name}/posts" in paths
 
 
