@@ -13,7 +13,7 @@ from fastapi.openapi.docs import (
     get_swagger_ui_html,
     get_swagger_ui_oauth2_redirect_html,
 )
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 DOCS, REDOC, OAUTH2_REDIRECT = "/docs", "/redoc", "/docs/oauth2-redirect"
@@ -22,8 +22,24 @@ PATHS = (DOCS, REDOC, OAUTH2_REDIRECT)  # the pages that get the docs' own CSP (
 _STATIC = Path(fastapi_offline.__file__).parent / "static"
 
 
+# ReDoc's footer shows a logo from Redocly's CDN: the one address it loads from outside,
+# which the docs' CSP refuses (a console error), so its bundle is served with our icon.
+_REDOC_LOGO = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+
+
+def _redoc_bundle() -> bytes:
+    text = (_STATIC / "redoc.standalone.js").read_text(encoding="utf-8")
+    return text.replace(_REDOC_LOGO, f"{ASSETS}/favicon.png").encode()
+
+
 def add(app: FastAPI) -> None:
     """The app must be built with docs_url=None and redoc_url=None."""
+    bundle = _redoc_bundle()
+
+    @app.get(f"{ASSETS}/redoc.standalone.js", include_in_schema=False)
+    async def redoc_js() -> Response:
+        return Response(bundle, media_type="text/javascript; charset=utf-8")
+
     app.mount(ASSETS, StaticFiles(directory=_STATIC), name="docs-assets")
     openapi = app.openapi_url or "/openapi.json"
 

@@ -107,6 +107,8 @@ async def test_the_docs_pages_load_everything_from_the_hub(client: httpx.AsyncCl
         for asset in assets:
             assert (await client.get(asset)).status_code == 200, asset
     assert "cdn" not in DOCS_CSP and "https:" not in DOCS_CSP
+    redoc = (await client.get("/docs-assets/redoc.standalone.js")).text
+    assert "cdn.redoc.ly" not in redoc and "Redoc" in redoc  # its one outside image
 
 
 async def test_the_page_as_it_is_needs_nothing_the_policy_refuses() -> None:

@@ -48,6 +48,7 @@ READ_ONLY = {
     "/docs",
     "/docs/oauth2-redirect",
     "/docs-assets",
+    "/docs-assets/redoc.standalone.js",
     "/redoc",
     "/openapi.json",
 }
