@@ -28,7 +28,7 @@ from hub.app import Hub
 from hub.clock import Clock
 from hub.store.models import Identity, InboxItem
 from tests.conftest import add_demo_animas, make_settings
-from tests.contract.harness import eventually, free_port
+from tests.contract.harness import eventually
 from tests.contract.slack_harness import HubServer
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
@@ -334,11 +334,13 @@ async def open_world(
 ) -> AsyncIterator[World]:
     """The hub with memory on; `model`: its Animas answer through the scripted fake model,
     else in offline mode. `clock`: the hub's (its sessions end when a test moves it)."""
-    slack = FakeSlack(signing_secret=SIGNING_SECRET, port=free_port())
-    telegram = FakeTelegram(
-        token=TG_TOKEN, bot_id=TG_BOT_ID, username=TG_BOT_NAME, port=free_port()
-    )
+    # Each on a port the OS picks as it listens: a port found free and bound later can be
+    # taken meanwhile (CI saw one go to another socket of the suite).
+    slack = FakeSlack(signing_secret=SIGNING_SECRET)
+    telegram = FakeTelegram(token=TG_TOKEN, bot_id=TG_BOT_ID, username=TG_BOT_NAME)
     _populate(slack, telegram)
+    await slack.start()
+    await telegram.start()
     fake_model = FakeOpenAI().start() if model else None
     home = tmp_path / "home"
     home.mkdir()
@@ -368,8 +370,6 @@ async def open_world(
             "webhook_secret": TG_SECRET,
         },
     )
-    await slack.start()
-    await telegram.start()
     hub = Hub(settings, clock=clock)
     server: HubServer | None = None
     try:
