@@ -95,6 +95,10 @@ def requests_of(model: FakeModel, name: str) -> list[dict[str, Any]]:
     return [r for r in every if r.get("model") == name]
 
 
+def held_of(model: FakeModel) -> int:
+    return int(httpx.get(f"{model.url}/_control/held", timeout=10).json()["held"])
+
+
 def until(what: str, check: Callable[[], T | None], within: float = 90) -> T:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -164,6 +168,9 @@ def test_delegation_survives_a_kill_and_reports_once(
         assert [s["to"] for s in kai["steps"]] == ["todo", "running", "todo", "running", "failed"]
         until("the escalation", lambda: [m for m in fakes.thread(root) if "failed" in m.text])
         hub.kill()
+        # The dead hub's model worker goes, and its held call with it: released before the
+        # fake noticed, that call would take aria's scripted report (the rerun: an echo).
+        until("the held call to be abandoned", lambda: held_of(model) == 0)
         control(model, "release")
 
         hub = HubProcess(home, hub.port, **env).start()
