@@ -50,14 +50,20 @@ def build(hub: Hub) -> FastMCP:
     )
     server._mcp_server.version = __version__  # what initialize reports
 
+    every = (
+        MemoryTools(hub.memory, hub.animas, hub.identity, hub.handoffs, hub.tasks)
+        if hub.memory is not None
+        else None
+    )
+
     def reader(ctx: Context[Any, Any, Request], anima: str) -> tuple[MemoryTools, Reader]:
-        if hub.memory is None:
+        if every is None:
             raise ToolError("memory is disabled on this hub ([memory] enabled = false)")
         request = ctx.request_context.request
         caller: Caller | None = getattr(request.state, "caller", None) if request else None
         if caller is None:  # ApiGuard sets it on every /mcp request it lets through
             raise ToolError("no caller: /mcp is reached through the hub's edge only")
-        tools = MemoryTools(hub.memory, hub.animas, hub.identity, hub.handoffs, hub.tasks)
+        tools = every
         try:
             name = tools.pick(caller.person_id, anima, hub.settings.hub.default_anima)
         except ToolRefused as exc:
