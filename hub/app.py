@@ -42,6 +42,7 @@ from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, Inbox
 from hub.ingress import Ingress, storable
 from hub.linking import Linking
+from hub.live import LiveFeed
 from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill_llm import anima_distillers
@@ -107,7 +108,9 @@ class Hub:
         self.access = Access(self.db, self.clock.now)
         self.people = People(self.db, self.identity)
         self.linking = Linking(self.db, self.identity, self.access)
-        self.tasks = TaskBoard(self.db, self.clock.now)
+        # What changed, for the dashboard's WS /ws (hub/live.py).
+        self.live = LiveFeed()
+        self.tasks = TaskBoard(self.db, self.clock.now, self.live)
         self.handoffs = Handoffs(
             self.db,
             settings.people,
@@ -153,7 +156,7 @@ class Hub:
             self.memory.people_named = self.identity.mentioned
             self.tools.register(search_memory_tool(self.memory))
             self.tools.register(remember_about_person_tool(self.memory))
-        self.anima_states = AnimaStates(self.db, self.inbox, self.outbox)
+        self.anima_states = AnimaStates(self.db, self.inbox, self.outbox, self.live)
         responders = responders or Responders(
             LiteLLMResponder(settings.llm, self.tools, self.model),
             OfflineResponder(offline_delegation(self.tools, lambda: self.delegation)),
@@ -172,6 +175,7 @@ class Hub:
             now=self.clock.now,
             health=self.supervisor.part("turns"),
             handoffs=self.handoffs if self.memory is not None else None,
+            live=self.live,
         )
         self.task_runner = TaskRunner(
             self.db,
@@ -393,7 +397,8 @@ class Hub:
     def pending_delivery(self, address: Address, besides: str | None = None) -> bool:
         return self.outbox.pending(address, besides)
 
-    def _platform_changed(self, _platform: str, state: PlatformState) -> None:
+    def _platform_changed(self, platform: str, state: PlatformState) -> None:
+        self.live.publish("platform", None, name=platform, state=state.value)
         if state is PlatformState.UP:
             self.outbox.wake()  # what waited for it goes now
 

@@ -26,6 +26,7 @@ from hub.events import EventBus
 from hub.handoffs import Handoffs, Offer
 from hub.identity import IdentityService, PersonView
 from hub.inbox import Claimed, Inbox
+from hub.live import LiveFeed
 from hub.llm import Responder, TurnContext, wrap_message
 from hub.mailbox import Job, Mailboxes, TaskJob, TurnJob
 from hub.memory.recall import PROFILE, RecallScope
@@ -68,8 +69,10 @@ class Runtime:
         now: Callable[[], datetime] = utcnow,
         health: Part | None = None,
         handoffs: Handoffs | None = None,
+        live: LiveFeed | None = None,
     ) -> None:
         self._db = db
+        self._live = live or LiveFeed()  # the dashboard's feed: a turn began, ended
         self._settings = settings
         self._animas = animas
         self._identity = identity
@@ -142,6 +145,7 @@ class Runtime:
         if row is None:
             return
         began = time.monotonic()
+        self._tell(row, job, "started")
         if row.attachments:  # described, never fetched: the turn and its memory say so
             row = row._replace(text=with_attachments(row.text, row.attachments))
         anima = self._animas.get(job.anima)
@@ -183,6 +187,7 @@ class Runtime:
         reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
         told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
         self._finish(row, job, reply, reply if ctx.model else OFFLINE_NOTE, offer, told)
+        self._tell(row, job, "done", seconds=round(time.monotonic() - began, 3))
         log.info(  # in words a person reads: who, where, how long, the model, what was recalled
             "answered %s in %s in %.1f s (%s, %d memories recalled; turn %s)",
             person.display_name,
@@ -192,6 +197,18 @@ class Runtime:
             len(ctx.recalled_lines),
             row.id,
             extra={"anima": job.anima},
+        )
+
+    def _tell(self, row: Claimed, job: TurnJob, state: str, **more: object) -> None:
+        """A notice on the live feed, for the sender (and admins) only."""
+        self._live.publish(
+            "turn",
+            (row.person_id,) if row.person_id else (),
+            state=state,
+            anima=job.anima,
+            conversation=row.conversation,
+            inbox_id=row.id,
+            **more,
         )
 
     def _show(self, job: TurnJob, text: str) -> None:
@@ -392,6 +409,7 @@ class Runtime:
             self._inbox.close(conn, row.id, InboxStatus.FAILED, text=row.text, error=reason)
         log.error("turn %s failed: %s", row.id, reason, extra={"anima": job.anima})
         self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
+        self._tell(row, job, "failed", error=reason)
 
 
 # Built once: building the statement costs more than running it (bench/README.md).

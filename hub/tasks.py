@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from hub.deliveries import as_utc
+from hub.live import LiveFeed
 from hub.store.db import Database
 from hub.store.models import Task, TaskEvent, TaskState
 
@@ -112,9 +113,12 @@ InTransaction = Callable[[Connection, "TaskView"], None]
 
 
 class TaskBoard:
-    def __init__(self, db: Database, now: Callable[[], datetime]) -> None:
+    def __init__(
+        self, db: Database, now: Callable[[], datetime], live: LiveFeed | None = None
+    ) -> None:
         self._db = db
         self._now = now
+        self._live = live or LiveFeed()
 
     def create(self, new: NewTask, actor: str) -> TaskView:
         """Put a task on the board (todo), one level deeper than its parent."""
@@ -152,7 +156,9 @@ class TaskBoard:
             assert row.id is not None
             session.add(TaskEvent(task_id=row.id, at=now, actor=actor, to_state=row.state))
             session.flush()
-            return _view(row, _steps(session, row.id))
+            view = _view(row, _steps(session, row.id))
+        self._told(view)
+        return view
 
     def _requested(self, key: str | None) -> TaskView:
         with self._db.session() as session:
@@ -200,7 +206,12 @@ class TaskBoard:
             view = _view(row, _steps(session, task_id))
             if then is not None:
                 then(session.connection(), view)
-            return view
+        self._told(view)
+        return view
+
+    def _told(self, view: TaskView) -> None:
+        """On the live feed once committed; the board is for admins (hub/api/auth.py)."""
+        self._live.publish("task", (), id=view.id, state=view.state.value, assignee=view.assignee)
 
     def mark_escalated(self, task_id: int) -> bool:
         """Note that the task's lateness was told; False when it was told before."""

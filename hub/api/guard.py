@@ -180,16 +180,23 @@ class ApiGuard:
         return None
 
     def _origin_allowed(self, origin: str, host: str) -> bool:
-        if origin in self._cors_origins:
-            return True
-        parts = urlsplit(origin)  # "null" (sandboxed frames, file://) has no netloc
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            return False
-        if parts.netloc.lower() == host.lower():
-            return True  # the hub's own page
-        # Behind a proxy that rewrites Host, the page's origin is a name in allowed_hosts.
-        name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-        return any(_host_matches(name, pattern) for pattern in self._own_hosts)
+        return origin_allowed(origin, host, self._own_hosts, self._cors_origins)
+
+
+def origin_allowed(
+    origin: str, host: str, own_hosts: Sequence[str], cors_origins: Collection[str]
+) -> bool:
+    """Whether a browser's Origin is the hub's own page (or a configured CORS origin)."""
+    if origin in cors_origins:
+        return True
+    parts = urlsplit(origin)  # "null" (sandboxed frames, file://) has no netloc
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return False
+    if parts.netloc.lower() == host.lower():
+        return True  # the hub's own page
+    # Behind a proxy that rewrites Host, the page's origin is a name in allowed_hosts.
+    name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return any(_host_matches(name, pattern) for pattern in own_hosts)
 
 
 def _unauthenticated(detail: str, headers: Headers) -> JSONResponse:

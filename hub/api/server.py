@@ -19,6 +19,7 @@ from hub.animas import AnimaError
 from hub.api import (
     docs_pages,
     guard,
+    live_ws,
     mcp_server,
     memory_routes,
     people_routes,
@@ -95,6 +96,9 @@ def create_app(hub: Hub) -> FastAPI:
         token.get_secret_value() if token else None, hub.access, hub.identity
     )
     guard.secure(app, hub.settings.server, authenticator)
+    live_ws.add(
+        app, hub, authenticator, hub.settings.server.allowed_hosts, hub.settings.server.cors_origins
+    )
 
     @app.exception_handler(MessageTooLarge)
     async def too_large(_request: Request, exc: MessageTooLarge) -> JSONResponse:

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
 from hub.inbox import Inbox
+from hub.live import LiveFeed
 from hub.mailbox import TurnJob
 from hub.messages import Address, DeliveryKind, utcnow
 from hub.outbox import Outbox
@@ -43,8 +44,11 @@ class AnimaStates:
     turn: this object is the only writer, as one hub holds its database (hub/runfile.py).
     """
 
-    def __init__(self, db: Database, inbox: Inbox, outbox: Outbox) -> None:
+    def __init__(
+        self, db: Database, inbox: Inbox, outbox: Outbox, live: LiveFeed | None = None
+    ) -> None:
         self._db = db
+        self._live = live or LiveFeed()
         self._inbox = inbox
         self._outbox = outbox
         self._paused_since: dict[str, datetime] | None = None  # loaded on first use
@@ -72,6 +76,8 @@ class AnimaStates:
         """Pause `name`; False when it already was."""
         changed = self._pause_row(name, by)
         self._paused_since = None  # read back: the pause time as stored keys its notices
+        if changed:
+            self._live.publish("anima", None, name=name, paused=True, by=by)
         return changed
 
     def _pause_row(self, name: str, by: str) -> bool:
@@ -109,6 +115,8 @@ class AnimaStates:
             ).rowcount
             jobs = self._inbox.release_held(conn, name)
         self._paused_map().pop(name, None)
+        if changed:
+            self._live.publish("anima", None, name=name, paused=False, by=by)
         return bool(changed), jobs
 
     def held_count(self, name: str) -> int:

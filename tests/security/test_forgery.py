@@ -53,8 +53,9 @@ READ_ONLY = {
     "/openapi.json",
 }
 # Behind the same edge as /api (ApiGuard: a token, the session, or the loopback owner):
-# missing and wrong credentials, and each caller's rights, are in tests/api/test_mcp.py.
-AUTHENTICATED = {"/mcp"}
+# missing and wrong credentials, and each caller's rights, are in tests/api/test_mcp.py; for
+# the live feed's WebSocket (its own check, the same Authenticator) in tests/api/test_live_ws.py.
+AUTHENTICATED = {"/mcp", "/ws"}
 # The sign-in link's page and form take a token, not a message: forged, used, expired and
 # cross-site sign-ins are refused in tests/api/test_people.py.
 SIGN_IN = {"/signin", "/signin/{token}"}
