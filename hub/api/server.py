@@ -17,6 +17,7 @@ from hub import __version__
 from hub.adapter import AmbiguousName, MessageTooLarge
 from hub.animas import AnimaError
 from hub.api import (
+    dashboard_page,
     docs_pages,
     guard,
     live_ws,
@@ -90,6 +91,7 @@ def create_app(hub: Hub) -> FastAPI:
         redoc_url=None,
     )
     docs_pages.add(app)
+    dashboard_page.add(app)
     app.state.hub = hub
     token = hub.settings.server.api_token
     authenticator = Authenticator(

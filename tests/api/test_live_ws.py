@@ -70,24 +70,26 @@ def _http(port: int) -> httpx.AsyncClient:
 async def test_the_owner_on_loopback_sees_turns_and_pauses(home: Path, clock: ManualClock) -> None:
     hub = await _hub(home, clock)  # loopback, no token: the owner, an admin
     try:
-        async with uvicorn_serving(hub) as (_server, port):
-            async with connect(f"ws://127.0.0.1:{port}/ws") as socket:
-                hello = await _next(socket, "hello")
-                assert hello == {"type": "hello", "name": "Olivia", "admin": True}
-                async with _http(port) as client:
-                    await say(client, "Hello there", "s1")
-                started = await _next(socket, "turn")
-                done = await _next(socket, "turn")
-                assert (started["state"], done["state"]) == ("started", "done")
-                assert started["anima"] == "aria" and "web" in started["conversation"]
-                assert done["seconds"] >= 0
-                hub.anima_states.pause("kai", "Olivia")
-                assert await _next(socket, "anima") == {
-                    "type": "anima",
-                    "name": "kai",
-                    "paused": True,
-                    "by": "Olivia",
-                }
+        async with (
+            uvicorn_serving(hub) as (_server, port),
+            connect(f"ws://127.0.0.1:{port}/ws") as socket,
+        ):
+            hello = await _next(socket, "hello")
+            assert hello == {"type": "hello", "name": "Olivia", "admin": True}
+            async with _http(port) as client:
+                await say(client, "Hello there", "s1")
+            started = await _next(socket, "turn")
+            done = await _next(socket, "turn")
+            assert (started["state"], done["state"]) == ("started", "done")
+            assert started["anima"] == "aria" and "web" in started["conversation"]
+            assert done["seconds"] >= 0
+            hub.anima_states.pause("kai", "Olivia")
+            assert await _next(socket, "anima") == {
+                "type": "anima",
+                "name": "kai",
+                "paused": True,
+                "by": "Olivia",
+            }
     finally:
         await hub.stop()
 

@@ -51,6 +51,8 @@ READ_ONLY = {
     "/docs-assets/redoc.standalone.js",
     "/redoc",
     "/openapi.json",
+    "/dashboard",
+    "/dashboard-assets",
 }
 # Behind the same edge as /api (ApiGuard: a token, the session, or the loopback owner):
 # missing and wrong credentials, and each caller's rights, are in tests/api/test_mcp.py; for

@@ -1,0 +1,601 @@
+/* AnimaHub dashboard: one page, no build step. Everything shown comes from /api/* and
+   WS /ws, which apply the caller's rights; admin controls are only drawn for admins, and
+   the API refuses a person's admin calls anyway. Text from the hub is always set as text
+   (never as HTML). Chart.js and Cytoscape.js are served by the hub (vendor/). */
+"use strict";
+
+(() => {
+  const $ = (id) => document.getElementById(id);
+  const enc = encodeURIComponent;
+  const TOKEN_KEY = "animahub.token"; // shared with the web chat: same origin, same token
+
+  /** An element: h("a", {href: "#x", class: "y", onclick: fn}, "text", child, ...) */
+  function h(tag, attrs = {}, ...children) {
+    const el = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === null || value === undefined || value === false) continue;
+      if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+      else if (key === "class") el.className = value;
+      else if (key === "dataset") Object.assign(el.dataset, value);
+      else el.setAttribute(key, value === true ? "" : String(value));
+    }
+    for (const child of children.flat()) {
+      if (child === null || child === undefined || child === false) continue;
+      el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    }
+    return el;
+  }
+
+  function clear(el, ...children) {
+    el.replaceChildren(...children.flat().filter((c) => c));
+  }
+
+  function when(iso) {
+    if (!iso) return "—";
+    const d = new Date(iso);
+    return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+  }
+
+  function ago(iso) {
+    if (!iso) return "never";
+    const s = (Date.now() - new Date(iso).getTime()) / 1000;
+    const fmt = (n, u) => `${Math.round(n)} ${u}${Math.round(n) === 1 ? "" : "s"}`;
+    const future = s < 0;
+    const a = Math.abs(s);
+    const text = a < 60 ? fmt(a, "second") : a < 3600 ? fmt(a / 60, "minute") : a < 86400 ? fmt(a / 3600, "hour") : fmt(a / 86400, "day");
+    return future ? `in ${text}` : `${text} ago`;
+  }
+
+  // ---------------------------------------------------------------------------
+  // The API
+  // ---------------------------------------------------------------------------
+
+  const state = { token: "", csrf: "", me: null, admin: false, animas: [], view: "", memView: "episodes", charts: {}, graph: null };
+
+  try {
+    state.token = window.localStorage.getItem(TOKEN_KEY) || "";
+  } catch {
+    state.token = "";
+  }
+
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  async function api(path, { method = "GET", body } = {}) {
+    const headers = new Headers();
+    if (state.token) headers.set("Authorization", `Bearer ${state.token}`);
+    if (state.csrf && method !== "GET") headers.set("X-CSRF-Token", state.csrf);
+    if (body !== undefined) headers.set("Content-Type", "application/json");
+    const res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: "same-origin",
+      cache: "no-store",
+    });
+    if (res.status === 401) {
+      showSignin(state.token ? "The hub did not accept that token." : "");
+      throw new ApiError(401, "sign in needed");
+    }
+    if (!res.ok) {
+      let detail = `${res.status} ${res.statusText}`;
+      try {
+        const data = await res.json();
+        if (typeof data.detail === "string") detail = data.detail;
+      } catch {
+        /* not JSON: keep the status line */
+      }
+      throw new ApiError(res.status, detail);
+    }
+    return res.status === 204 ? null : res.json();
+  }
+
+  function flash(text, kind = "info") {
+    const el = $("flash");
+    el.textContent = text;
+    el.className = `flash flash-${kind}`;
+    el.hidden = false;
+    clearTimeout(flash.timer);
+    flash.timer = setTimeout(() => (el.hidden = true), 6000);
+  }
+
+  /** Runs an admin action, says how it went, and redraws the view. */
+  async function act(label, path, body = {}) {
+    try {
+      await api(path, { method: "POST", body });
+      flash(`${label}: done`);
+    } catch (err) {
+      flash(`${label}: ${err.message}`, "error");
+    }
+    refresh();
+  }
+
+  // ---------------------------------------------------------------------------
+  // Signing in
+  // ---------------------------------------------------------------------------
+
+  function showSignin(error) {
+    $("signin").hidden = false;
+    $("main").hidden = true;
+    $("signin-error").textContent = error || "";
+    $("signin-token").focus();
+  }
+
+  $("signin-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    state.token = $("signin-token").value.trim();
+    try {
+      window.localStorage.setItem(TOKEN_KEY, state.token);
+    } catch {
+      /* storage unavailable: keep it for this page only */
+    }
+    $("signin").hidden = true;
+    $("main").hidden = false;
+    await start();
+  });
+
+  async function loadMe() {
+    const me = await api("/api/me");
+    state.me = me;
+    state.csrf = me.csrf_token || "";
+    state.admin = me.via === "owner" || me.via === "admin token";
+    $("who").textContent = `${me.name || me.id}${state.admin ? " (admin)" : ""}`;
+    for (const el of document.querySelectorAll("[data-admin]")) el.hidden = !state.admin;
+  }
+
+  // ---------------------------------------------------------------------------
+  // Views
+  // ---------------------------------------------------------------------------
+
+  const views = {
+    animas: loadAnimas,
+    conversations: loadConversations,
+    memory: loadMemory,
+    tasks: loadTasks,
+    outbox: loadOutbox,
+    audit: loadAudit,
+    charts: loadCharts,
+  };
+  const ADMIN_VIEWS = new Set(["tasks", "outbox", "audit"]);
+
+  function route() {
+    let view = (location.hash || "#animas").slice(1);
+    if (!(view in views) || (ADMIN_VIEWS.has(view) && !state.admin)) view = "animas";
+    state.view = view;
+    for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== `view-${view}`;
+    for (const tab of document.querySelectorAll(".tabs a")) {
+      if (tab.dataset.view === view) tab.setAttribute("aria-current", "page");
+      else tab.removeAttribute("aria-current");
+    }
+    refresh();
+  }
+
+  let refreshing = null;
+  function refresh() {
+    // One reload at a time; a notice arriving meanwhile asks for one more after it.
+    if (refreshing) {
+      refreshing.again = true;
+      return;
+    }
+    refreshing = { again: false };
+    Promise.resolve(views[state.view]())
+      .catch((err) => {
+        if (!(err instanceof ApiError && err.status === 401)) flash(err.message, "error");
+      })
+      .finally(() => {
+        const again = refreshing.again;
+        refreshing = null;
+        if (again) refresh();
+      });
+  }
+
+  // Animas ------------------------------------------------------------------------
+
+  async function loadAnimas() {
+    const data = await api("/api/dashboard/animas");
+    state.animas = data.animas;
+    clear(
+      $("platforms"),
+      Object.entries(data.platforms || {}).map(([name, p]) =>
+        h("span", { class: `chip chip-${p.state}`, title: p.reason || "" }, `${name}: ${p.state}`),
+      ),
+    );
+    const byName = new Map(data.animas.map((a) => [a.name, a]));
+    const roots = data.animas.filter((a) => !a.supervisor || !byName.has(a.supervisor));
+    const tree = (anima, depth) => [
+      animaCard(anima, depth),
+      ...data.animas.filter((a) => a.supervisor === anima.name).flatMap((a) => tree(a, depth + 1)),
+    ];
+    clear($("anima-tree"), roots.flatMap((a) => tree(a, 0)));
+    fillAnimaSelects();
+  }
+
+  function animaCard(a, depth) {
+    const controls = state.admin
+      ? h(
+          "div",
+          { class: "card-actions" },
+          a.paused
+            ? h("button", { class: "button", type: "button", onclick: () => act(`resume ${a.name}`, `/api/animas/${enc(a.name)}/resume`) }, "Resume")
+            : h("button", { class: "button button-secondary", type: "button", onclick: () => act(`pause ${a.name}`, `/api/animas/${enc(a.name)}/pause`) }, "Pause"),
+          h("button", { class: "button button-secondary", type: "button", onclick: () => act(`heartbeat of ${a.name}`, `/api/animas/${enc(a.name)}/heartbeat`) }, "Run heartbeat"),
+        )
+      : null;
+    const runs = (a.next_runs || []).map((r) => h("li", {}, `${r.kind} ${ago(r.at)}`, h("span", { class: "muted" }, ` (${when(r.at)})`)));
+    return h(
+      "article",
+      { class: `card anima depth-${Math.min(depth, 4)}`, dataset: { anima: a.name, state: a.state } },
+      h("header", {}, h("h3", {}, a.name), h("span", { class: `status status-${a.state.replace(" ", "-")}` }, a.state)),
+      h("p", { class: "role" }, a.title || a.role, a.supervisor ? h("span", { class: "muted" }, ` · reports to ${a.supervisor}`) : null),
+      h(
+        "dl",
+        { class: "facts" },
+        h("dt", {}, "Model"), h("dd", {}, a.model || "offline mode"),
+        h("dt", {}, "Last heartbeat"), h("dd", {}, ago(a.last_heartbeat), a.last_heartbeat_outcome ? h("span", { class: "muted" }, ` — ${a.last_heartbeat_outcome}`) : null),
+        h("dt", {}, "Next heartbeat"), h("dd", {}, a.next_heartbeat ? ago(a.next_heartbeat) : "not scheduled"),
+        h("dt", {}, "Turns today"), h("dd", {}, String(a.turns_today ?? 0)),
+      ),
+      runs.length ? h("details", {}, h("summary", {}, "Next scheduled runs"), h("ul", { class: "runs" }, runs)) : null,
+      controls,
+    );
+  }
+
+  function fillAnimaSelects() {
+    for (const id of ["conv-anima", "mem-anima"]) {
+      const select = $(id);
+      const chosen = select.value;
+      const first = id === "conv-anima" ? [h("option", { value: "" }, "all")] : [];
+      clear(select, first, state.animas.map((a) => h("option", { value: a.name }, a.name)));
+      if ([...select.options].some((o) => o.value === chosen)) select.value = chosen;
+      else if (id === "mem-anima" && state.me && state.me.default_anima) select.value = state.me.default_anima;
+    }
+  }
+
+  const ticker = [];
+  function tick(notice) {
+    const what = {
+      turn: (n) => `${n.anima}: turn ${n.state}${n.seconds !== undefined ? ` in ${n.seconds.toFixed(1)} s` : ""}${n.error ? ` (${n.error})` : ""}`,
+      anima: (n) => `${n.name} ${n.paused ? "paused" : "resumed"}${n.by ? ` by ${n.by}` : ""}`,
+      delivery: (n) => `delivery to ${n.address || "?"}: ${n.status}`,
+      task: (n) => `task ${n.id} (${n.assignee}): ${n.state}`,
+      platform: (n) => `${n.name} is ${n.state}`,
+    }[notice.type];
+    if (!what) return;
+    ticker.unshift(h("li", {}, h("time", {}, new Date().toLocaleTimeString()), " ", what(notice)));
+    ticker.length = Math.min(ticker.length, 30);
+    clear($("ticker"), ticker);
+  }
+
+  // Conversations ------------------------------------------------------------------
+
+  let openConversation = "";
+
+  async function loadConversations() {
+    if (!state.animas.length) state.animas = (await api("/api/dashboard/animas")).animas;
+    fillAnimaSelects();
+    const form = new FormData($("conv-filter"));
+    const query = new URLSearchParams();
+    for (const [key, value] of form) if (value) query.set(key, value);
+    const data = await api(`/api/conversations?${query}`);
+    const platforms = new Set(data.conversations.map((c) => c.platform));
+    const select = $("conv-platform");
+    for (const p of platforms) if (![...select.options].some((o) => o.value === p)) select.append(h("option", { value: p }, p));
+    clear(
+      $("conv-list"),
+      data.conversations.length
+        ? data.conversations.map((c) =>
+            h(
+              "li",
+              {},
+              h(
+                "button",
+                { type: "button", class: `list-item${c.key === openConversation ? " selected" : ""}`, onclick: () => showConversation(c.key) },
+                h("strong", {}, c.place), h("span", { class: "muted" }, ` · ${c.anima} · ${c.turns} turns · ${ago(c.last_at)}`),
+                h("span", { class: "excerpt" }, c.last_text || ""),
+              ),
+            ),
+          )
+        : h("li", { class: "muted" }, "No conversations match."),
+    );
+    if (openConversation) await showConversation(openConversation);
+  }
+
+  async function showConversation(key) {
+    openConversation = key;
+    const data = await api(`/api/conversation?key=${enc(key)}`);
+    clear(
+      $("conv-turns"),
+      h("h2", {}, data.place),
+      data.turns.map((t) =>
+        h("div", { class: `turn turn-${t.role}` }, h("div", { class: "turn-meta" }, `${t.author} · ${when(t.at)}`), h("div", { class: "turn-text" }, t.text)),
+      ),
+    );
+  }
+
+  $("conv-filter").addEventListener("submit", (event) => {
+    event.preventDefault();
+    refresh();
+  });
+
+  // Memory -------------------------------------------------------------------------
+
+  function memAnima() {
+    return $("mem-anima").value || (state.animas[0] && state.animas[0].name) || "";
+  }
+
+  async function loadMemory() {
+    if (!state.animas.length) state.animas = (await api("/api/dashboard/animas")).animas;
+    fillAnimaSelects();
+    for (const button of document.querySelectorAll("[data-mem]")) button.setAttribute("aria-pressed", String(button.dataset.mem === state.memView));
+    for (const pane of document.querySelectorAll(".mem-pane")) pane.hidden = pane.id !== `mem-${state.memView}`;
+    const name = memAnima();
+    if (!name) return;
+    const loaders = { episodes: loadEpisodes, graph: loadGraph, search: loadSearch, forgotten: loadForgotten, about: loadAbout };
+    await loaders[state.memView](name);
+  }
+
+  async function readInto(el, name, path) {
+    const data = await api(`/api/memory/${enc(name)}/read?path=${enc(path)}`);
+    clear(el, h("h2", {}, path), h("pre", { class: "markdown" }, data.content));
+  }
+
+  async function loadEpisodes(name) {
+    const data = await api(`/api/memory/${enc(name)}/episodes`);
+    clear(
+      $("episode-days"),
+      data.days.length
+        ? data.days.map((d) =>
+            h("li", {}, h("button", { type: "button", class: "list-item", onclick: () => readInto($("episode-text"), name, `episodes/${d.day}.md`).catch((e) => flash(e.message, "error")) }, h("strong", {}, d.day), h("span", { class: "muted" }, ` · ${d.items} items`))),
+          )
+        : h("li", { class: "muted" }, "No episodes yet."),
+    );
+  }
+
+  const LAYER_COLOURS = { knowledge: "#2451c9", procedures: "#1a7f37", missing: "#9aa4b2" };
+
+  async function loadGraph(name) {
+    const data = await api(`/api/memory/${enc(name)}/graph`);
+    const elements = [
+      ...data.nodes.map((n) => ({ data: { id: n.id, label: n.title || n.id, layer: n.layer } })),
+      ...data.edges.map((e, i) => ({ data: { id: `e${i}`, source: e.source, target: e.target } })),
+    ];
+    if (state.graph) state.graph.destroy();
+    state.graph = null;
+    if (!data.nodes.length) {
+      clear($("graph"), h("p", { class: "muted" }, "No knowledge or procedures yet: they appear after consolidation."));
+      return;
+    }
+    clear($("graph"));
+    state.graph = window.cytoscape({
+      container: $("graph"),
+      elements,
+      layout: { name: data.nodes.length > 1 ? "cose" : "grid", animate: false },
+      style: [
+        { selector: "node", style: { label: "data(label)", "font-size": 11, "text-valign": "bottom", "text-margin-y": 4, width: 18, height: 18, "background-color": (n) => LAYER_COLOURS[n.data("layer")] || "#57606a" } },
+        { selector: "edge", style: { width: 1.5, "line-color": "#c3cad5", "target-arrow-color": "#c3cad5", "target-arrow-shape": "triangle", "curve-style": "bezier" } },
+        { selector: "node:selected", style: { "border-width": 3, "border-color": "#1f6feb" } },
+      ],
+    });
+    state.graph.on("tap", "node", (event) => {
+      const node = event.target;
+      if (node.data("layer") === "missing") {
+        clear($("note-text"), h("p", { class: "muted" }, `${node.id()} is linked to but not written yet.`));
+        return;
+      }
+      readInto($("note-text"), name, node.id()).catch((e) => flash(e.message, "error"));
+    });
+  }
+
+  async function loadSearch(name) {
+    const form = new FormData($("mem-search-form"));
+    const query = String(form.get("query") || "").trim();
+    if (!query) {
+      clear($("mem-results"), h("li", { class: "muted" }, "Ask something; each result says why it matched."));
+      return;
+    }
+    const params = new URLSearchParams({ query, layer: String(form.get("layer") || "all"), limit: "20" });
+    const data = await api(`/api/memory/${enc(name)}/search?${params}`);
+    clear(
+      $("mem-results"),
+      data.results.length
+        ? data.results.map((r) =>
+            h("li", { class: "result" }, h("div", { class: "result-head" }, h("strong", {}, r.section ? `${r.path} · ${r.section}` : r.path), h("span", { class: "why" }, Array.isArray(r.why) ? r.why.join(" · ") : r.why || "")), h("p", {}, r.text)),
+          )
+        : h("li", { class: "muted" }, "Nothing matched."),
+    );
+  }
+
+  $("mem-search-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    refresh();
+  });
+
+  async function loadForgotten(name) {
+    const data = await api(`/api/memory/${enc(name)}/forgotten`);
+    clear(
+      $("forgotten-rows"),
+      data.items.length
+        ? data.items.map((item) =>
+            h("tr", {}, h("td", {}, item.title || item.path, h("div", { class: "muted" }, item.path)), h("td", {}, when(item.archived_at)), h("td", {}, h("button", { class: "button button-secondary", type: "button", onclick: () => act(`restore ${item.path}`, `/api/memory/${enc(name)}/restore`, { path: item.path }) }, "Restore"))),
+          )
+        : h("tr", {}, h("td", { colspan: "3", class: "muted" }, "Nothing has been forgotten.")),
+    );
+  }
+
+  async function loadAbout() {
+    const me = await api("/api/me/about");
+    const learned = (me.learned || []).map((l) => h("li", {}, l.fact || l.text || JSON.stringify(l), l.anima ? h("span", { class: "muted" }, ` (${l.anima})`) : null));
+    const accounts = (me.accounts || []).map((a) => h("li", {}, `${a.platform}: ${a.name || a.user_id || ""}`));
+    const privates = Object.entries(me.private_memories || {}).map(([anima, n]) => `${anima}: ${n}`);
+    clear(
+      $("about"),
+      h("dt", {}, "You are"), h("dd", {}, me.name || me.id),
+      h("dt", {}, "Accounts"), h("dd", {}, accounts.length ? h("ul", {}, accounts) : "none"),
+      h("dt", {}, "Learned about you"), h("dd", {}, learned.length ? h("ul", {}, learned) : "nothing yet"),
+      h("dt", {}, "Kept private to you"), h("dd", {}, privates.length ? privates.join(", ") : "nothing"),
+    );
+  }
+
+  for (const button of document.querySelectorAll("[data-mem]")) {
+    button.addEventListener("click", () => {
+      state.memView = button.dataset.mem;
+      refresh();
+    });
+  }
+  $("mem-anima").addEventListener("change", () => refresh());
+
+  // Tasks, outbox, audit -----------------------------------------------------------
+
+  const TASK_COLUMNS = ["todo", "running", "blocked", "review", "done", "failed", "cancelled"];
+
+  async function loadTasks() {
+    const tasks = await api("/api/tasks?limit=300");
+    clear(
+      $("kanban"),
+      TASK_COLUMNS.map((column) => {
+        const cards = tasks.filter((t) => t.state === column);
+        return h(
+          "section",
+          { class: "column", dataset: { state: column } },
+          h("h2", {}, column, h("span", { class: "count" }, String(cards.length))),
+          cards.map((t) => h("article", { class: "task" }, h("strong", {}, `#${t.id} ${t.title}`), h("div", { class: "muted" }, `${t.manager} → ${t.assignee}`), t.due_at ? h("div", { class: "muted" }, `due ${when(t.due_at)}`) : null)),
+        );
+      }),
+    );
+  }
+
+  async function loadOutbox() {
+    const status = $("outbox-status").value;
+    const rows = await api(`/api/deliveries?status=${enc(status)}&limit=200`);
+    clear(
+      $("outbox-rows"),
+      rows.length
+        ? rows.map((d) =>
+            h(
+              "tr",
+              { dataset: { delivery: d.id } },
+              h("td", {}, when(d.created_at)), h("td", {}, d.anima), h("td", { class: "address" }, d.address), h("td", {}, d.kind),
+              h("td", {}, String(d.attempts)), h("td", { class: "error-text" }, d.error || ""),
+              h(
+                "td",
+                { class: "row-actions" },
+                d.status === "failed" ? h("button", { class: "button", type: "button", onclick: () => act("retry", `/api/deliveries/${enc(d.id)}/retry`) }, "Retry") : null,
+                d.status === "failed" || d.status === "pending" ? h("button", { class: "button button-secondary", type: "button", onclick: () => act("cancel", `/api/deliveries/${enc(d.id)}/cancel`) }, "Cancel") : null,
+              ),
+            ),
+          )
+        : h("tr", {}, h("td", { colspan: "7", class: "muted" }, `No ${status} deliveries.`)),
+    );
+  }
+  $("outbox-status").addEventListener("change", () => refresh());
+
+  async function loadAudit() {
+    const data = await api("/api/audit?limit=200");
+    clear(
+      $("audit-rows"),
+      data.entries.map((e) =>
+        h("tr", {}, h("td", {}, when(e.at)), h("td", {}, e.actor), h("td", {}, e.action), h("td", {}, e.target), h("td", { class: "address" }, e.where), h("td", { class: "detail" }, Object.keys(e.detail || {}).length ? JSON.stringify(e.detail) : "")),
+      ),
+    );
+  }
+
+  // Charts -------------------------------------------------------------------------
+
+  const PALETTE = ["#2451c9", "#1a7f37", "#bf3989", "#9a6700", "#0969da", "#8250df", "#cf222e"];
+
+  function chart(id, config) {
+    if (state.charts[id]) state.charts[id].destroy();
+    state.charts[id] = new window.Chart($(id), { ...config, options: { responsive: true, maintainAspectRatio: false, animation: false, ...config.options } });
+  }
+
+  async function loadCharts() {
+    const s = await api("/api/stats?days=14");
+    const labels = s.days.map((d) => d.slice(5));
+    const series = (obj, extra = {}) => Object.entries(obj).map(([label, data], i) => ({ label, data, backgroundColor: PALETTE[i % PALETTE.length], borderColor: PALETTE[i % PALETTE.length], ...extra }));
+    chart("chart-messages", { type: "bar", data: { labels, datasets: series(s.messages) }, options: { scales: { x: { stacked: true }, y: { stacked: true, beginAtZero: true } } } });
+    chart("chart-latency", { type: "line", data: { labels, datasets: series(s.turn_seconds, { spanGaps: true }) }, options: { scales: { y: { beginAtZero: true } } } });
+    chart("chart-memory", { type: "line", data: { labels, datasets: series(s.memory.per_day) }, options: { scales: { y: { beginAtZero: true } } } });
+    chart("chart-forgotten", { type: "bar", data: { labels, datasets: series({ archived: s.forgotten }) }, options: { scales: { y: { beginAtZero: true } } } });
+    const r = s.recall_ms || {};
+    $("recall-figure").textContent = r.count
+      ? `Recall since start: p50 ${r.p50.toFixed(1)} ms, p95 ${r.p95.toFixed(1)} ms over ${r.count} primings. Memory now: ${Object.entries(s.memory.layers).map(([k, v]) => `${v} ${k}`).join(", ")}.`
+      : `No recall since start. Memory now: ${Object.entries(s.memory.layers).map(([k, v]) => `${v} ${k}`).join(", ") || "empty"}.`;
+  }
+
+  // ---------------------------------------------------------------------------
+  // Live updates
+  // ---------------------------------------------------------------------------
+
+  // Which views a notice can change: the view shown is re-read (through the API).
+  const AFFECTS = {
+    turn: ["animas", "conversations", "charts", "memory"],
+    anima: ["animas"],
+    delivery: ["outbox", "animas"],
+    task: ["tasks"],
+    platform: ["animas"],
+    resync: Object.keys(views),
+  };
+
+  let socket = null;
+  let retryMs = 1000;
+  let refreshTimer = null;
+
+  function setLive(text, on) {
+    const el = $("live");
+    el.textContent = text;
+    el.className = `live ${on ? "live-on" : "live-off"}`;
+  }
+
+  function connectLive() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    socket = new WebSocket(`${scheme}://${location.host}/ws`);
+    socket.addEventListener("open", () => {
+      if (state.token) socket.send(JSON.stringify({ token: state.token }));
+    });
+    socket.addEventListener("message", (event) => {
+      const notice = JSON.parse(event.data);
+      if (notice.type === "hello") {
+        retryMs = 1000;
+        setLive("live", true);
+        return;
+      }
+      if (notice.type === "ping") return;
+      tick(notice);
+      if ((AFFECTS[notice.type] || []).includes(state.view)) {
+        clearTimeout(refreshTimer);
+        refreshTimer = setTimeout(refresh, 250); // a burst of notices, one re-read
+      }
+    });
+    socket.addEventListener("close", (event) => {
+      setLive(event.code === 4401 ? "signed out" : "reconnecting…", false);
+      if (event.code === 4401) return;
+      setTimeout(connectLive, retryMs);
+      retryMs = Math.min(retryMs * 2, 30000);
+    });
+  }
+
+  // ---------------------------------------------------------------------------
+  // Start
+  // ---------------------------------------------------------------------------
+
+  async function start() {
+    try {
+      await loadMe();
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 401)) flash(`Could not reach the hub: ${err.message}`, "error");
+      return;
+    }
+    if (!state.started) {
+      state.started = true;
+      window.addEventListener("hashchange", route);
+      connectLive();
+    }
+    route();
+  }
+
+  start();
+})();
