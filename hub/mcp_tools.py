@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import frontmatter
+import yaml
 
 from hub.animas import AnimaRegistry
 from hub.handoffs import Handoffs
@@ -162,7 +163,10 @@ class MemoryTools:
             raise ToolRefused(str(exc)) from None
         except UNREADABLE:
             raise ToolRefused(f"{path!r} is not your note: choose another path") from None
-        note = frontmatter.loads(content)
+        try:
+            note = frontmatter.loads(content)
+        except yaml.YAMLError as exc:  # the person's own front matter: say where it is wrong
+            raise ToolRefused(f"the front matter is not valid YAML: {exc}") from None
         note.metadata["scope"] = reader.own_scope  # private to them, whatever it said
         note.metadata["person"] = reader.person_id
         return str(frontmatter.dumps(note)) + "\n"

@@ -146,6 +146,10 @@ async def test_a_persons_notes_are_their_own(served: tuple[Hub, httpx.AsyncClien
             client, "memory_write", path="episodes/x.md", content="hi", anima="aria"
         )
         assert "knowledge or procedures" in outside
+        broken = await refusal(
+            client, "memory_write", path="knowledge/b.md", content="---\na: [\n---\nx", anima="aria"
+        )
+        assert "front matter is not valid YAML" in broken
     async with session(http, alice) as client:
         # "scope: shared" in Bob's note did not make it shared: it is his
         assert "quartz" not in await text_of(
