@@ -83,6 +83,7 @@ class Runtime:
         self._working = WorkingMemory(db)
         self._memory = memory
         self._handoffs = handoffs
+        self._telling: set[str] = set()  # people a running turn explains offline mode to
         # Asked before every turn: holds the message of a paused Anima and returns the
         # notice its sender was given (hub/commands/state.py), or None to run the turn.
         self._hold = hold
@@ -165,7 +166,7 @@ class Runtime:
         if offer is not None:
             ctx = replace(ctx, handoff=tuple(offer.lines()))
         if not ctx.model:
-            ctx = replace(ctx, offline_intro=not self._told_offline(person.id))
+            ctx = replace(ctx, offline_intro=self._first_offline(person.id))
         responder = self._responders.model if ctx.model else self._responders.offline
         pieces: list[str] = []
         # Streamed to the sender as it comes, never with a secret in it (hub/memory/redact.py).
@@ -176,17 +177,22 @@ class Runtime:
                 self._show(job, shown.feed(piece))
             self._show(job, shown.rest())
         except LLMError as exc:
+            self._telling.discard(person.id)
             self._model_failed(row, job, exc)
             return
         except Exception as exc:
             # A bug or an unexpected SDK error: the sender still hears about it, and the turn
             # is retried like a model outage, then given up visibly.
+            self._telling.discard(person.id)
             log.exception("turn %s crashed", row.id, extra={"anima": job.anima})
             self._model_failed(row, job, LLMError(f"internal error: {exc!r}", retryable=True))
             return
         reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
         told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
-        self._finish(row, job, reply, reply if ctx.model else OFFLINE_NOTE, offer, told)
+        try:
+            self._finish(row, job, reply, reply if ctx.model else OFFLINE_NOTE, offer, told)
+        finally:
+            self._telling.discard(person.id)  # told with the commit, or not: ask the row again
         self._tell(row, job, "done", seconds=round(time.monotonic() - began, 3))
         log.info(  # in words a person reads: who, where, how long, the model, what was recalled
             "answered %s in %s in %.1f s (%s, %d memories recalled; turn %s)",
@@ -233,6 +239,15 @@ class Runtime:
             recalled_lines=priming.memories(),
             about_person=tuple(priming.sections.get(PROFILE, ())),
         )
+
+    def _first_offline(self, person_id: str) -> bool:
+        """Whether this turn explains the offline mode to its person: never told before, and
+        no turn of theirs in another conversation (those run in parallel) is telling them now.
+        The telling is recorded with that turn's commit."""
+        if person_id in self._telling or self._told_offline(person_id):
+            return False
+        self._telling.add(person_id)
+        return True
 
     def _told_offline(self, person_id: str) -> bool:
         """Whether the offline mode has explained itself to this person before."""
