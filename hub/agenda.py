@@ -53,9 +53,13 @@ class Outcome:
     failed: tuple[str, ...] = ()  # targets it could not post to, with the reason
 
     def line(self) -> str:
+        return f"{self.anima}: {self.said()}"
+
+    def said(self) -> str:
+        """The line without the Anima's name (the dashboard shows it beside the name)."""
         where = f" to {', '.join(self.posted)}" if self.posted else ""
         missed = f"; not delivered to {', '.join(self.failed)}" if self.failed else ""
-        return f"{self.anima}: {self.what}{where}{missed}"
+        return f"{self.what}{where}{missed}"
 
 
 class Agenda:
@@ -189,6 +193,13 @@ class Agenda:
         return await self.heartbeat(anima, at, f"heartbeat-now:{name}@{at.isoformat()}")
 
     async def heartbeat(self, anima: Anima, at: datetime, key: str) -> Outcome:
+        """One heartbeat, scheduled or asked for; its time and outcome are kept as the
+        Anima's last heartbeat."""
+        outcome = await self._beat(anima, at, key)
+        hb.record_run(self._db, anima.name, self._clock.now(), outcome.said())
+        return outcome
+
+    async def _beat(self, anima: Anima, at: datetime, key: str) -> Outcome:
         since = at - timedelta(minutes=anima.spec.heartbeat.interval_minutes)
         targets = self._targets.resolve(anima.name, anima.spec.heartbeat.channels)
         tz = self.timezone(anima)

@@ -136,6 +136,7 @@ class Hub:
             self.clock.now,
             ready=self.platforms.ready,
             senders=self.supervisor.part("outbox senders"),
+            live=self.live,
         )
         self.platforms.on_change(self._platform_changed)
         self.tools = tools or builtin_tools()

@@ -146,7 +146,7 @@ def memory_search(
     for row in rows:
         where = row["path"] + (f" § {row['section']}" if row.get("section") else "")
         text = " ".join(row["text"].split())
-        table.add_row(f"{row['score']:.4f}", row["layer"], where, text[:160], ", ".join(row["why"]))
+        table.add_row(f"{row['score']:.4f}", row["layer"], where, text[:160], str(row["why"]))
     console.print(table)
 
 

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import bindparam, insert, or_, update
+from sqlalchemy import Connection, bindparam, insert, or_, update
 from sqlmodel import col, select
 
-from hub.messages import DeliveryKind, DeliveryStatus, utcnow
+from hub.messages import Address, DeliveryKind, DeliveryStatus, utcnow
+from hub.store.db import Database
 from hub.store.models import AuditEntry, DeliveryRow
 
 _BATCH = 200
@@ -102,6 +103,11 @@ PENDING_AT = (
 )
 
 
+_ONE = select(*(DeliveryRow.__table__.c[name] for name in DELIVERY_FIELDS)).where(  # type: ignore[attr-defined]
+    col(DeliveryRow.id) == bindparam("row_id")
+)
+
+
 def as_values(delivery: Delivery) -> dict[str, object]:
     return {name: getattr(delivery, name) for name in DELIVERY_FIELDS}
 
@@ -135,4 +141,98 @@ def failure_audit(row: Delivery, error: str, at: datetime) -> dict[str, object]:
         "action": "delivery.failed",
         "target": row.id,
         "detail": {"error": error, "kind": row.kind.value},
+    }
+
+
+# an admin's retry and cancel ----------------------------------------------------------
+
+
+class UnknownDelivery(LookupError):
+    """No delivery has this id (the API answers 404)."""
+
+
+class WrongState(ValueError):
+    """The delivery is not in a state this can be done from (the API answers 409)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """Who does it to a delivery, from where, when: its audit entry."""
+
+    actor: str
+    where: str
+    at: datetime
+
+
+def reopen(db: Database, delivery_id: str, action: Action) -> Delivery:
+    """A failed delivery back to pending, due now, with all its attempts again; audited. It
+    resumes at its first unsent chunk, and one it may have sent already is looked for first
+    (`sending_since` stays)."""
+    with db.write() as conn:
+        row = _one(conn, delivery_id)
+        if row.status is not DeliveryStatus.FAILED:
+            raise WrongState(
+                f"delivery {delivery_id} is {row.status}: only a failed one is retried"
+            )
+        try:
+            Address.parse(row.address, row.address_kind)
+        except ValueError:
+            # record_failed's post to a target that could not be resolved: sending it again
+            # cannot help, the target (a cron's post_to, the heartbeat channels) must change.
+            raise WrongState(
+                f"delivery {delivery_id} was never addressed ({row.address!r} could not be "
+                "resolved): fix the target instead"
+            ) from None
+        _move(conn, row, {"attempts": 0, "next_attempt_at": action.at}, DeliveryStatus.PENDING)
+        row.status, row.attempts, row.next_attempt_at = DeliveryStatus.PENDING, 0, action.at
+        conn.execute(AUDIT, [_audit(row, action, "delivery.retry", {"error": row.error or ""})])
+    return row
+
+
+def cancel(db: Database, delivery_id: str, action: Action) -> tuple[Delivery, DeliveryStatus]:
+    """A pending or failed delivery is cancelled: never sent (what is sent stays sent).
+    The row, and the status it had."""
+    with db.write() as conn:
+        row = _one(conn, delivery_id)
+        if row.status not in (DeliveryStatus.PENDING, DeliveryStatus.FAILED):
+            raise WrongState(
+                f"delivery {delivery_id} is {row.status}: only a pending or failed one is cancelled"
+            )
+        was = row.status
+        _move(conn, row, {}, DeliveryStatus.CANCELLED)
+        row.status = DeliveryStatus.CANCELLED
+        detail = {"was": was.value, "chunks_sent": len(row.message_ids)}
+        conn.execute(AUDIT, [_audit(row, action, "delivery.cancel", detail)])
+    return row, was
+
+
+def _one(conn: Connection, delivery_id: str) -> Delivery:
+    values = conn.execute(_ONE, {"row_id": delivery_id}).mappings().first()
+    if values is None:
+        raise UnknownDelivery(f"no delivery {delivery_id!r}")
+    return loaded(values)
+
+
+def _move(conn: Connection, row: Delivery, values: dict[str, object], to: DeliveryStatus) -> None:
+    """Change the row's status from what it was read as, or refuse: another request (or the
+    sender) changed it in between."""
+    moved = conn.execute(
+        update(DeliveryRow)
+        .where(col(DeliveryRow.id) == row.id, col(DeliveryRow.status) == row.status.value)
+        .values(status=to, **values)
+    ).rowcount
+    if not moved:
+        raise WrongState(f"delivery {row.id} changed meanwhile; look again")
+
+
+def _audit(
+    row: Delivery, action: Action, what: str, detail: dict[str, object]
+) -> dict[str, object]:
+    return {
+        "at": action.at,
+        "actor": action.actor,
+        "where": action.where,
+        "action": what,
+        "target": row.id,
+        "detail": {"address": row.address, "anima": row.anima, "kind": row.kind.value, **detail},
     }

@@ -15,17 +15,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import func
+from sqlalchemy import func, insert, update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from hub.episodes import describe
 from hub.inbox import WAITING
 from hub.messages import Address, AddressKind, DeliveryStatus
 from hub.store.db import Database
-from hub.store.models import DeliveryRow, InboxItem, InboxStatus, Turn
+from hub.store.models import DeliveryRow, HeartbeatRun, InboxItem, InboxStatus, Turn
 
 HEARTBEAT_OK = "HEARTBEAT_OK"
 _EXCERPT = 140
+_OUTCOME_MAX = 500  # a heartbeat posted to many channels names them all
 
 
 @dataclass
@@ -181,3 +183,31 @@ def in_active_hours(spec: str, moment: datetime, timezone: str) -> bool:
 def _minutes(text: str) -> int:
     hours, _, mins = text.strip().partition(":")
     return int(hours) * 60 + int(mins or 0)
+
+
+# the last run ------------------------------------------------------------------------
+
+
+def record_run(db: Database, anima: str, at: datetime, outcome: str) -> None:
+    """Keep `anima`'s last heartbeat: when it ran and its outcome line (one row each)."""
+    values = {"at": at, "outcome": outcome[:_OUTCOME_MAX]}
+    with db.write() as conn:
+        changed = conn.execute(
+            update(HeartbeatRun).where(col(HeartbeatRun.anima) == anima).values(**values)
+        ).rowcount
+    if changed:
+        return
+    try:
+        with db.write() as conn:
+            conn.execute(insert(HeartbeatRun).values(anima=anima, **values))
+    except IntegrityError:
+        pass  # a heartbeat run at the same moment (`/anima heartbeat`) wrote it first
+
+
+def last_runs(db: Database) -> dict[str, tuple[datetime, str]]:
+    """Every Anima's last heartbeat that ran: when, and its outcome line."""
+    with db.engine.connect() as conn:
+        rows = conn.execute(
+            select(col(HeartbeatRun.anima), col(HeartbeatRun.at), col(HeartbeatRun.outcome))
+        ).all()
+    return {anima: (at, outcome) for anima, at, outcome in rows}

@@ -20,8 +20,8 @@ import yaml
 from hub.animas import AnimaRegistry
 from hub.handoffs import Handoffs
 from hub.identity import IdentityService
-from hub.memory.admin_search import search_rows
-from hub.memory.documents import SEARCH_LAYERS, UNREADABLE, items_in
+from hub.memory.admin_search import recall
+from hub.memory.documents import SEARCH_LAYERS, UNREADABLE, MemoryItem, items_in
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.recall import RecallScope, when
 from hub.memory.service import MemoryService
@@ -93,7 +93,9 @@ class MemoryTools:
             return names[0]
         raise ToolRefused(f"name the Anima: one of {', '.join(names) or 'none'}")
 
-    def _visible(self, reader: Reader, scope: str) -> bool:
+    def visible(self, reader: Reader, scope: str) -> bool:
+        """Whether the reader may see an item of this privacy scope (the REST memory
+        browser asks too: hub/api/memory_routes.py)."""
         if reader.admin or scope in ("shared", reader.own_scope):
             return True
         # what they said under an id since merged into theirs (hub/linking.py)
@@ -105,16 +107,12 @@ class MemoryTools:
         if layer not in SEARCH_LAYERS:
             raise ToolRefused(f"layer must be one of {', '.join(SEARCH_LAYERS)}")
         limit = max(1, min(limit, MAX_LIMIT))
+        found = await recall(self.memory, reader.scope(), query, layer, limit, explain=False)
         if reader.admin:
-            rows = await search_rows(self.memory, reader.anima, query, (), layer, limit)
-            lines = [f"- ({r['layer']}, {r['path']}) {_one_line(r['text'])}" for r in rows]
+            lines = [f"- ({r.layer}, {r.path}) {_one_line(r.text)}" for r in found]
         elif layer == "people":
-            facts = self.memory.profiles.search(query, [reader.person_id], in_dm=True, limit=limit)
-            lines = [f"- (about you) {fact.fact}" for _person, fact, _score in facts]
+            lines = [f"- (about you) {r.text}" for r in found]
         else:
-            found = await self.memory.search(
-                reader.scope(), query, limit=limit, layers=SEARCH_LAYERS[layer], explain=False
-            )
             lines = [f"- [{when(r.ts)}] ({r.layer}, {r.path}) {_one_line(r.text)}" for r in found]
         return stored(lines, "nothing in memory matches that query")
 
@@ -124,21 +122,25 @@ class MemoryTools:
             file = memory_path(folder, path)
             if reader.admin:  # the file as it is, even one the indexer cannot parse
                 return stored(file.read_text(encoding="utf-8").splitlines(), f"{path} is empty")
-            items = items_in(folder, file)
+            visible = self.visible_items(reader, path)
         except MemoryPathError as exc:
             raise ToolRefused(str(exc)) from None
         except (FileNotFoundError, IsADirectoryError):
             raise ToolRefused(f"no memory file {path!r}") from None
         except UNREADABLE as exc:
             raise ToolRefused(f"{path!r} cannot be read: {exc}") from None
-        visible = [item for item in items if self._visible(reader, item.scope)]
-        if not visible:  # the same answer as a missing file: nothing about others leaks
-            raise ToolRefused(f"no memory file {path!r}")
-        lines: list[str] = []
-        for item in visible:
-            lines += [f"## {item.section}"] if item.section else []
-            lines += item.text.splitlines()
-        return stored(lines, f"{path} is empty")
+        return stored(item_lines(visible), f"{path} is empty")
+
+    def visible_items(self, reader: Reader, path: str) -> list[MemoryItem]:
+        """The items of one memory file the reader may see. FileNotFoundError when there are
+        none, as for a missing file, so nothing about others leaks; MemoryPathError for a
+        path outside the memory, UNREADABLE for a file the indexer cannot parse."""
+        folder = self.memory.anima_dir(reader.anima)
+        items = items_in(folder, memory_path(folder, path))
+        visible = [item for item in items if self.visible(reader, item.scope)]
+        if not visible:
+            raise FileNotFoundError(path)
+        return visible
 
     async def write(self, reader: Reader, path: str, content: str) -> str:
         """A person writes notes in their own scope, under knowledge/ or procedures/, and
@@ -180,7 +182,7 @@ class MemoryTools:
             file = folder / "episodes" / f"{today - timedelta(days=back):%Y-%m-%d}.md"
             if file.exists():
                 try:
-                    seen += [i for i in items_in(folder, file) if self._visible(reader, i.scope)]
+                    seen += [i for i in items_in(folder, file) if self.visible(reader, i.scope)]
                 except UNREADABLE:
                     continue
         seen.sort(key=lambda item: item.created)
@@ -234,6 +236,15 @@ class MemoryTools:
             for t in unique
         ]
         return stored(lines, f"no tasks of {reader.anima} for you")
+
+
+def item_lines(items: list[MemoryItem]) -> list[str]:
+    """Items as a file's lines: an episode section under its `## HH:MM` heading."""
+    lines: list[str] = []
+    for item in items:
+        lines += [f"## {item.section}"] if item.section else []
+        lines += item.text.splitlines()
+    return lines
 
 
 def _one_line(text: str, limit: int = 500) -> str:

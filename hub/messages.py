@@ -172,6 +172,7 @@ class DeliveryStatus(StrEnum):
     PENDING = "pending"
     SENT = "sent"
     FAILED = "failed"
+    CANCELLED = "cancelled"  # by an admin (`POST /api/deliveries/{id}/cancel`): never sent
 
 
 @dataclass(frozen=True, slots=True)

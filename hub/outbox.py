@@ -37,12 +37,17 @@ from hub.deliveries import (
     INSERT,
     PENDING_AT,
     SAVE,
+    Action,
     Delivery,
+    WrongState,
     as_values,
+    cancel,
     failure_audit,
     loaded,
     progress,
+    reopen,
 )
+from hub.live import LiveFeed
 from hub.memory.redact import redact
 from hub.messages import (
     Address,
@@ -74,15 +79,20 @@ class Outbox:
         clock: Clock = utcnow,
         ready: Callable[[str], bool] = lambda _platform: True,
         senders: Part | None = None,
+        live: LiveFeed | None = None,
     ) -> None:
         self._db = db
         self._adapters = adapters
+        self._live = live or LiveFeed()  # the dashboard hears of failures, retries, cancels
         # Whether a platform is up: deliveries to one that is down wait, using no attempt.
         self._ready = ready
         self._settings = settings
         self._clock = clock
         self._wake = asyncio.Event()
         self._busy: dict[str, asyncio.Task[None]] = {}  # one sender per address keeps order
+        self._sending: set[str] = set()  # the deliveries a sender is in the middle of
+        # Cancelled after a sender loaded them (it holds them in memory): it skips them.
+        self._cancelled: set[str] = set()
         self._missed = False
         self._sent_listeners: list[Callable[[Delivery], None]] = []
         # The senders' health: a write they could not make, a sender that crashed.
@@ -212,8 +222,14 @@ class Outbox:
         """Send in creation order; stop at one that must wait, so nothing overtakes it."""
         try:
             for row in rows:
-                if not await self.deliver(row):
-                    return
+                if row.id in self._cancelled:
+                    continue
+                self._sending.add(row.id)
+                try:
+                    if not await self.deliver(row):
+                        return
+                finally:
+                    self._sending.discard(row.id)
         except Exception as exc:
             # A bug: logged with its traceback and reported; the rows are still pending and
             # are tried again after a pause, never in a hot loop.
@@ -223,6 +239,7 @@ class Outbox:
             asyncio.get_running_loop().call_later(delay, self.wake)
         finally:
             del self._busy[address]
+            self._cancelled.difference_update(row.id for row in rows)
             if self._missed:
                 self._missed = False
                 self.wake()
@@ -322,6 +339,7 @@ class Outbox:
         row.next_attempt_at = self._clock() + timedelta(seconds=delay)
         row.error = error
         await self._save(row)
+        self._told(row)
         log.warning("delivery %s to %s retrying in %.1fs: %s", row.id, row.address, delay, error)
         asyncio.get_running_loop().call_later(delay, self.wake)
 
@@ -331,6 +349,7 @@ class Outbox:
         log.error("delivery %s to %s failed: %s", row.id, row.address, error)
         audit = failure_audit(row, error, self._clock())
         await self._store(row, lambda conn: conn.execute(AUDIT, [audit]))
+        self._told(row)
 
     async def _save(self, row: Delivery) -> None:
         """Write back what sending changes: progress, status, retry time, error."""
@@ -356,6 +375,37 @@ class Outbox:
                 continue
             self._senders.ok()
             return
+
+    def retry(self, delivery_id: str, actor: str, where: str) -> Delivery:
+        """An admin's: a failed delivery goes back to pending, due now, and is sent."""
+        row = reopen(self._db, delivery_id, Action(actor, where, self._clock()))
+        self._told(row)
+        self.wake()
+        return row
+
+    def cancel(self, delivery_id: str, actor: str, where: str) -> Delivery:
+        """An admin's: a pending or failed delivery is never sent. One a sender is in the
+        middle of is refused (a chunk may be out). Called on the event loop, like the
+        senders, so nothing moves between this check and the write."""
+        if delivery_id in self._sending:
+            raise WrongState(f"delivery {delivery_id} is being sent right now; look again")
+        row, was = cancel(self._db, delivery_id, Action(actor, where, self._clock()))
+        if was is DeliveryStatus.PENDING and row.address in self._busy:
+            self._cancelled.add(row.id)  # its sender may hold it, loaded before the cancel
+        self._told(row)
+        return row
+
+    def _told(self, row: Delivery, error: str | None = None) -> None:
+        """A delivery's change on the live feed (for admins: the outbox is theirs)."""
+        self._live.publish(
+            "delivery",
+            (),
+            id=row.id,
+            anima=row.anima,
+            status=row.status.value,
+            address=row.address,
+            error=error if error is not None else row.error,
+        )
 
     def pending(self, address: Address, besides: str | None = None) -> bool:
         """Whether a delivery to `address` is still to be sent (or being sent), other than

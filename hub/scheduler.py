@@ -24,7 +24,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -160,6 +160,15 @@ class Scheduler:
 
     def job_ids(self) -> list[str]:
         return sorted(job.id for job in self._aps.get_jobs(jobstore=_STORE))
+
+    def upcoming(self) -> list[Fire]:
+        """Every planned job's next run (UTC), soonest first."""
+        runs = [
+            Fire(job.id, JobKind(job.args[0]), str(job.args[1]), job.next_run_time.astimezone(UTC))
+            for job in self._aps.get_jobs(jobstore=_STORE)
+            if job.next_run_time is not None
+        ]
+        return sorted(runs, key=lambda fire: (fire.at, fire.key))
 
     # running ---------------------------------------------------------------------------
 

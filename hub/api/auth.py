@@ -40,6 +40,12 @@ _PERSON_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ("GET", r"/api/chat/[^/]+/sessions"),
         ("GET", r"/api/channels"),
         ("GET POST", r"/api/channels/[^/]+/posts"),
+        ("GET", r"/api/dashboard/animas"),
+        ("GET", r"/api/conversations"),  # their own only (hub/api/dashboard_routes.py)
+        ("GET", r"/api/conversation"),
+        # what a DM with them would recall (hub/api/memory_routes.py, memory_browser_routes.py)
+        ("GET", r"/api/memory/[^/]+/(episodes|notes|graph|search|read)"),
+        ("GET", r"/api/stats"),  # their own messages (hub/api/insight_routes.py)
         ("GET POST DELETE", r"/mcp"),  # every tool answers within the caller's own rights
     )
 )

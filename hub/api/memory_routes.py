@@ -1,17 +1,25 @@
 """Memory over HTTP: search, read and write an Anima's markdown memory, run a consolidation
-stage and restore what was forgotten (admin surface)."""
+stage and restore what was forgotten.
+
+A person may search and read (`hub/api/auth.py` `_PERSON_ROUTES`), and gets what the Anima
+would recall in a DM with them (hub/mcp_tools.py `Reader`); the rest is for the owner and
+the admin token, and the edge answers a person 403 before it runs."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
+from hub.adapter import Caller
+from hub.api.people_routes import CallerDep
 from hub.api.routes import HubDep
 from hub.app import Hub
-from hub.memory.admin_search import search_rows
+from hub.mcp_tools import MemoryTools, Reader, item_lines
+from hub.memory.admin_search import recall, rows, search_rows
 from hub.memory.consolidation import Consolidator
 from hub.memory.documents import SEARCH_LAYERS, UNREADABLE
 from hub.memory.files import MemoryPathError
@@ -29,12 +37,23 @@ class RestoreRequest(BaseModel):
     path: str = Field(min_length=1, max_length=300)
 
 
-def _memory(hub: Hub, name: str) -> MemoryService:
+def memory_of(hub: Hub, name: str) -> MemoryService:
     if name not in hub.animas:
         raise HTTPException(404, f"no Anima named {name!r}")
     if hub.memory is None:
         raise HTTPException(409, "memory is disabled ([memory] enabled = false)")
     return hub.memory
+
+
+def reader_of(hub: Hub, caller: Caller, name: str) -> tuple[MemoryTools, Reader]:
+    """The caller as a reader of `name`'s memory, and the tools that know what they see."""
+    memory = memory_of(hub, name)
+    tools = MemoryTools(memory, hub.animas, hub.identity, hub.handoffs, hub.tasks)
+    return tools, Reader(name, caller.person_id, caller.name, caller.may_act_for_others)
+
+
+def name_of(hub: Hub) -> Callable[[str], str]:
+    return lambda person_id: hub.identity.by_id(person_id).display_name
 
 
 def _scopes(scope: str) -> tuple[str, ...]:
@@ -52,36 +71,54 @@ def _scopes(scope: str) -> tuple[str, ...]:
 async def search(
     name: str,
     hub: HubDep,
+    caller: CallerDep,
     query: Annotated[str, Query(min_length=1, max_length=2000)],
     scope: str = "all",
     layer: str = "all",
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> dict[str, Any]:
-    """`scope` is whose memory (privacy: all, shared, person:ID, channel:KEY); `layer` the
-    kind (all, episodes, knowledge, procedures, skills, people). A layer's name given as
-    `scope` (`?scope=knowledge`, as clients of the first API wrote it) is taken as the layer."""
-    memory = _memory(hub, name)
+    """`scope` is whose memory (privacy: all, shared, person:ID, channel:KEY; a person's
+    search is always what a DM with them recalls, so only "all"); `layer` the kind (all,
+    episodes, knowledge, procedures, skills, people). A layer's name given as `scope`
+    (`?scope=knowledge`, as clients of the first API wrote it) is taken as the layer. Each
+    result's `why` says in words why it matched, `signals` the same as codes."""
+    tools, reader = reader_of(hub, caller, name)
     if scope in SEARCH_LAYERS and scope != "all":
         scope, layer = "all", scope
     if layer not in SEARCH_LAYERS:
         raise HTTPException(422, f"bad layer {layer!r}: use {', '.join(SEARCH_LAYERS)}")
-    return {"results": await search_rows(memory, name, query, _scopes(scope), layer, limit)}
+    if reader.admin:
+        found = await search_rows(
+            tools.memory, name, query, _scopes(scope), layer, limit, name_of(hub)
+        )
+        return {"results": found}
+    if scope not in ("", "all"):
+        raise HTTPException(403, "a person searches what a DM with them recalls: no scope")
+    recalled = await recall(tools.memory, reader.scope(), query, layer, limit)
+    return {"results": rows(recalled, query, name_of(hub))}
 
 
 @router.get("/{name}/read")
-def read(name: str, path: str, hub: HubDep) -> dict[str, str]:
-    memory = _memory(hub, name)
+def read(name: str, path: str, hub: HubDep, caller: CallerDep) -> dict[str, str]:
+    """The file as it is for an admin; for a person, the items of it a DM with them would
+    recall (an episode day's sections under their headings), 404 when none."""
+    tools, reader = reader_of(hub, caller, name)
     try:
-        return {"path": path, "content": memory.read(name, path)}
+        if reader.admin:
+            return {"path": path, "content": tools.memory.read(name, path)}
+        content = "\n".join(item_lines(tools.visible_items(reader, path)))
     except MemoryPathError as exc:
         raise HTTPException(400, str(exc)) from None
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         raise HTTPException(404, f"no memory file {path!r}") from None
+    except UNREADABLE as exc:
+        raise HTTPException(422, f"{path!r} cannot be read: {exc}") from None
+    return {"path": path, "content": content}
 
 
 @router.post("/{name}/write")
 async def write(name: str, body: WriteRequest, hub: HubDep) -> dict[str, Any]:
-    memory = _memory(hub, name)
+    memory = memory_of(hub, name)
     try:
         items = await memory.write(name, body.path, body.content)
     except (MemoryPathError, *UNREADABLE) as exc:  # nothing was written
@@ -92,12 +129,12 @@ async def write(name: str, body: WriteRequest, hub: HubDep) -> dict[str, Any]:
 @router.post("/{name}/rebuild")
 async def rebuild(name: str, hub: HubDep) -> dict[str, Any]:
     """Re-index the Anima's markdown (what `animahub repair-rag` does)."""
-    memory = _memory(hub, name)
+    memory = memory_of(hub, name)
     return {"anima": name, "items": await memory.rebuild(name)}
 
 
 def _consolidator(hub: Hub, name: str) -> Consolidator:
-    _memory(hub, name)
+    memory_of(hub, name)
     if hub.consolidator is None:
         raise HTTPException(409, "memory is disabled ([memory] enabled = false)")
     return hub.consolidator

@@ -101,7 +101,7 @@ class DeliveryOut(BaseModel):
 @router.get("/deliveries", response_model=list[DeliveryOut])
 def list_deliveries(
     hub: HubDep,
-    status: Annotated[str | None, Query(pattern="^(pending|sent|failed)$")] = None,
+    status: Annotated[str | None, Query(pattern="^(pending|sent|failed|cancelled)$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
 ) -> list[DeliveryOut]:
     return [

@@ -18,10 +18,13 @@ from hub.adapter import AmbiguousName, MessageTooLarge
 from hub.animas import AnimaError
 from hub.api import (
     dashboard_page,
+    dashboard_routes,
     docs_pages,
     guard,
+    insight_routes,
     live_ws,
     mcp_server,
+    memory_browser_routes,
     memory_routes,
     people_routes,
     routes,
@@ -126,8 +129,11 @@ def create_app(hub: Hub) -> FastAPI:
 
     app.include_router(routes.router)
     app.include_router(memory_routes.router)
+    app.include_router(memory_browser_routes.router)
+    app.include_router(insight_routes.router)
     app.include_router(people_routes.router)
     app.include_router(task_routes.router)
+    app.include_router(dashboard_routes.router)
     app.include_router(signin.router)
     mcp_server.mount(app, mcp)
     for adapter in hub.adapters.values():

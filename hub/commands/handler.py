@@ -278,9 +278,26 @@ class CommandService:
             return "This channel has no binding; there was nothing to unbind."
         return f"This channel is no longer bound to {previous}."
 
+    def pause(self, name: str, actor: str, where: str, detail: dict[str, Any]) -> bool:
+        """Pause `name` and audit it: `/anima pause` and the API's pause; False if it was."""
+        changed = self._states.pause(name, actor)
+        self.audit(actor, where, "anima.pause", name, {**detail, "changed": changed})
+        return changed
+
+    def resume(self, name: str, actor: str, where: str, detail: dict[str, Any]) -> tuple[bool, int]:
+        """Resume `name`, answer what it held, audit it: `/anima resume` and the API's
+        resume. Whether it was paused, and how many held messages are being answered."""
+        changed, jobs = self._states.resume(name, actor)
+        for job in jobs:
+            self._submit(job)
+        released = {"changed": changed, "released": len(jobs)}
+        self.audit(actor, where, "anima.resume", name, {**detail, **released})
+        return changed, len(jobs)
+
     def _pause(self, anima: Anima, inbound: Inbound, person: PersonView) -> str:
-        changed = self._states.pause(anima.name, inbound.sender.key)
-        self._audit(inbound, person, "anima.pause", anima.name, {"changed": changed})
+        changed = self.pause(
+            anima.name, inbound.sender.key, str(inbound.address), _by(inbound, person)
+        )
         if not changed:
             return f"{anima.name} is already paused."
         return (
@@ -289,16 +306,12 @@ class CommandService:
         )
 
     def _resume(self, anima: Anima, inbound: Inbound, person: PersonView) -> str:
-        changed, jobs = self._states.resume(anima.name, inbound.sender.key)
-        for job in jobs:
-            self._submit(job)
-        self._audit(
-            inbound, person, "anima.resume", anima.name, {"changed": changed, "released": len(jobs)}
+        changed, n = self.resume(
+            anima.name, inbound.sender.key, str(inbound.address), _by(inbound, person)
         )
-        n = len(jobs)
         held = f"{n} held message{'' if n == 1 else 's'} {'is' if n == 1 else 'are'} being answered"
         if not changed:
-            return f"{anima.name} was not paused" + (f"; {held}." if jobs else ".")
+            return f"{anima.name} was not paused" + (f"; {held}." if n else ".")
         return f"{anima.name} is running again; {held}."
 
     async def _trigger_heartbeat(self, anima: Anima, inbound: Inbound, person: PersonView) -> str:
@@ -378,25 +391,22 @@ class CommandService:
         target: str,
         detail: dict[str, Any],
     ) -> None:
+        where, by = str(inbound.address), _by(inbound, person)
+        self.audit(inbound.sender.key, where, action, target, {**by, **detail})
+
+    def audit(
+        self, actor: str, where: str, action: str, target: str, detail: dict[str, Any]
+    ) -> None:
         with self._db.session() as session:
             session.add(
-                AuditEntry(
-                    actor=inbound.sender.key,
-                    where=str(inbound.address),
-                    action=action,
-                    target=target,
-                    detail={"person": person.id, "command": inbound.text, **detail},
-                )
+                AuditEntry(actor=actor, where=where, action=action, target=target, detail=detail)
             )
-        log.info(
-            "%s by %s (%s) at %s: %s %s",
-            action,
-            inbound.sender.key,
-            person.id,
-            inbound.address,
-            target,
-            detail,
-        )
+        log.info("%s by %s at %s: %s %s", action, actor, where, target, detail)
+
+
+def _by(inbound: Inbound, person: PersonView) -> dict[str, Any]:
+    """Who ran a command, for its audit entry."""
+    return {"person": person.id, "command": inbound.text}
 
 
 def _again(row: InboxItem) -> str:

@@ -28,15 +28,21 @@ def links_of(item: MemoryItem) -> set[str]:
     return {s for s in found | {slug(link) for link in item.links} if s}
 
 
+def note_aliases(items: Iterable[MemoryItem]) -> dict[str, str]:
+    """What a [[wikilink]] may name each note by (the slug of its file name, else of its
+    title), to the note's path: how a link is resolved."""
+    aliases: dict[str, str] = {}
+    for item in items:
+        aliases[slug(Path(item.path).stem)] = item.path
+        if item.title:
+            aliases.setdefault(slug(item.title), item.path)
+    return aliases
+
+
 class KnowledgeGraph:
     def __init__(self, items: Iterable[MemoryItem]) -> None:
-        self.items: dict[str, MemoryItem] = {}
-        aliases: dict[str, str] = {}
-        for item in items:
-            self.items[item.path] = item
-            aliases[slug(Path(item.path).stem)] = item.path
-            if item.title:
-                aliases.setdefault(slug(item.title), item.path)
+        self.items: dict[str, MemoryItem] = {item.path: item for item in items}
+        aliases = note_aliases(self.items.values())
         self.edges: dict[str, set[str]] = {path: set() for path in self.items}
         for path, item in self.items.items():
             for target in links_of(item):

@@ -85,6 +85,7 @@ class Recalled:
     score: float
     why: list[str] = field(default_factory=list)
     ts: float = 0.0
+    person: str | None = None  # who said it (an episode's), for saying why it matched
 
 
 def boost_at(now: datetime) -> Boost:
@@ -150,10 +151,15 @@ def rescore(
                 score=score,
                 why=why,
                 ts=float(payload.get("ts", 0)),
+                person=_person(payload.get("person")),
             )
         )
     results.sort(key=lambda r: r.score, reverse=True)
     return results
+
+
+def _person(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def fit(texts: list[str], budget: int) -> list[str]:

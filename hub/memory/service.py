@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -60,6 +61,7 @@ from hub.memory.recall import (
 )
 from hub.memory.reconcile import PAYLOAD_TEXT, behind, changed_items, mark_synced, synced_at
 from hub.memory.redact import redact
+from hub.memory.timings import Durations
 from hub.settings import MemorySection
 
 log = logging.getLogger(__name__)
@@ -122,6 +124,7 @@ class MemoryService:
         self.profiles = Profiles(home / "shared" / "users")
         self._graphs: dict[str, KnowledgeGraph] = {}
         self._access: dict[str, AccessLog] = {}
+        self.priming_ms = Durations()  # every prime's duration (GET /api/stats recall_ms)
         # The ids merged into a person (IdentityService.aliases_of, set by the hub).
         self.aliases_of: Callable[[str], tuple[str, ...]] = lambda _person: ()
         # The ids of the people a text names (IdentityService.mentioned, set by the hub).
@@ -478,7 +481,7 @@ class MemoryService:
         `people` the ids of those it names (`people_named`, if not given).
         `explain` runs each retriever alone as well, to say why each result matched
         (what the API and CLI show; priming skips it, as it costs two more queries)."""
-        scope = self._linked(scope)
+        scope = self.linked(scope)
         flt = MemoryFilter(
             anima=scope.anima,
             layers=layers,
@@ -496,8 +499,12 @@ class MemoryService:
         hits = self.index.query(
             dense, sparse, flt, limit * 2, mode, boost=boost_at(now), people=people
         )
-        hits = lift_previous(hits, flt, self.index.payloads)
         sources: dict[str, set[str]] = {}
+        if explain:  # the sections a hit lifts (lift_previous): the one after them matched
+            for hit in hits:
+                if isinstance(prev := hit.payload.get("prev"), str):
+                    sources.setdefault(prev, set()).add("neighbour")
+        hits = lift_previous(hits, flt, self.index.payloads)
         if explain and mode is SearchMode.HYBRID:
             for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
                 for hit in self.index.query(dense, sparse, flt, limit * 2, single):
@@ -515,8 +522,15 @@ class MemoryService:
         return (await asyncio.to_thread(self.embedder.embed_queries, [text[:_EMBED_CHARS]]))[0]
 
     async def prime(self, scope: RecallScope, text: str) -> Priming:
-        """The sections recalled before a turn, each within its own token budget."""
-        scope = self._linked(scope)
+        """The sections recalled before a turn, each within its own token budget; how
+        long it took joins `priming_ms`."""
+        started = time.perf_counter()
+        priming = await self._prime(scope, text)
+        self.priming_ms.add((time.perf_counter() - started) * 1000)
+        return priming
+
+    async def _prime(self, scope: RecallScope, text: str) -> Priming:
+        scope = self.linked(scope)
         s = self.settings
         now = self.now()
         dense = await self.embed_query(text)  # once, for every section
@@ -559,7 +573,7 @@ class MemoryService:
             }
         )
 
-    def _linked(self, scope: RecallScope) -> RecallScope:
+    def linked(self, scope: RecallScope) -> RecallScope:
         """The scope with the ids merged into its person (their DM memory is theirs)."""
         if not scope.person_id or scope.aliases:
             return scope

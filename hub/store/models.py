@@ -205,7 +205,8 @@ class Turn(SQLModel, table=True):
     channel_key: str = Field(max_length=300, index=True)
     anima: str = Field(max_length=64, index=True)
     role: str = Field(max_length=16)  # user | assistant
-    person_id: str | None = Field(default=None, max_length=64)
+    # Indexed: the dashboard lists a person's conversations by it (hub/conversations.py).
+    person_id: str | None = Field(default=None, max_length=64, index=True)
     author: str = Field(default="", max_length=200)
     text: str
     tokens: int = 0  # estimated once, when written; working memory sums these
@@ -232,6 +233,16 @@ class AnimaState(SQLModel, table=True):
     paused: bool = False
     changed_by: str = Field(default="", max_length=200)
     changed_at: datetime = _ts(nullable=False)
+
+
+class HeartbeatRun(SQLModel, table=True):
+    """Each Anima's last heartbeat and what came of it (hub/heartbeat.py), for the dashboard:
+    the log says it too, but reading logs back is not a query."""
+
+    __tablename__ = "heartbeat_run"
+    anima: str = Field(primary_key=True, max_length=64)
+    at: datetime = _ts(nullable=False)
+    outcome: str = ""
 
 
 class SessionMark(SQLModel, table=True):

@@ -1,0 +1,59 @@
+"""Why a search result matched, in words: what the API, the dashboard and the CLI show
+beside it.
+
+Recall knows which retrievers found a result (`Recalled.why`: `dense`, `lexical`, `person`
+for the retrievers run again over what the people a query names said, `neighbour` for a
+section lifted because the one after it matched) and what lifted it (`recent`,
+`important`); a profile fact is `profile`. This says so for a person reading, and names the
+words a lexical match shares with the query, as the lexical index sees words (stemmed,
+case-folded: "meetings" matches "meeting").
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hub.memory.lexical import tokenize
+
+_WORD = re.compile(r"\S+")
+_EDGES = "\"'`.,;:!?()[]{}<>“”‘’«»「」『』。、？！"
+MAX_WORDS = 6
+
+
+def shared_words(query: str, text: str) -> list[str]:
+    """The query's words, as written, that share a search term with `text`."""
+    terms = set(tokenize(text))
+    words: dict[str, str] = {}
+    for raw in _WORD.findall(query):
+        word = raw.strip(_EDGES)
+        if word and word.casefold() not in words and set(tokenize(word)) & terms:
+            words[word.casefold()] = word
+    return list(words.values())
+
+
+def why(signals: Sequence[str], query: str, text: str, person: str | None = None) -> str:
+    """A short sentence: why this text answered the query. `person` is the display name of
+    whoever said it (an episode) or whom it is about (a profile fact), if known."""
+    parts: list[str] = []
+    if "profile" in signals:
+        parts.append(f"what Animas learned about {person or 'this person'}")
+    if "lexical" in signals:
+        words = shared_words(query, text)[:MAX_WORDS]
+        quoted = ", ".join(f'"{w}"' for w in words)
+        parts.append(f"shares the words {quoted}" if words else "shares search terms")
+    if "dense" in signals:
+        parts.append("close in meaning")
+    if "person" in signals:
+        who = person or "someone"
+        parts.append(f"said by {who}, whom the query names")
+    if "neighbour" in signals:
+        parts.append("the section after it matched")
+    if not parts:  # the fused ranking reaches past each retriever's own top list
+        parts.append("ranked high by dense and lexical search together")
+    if "recent" in signals:
+        parts.append("recent")
+    if "important" in signals:
+        parts.append("marked important")
+    sentence = "; ".join(parts)
+    return sentence[0].upper() + sentence[1:]
