@@ -338,9 +338,17 @@
     await loaders[state.memView](name);
   }
 
+  /** A memory file: its body, and its front matter folded away (it is for the hub). */
   async function readInto(el, name, path) {
     const data = await api(`/api/memory/${enc(name)}/read?path=${enc(path)}`);
-    clear(el, h("h2", {}, path), h("pre", { class: "markdown" }, data.content));
+    const found = /^---\n([\s\S]*?)\n---\n?/.exec(data.content);
+    const body = found ? data.content.slice(found[0].length) : data.content;
+    clear(
+      el,
+      h("h2", {}, path),
+      found ? h("details", { class: "front-matter" }, h("summary", {}, "Front matter"), h("pre", {}, found[1])) : null,
+      h("pre", { class: "markdown" }, body.trim()),
+    );
   }
 
   async function loadEpisodes(name) {
@@ -373,7 +381,9 @@
     state.graph = window.cytoscape({
       container: $("graph"),
       elements,
-      layout: { name: data.nodes.length > 1 ? "cose" : "grid", animate: false },
+      layout: { name: data.nodes.length > 1 ? "cose" : "grid", animate: false, padding: 40 },
+      maxZoom: 1.6, // a few notes would otherwise fill the pane at a giant size
+      minZoom: 0.2,
       style: [
         { selector: "node", style: { label: "data(label)", "font-size": 11, "text-valign": "bottom", "text-margin-y": 4, width: 18, height: 18, "background-color": (n) => LAYER_COLOURS[n.data("layer")] || "#57606a" } },
         { selector: "edge", style: { width: 1.5, "line-color": "#c3cad5", "target-arrow-color": "#c3cad5", "target-arrow-shape": "triangle", "curve-style": "bezier" } },
@@ -497,9 +507,11 @@
     const data = await api("/api/audit?limit=200");
     clear(
       $("audit-rows"),
-      data.entries.map((e) =>
-        h("tr", {}, h("td", {}, when(e.at)), h("td", {}, e.actor), h("td", {}, e.action), h("td", {}, e.target), h("td", { class: "address" }, e.where), h("td", { class: "detail" }, Object.keys(e.detail || {}).length ? JSON.stringify(e.detail) : "")),
-      ),
+      data.entries.length
+        ? data.entries.map((e) =>
+            h("tr", {}, h("td", {}, when(e.at)), h("td", {}, e.actor), h("td", {}, e.action), h("td", {}, e.target), h("td", { class: "address" }, e.where), h("td", { class: "detail" }, Object.keys(e.detail || {}).length ? JSON.stringify(e.detail) : "")),
+          )
+        : h("tr", {}, h("td", { colspan: "6", class: "muted" }, "Nothing audited yet: admin actions, failed deliveries and paced floods are listed here.")),
     );
   }
 
