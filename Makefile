@@ -28,11 +28,13 @@ typecheck: install
 	$(BIN)/mypy
 
 # The PostgreSQL half of the store tests needs a real server; scripts/postgres.sh starts one
-# (installing the Debian package if needed) and prints its URL.
+# (installing the Debian package if needed) and prints its URL. The browser tests need
+# Debian's Chromium; scripts/chromium.sh installs it if missing and prints its path.
 pytest: install
 	# PASSIVE: the embedder's OpenMP threads sleep instead of spinning while they wait, which
 	# on two shared cores made tests/privacy take 72 s instead of 125 s (measured once, loaded).
 	OMP_WAIT_POLICY=PASSIVE ANIMAHUB_TEST_DATABASE_URL="$${ANIMAHUB_TEST_DATABASE_URL:-$$(scripts/postgres.sh)}" \
+	  ANIMAHUB_CHROMIUM="$${ANIMAHUB_CHROMIUM:-$$(scripts/chromium.sh)}" \
 	  $(BIN)/pytest -q $(PYTEST_ARGS)
 
 test: lint typecheck pytest

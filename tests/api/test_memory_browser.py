@@ -76,8 +76,9 @@ async def remembered(hub: Hub, http: httpx.AsyncClient) -> dict[str, str]:
     """Two days of DMs and a channel, and Alice's secret told today through the chat API;
     the days, by name."""
     assert hub.memory is not None
-    now = hub.clock.now()
-    two, one = now - timedelta(days=2), now - timedelta(days=1)
+    # The earlier days' items sit at noon, so "five minutes later" never crosses midnight.
+    noon = hub.clock.now().replace(hour=12, minute=0, second=0, microsecond=0)
+    two, one = noon - timedelta(days=2), noon - timedelta(days=1)
     said(hub, "alice", "My bike is the blue one by the door", two)
     said(hub, "bob", "My bike is the red one with a basket", two + timedelta(minutes=5))
     said(hub, "bob", "My gym locker is number 12", one)
@@ -89,6 +90,7 @@ async def remembered(hub: Hub, http: httpx.AsyncClient) -> dict[str, str]:
     )
     assert told.status_code == 200, told.text
     await hub.memory.drain()
+    now = hub.clock.now()  # the day the chat turn was recorded on
     return {"today": f"{now:%Y-%m-%d}", "one": f"{one:%Y-%m-%d}", "two": f"{two:%Y-%m-%d}"}
 
 

@@ -1,0 +1,142 @@
+"""The dashboard at /dashboard in headless Chromium, against a real `animahub start`.
+
+Every view loads with no console error, the web chat's turns arrive live over WS /ws,
+pause and resume work from the page, and a person who is not an admin sees no admin
+control while the API refuses their admin calls. Screenshots land in artifacts/."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Locator, Page, expect
+
+from tests.browser.conftest import OWNER, BrowserPages, RunningHub, Screenshot
+from tests.browser.test_web_chat import open_anima, send
+
+pytestmark = pytest.mark.browser
+
+VIEWS = ("animas", "conversations", "memory", "tasks", "outbox", "audit", "charts")
+
+
+def open_view(page: Page, hub: RunningHub, view: str) -> None:
+    page.goto(f"{hub.url}/dashboard#{view}")
+    expect(page.locator(f"#view-{view}")).to_be_visible()
+    expect(page.locator("#live")).to_have_text("live")  # the WebSocket said hello
+
+
+def card(page: Page, anima: str) -> Locator:
+    return page.locator(f'article.anima[data-anima="{anima}"]')
+
+
+def test_every_view_loads_for_the_owner(
+    page: Page, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    open_view(page, hub, "animas")
+    expect(page.locator("#who")).to_have_text(f"{OWNER} (admin)")
+    expect(page.locator("article.anima h3")).to_have_text(["mika", "aria", "kai"])  # the tree
+    expect(page.locator("#platforms")).to_contain_text("web: up")
+    for view in VIEWS:
+        page.click(f'.tabs a[data-view="{view}"]')
+        expect(page.locator(f"#view-{view}")).to_be_visible()
+        page.wait_for_load_state("networkidle")
+        screenshot(view)
+    expect(page.locator("#chart-messages")).to_be_visible()
+    expect(page.locator("#kanban .column")).to_have_count(7)
+
+
+def test_a_chat_turn_arrives_live_and_is_remembered(
+    browser: BrowserPages, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    dashboard = browser.new_page("dashboard")
+    open_view(dashboard, hub, "animas")
+    turns = card(dashboard, "kai").locator("dd").nth(3)  # turns today
+    before = int(turns.inner_text())
+
+    chat = browser.new_page("chat")
+    open_anima(chat, hub, "kai")
+    send(chat, "We decided the release procedure: run tests, tag, push, announce")
+
+    # No reload: the live feed's notice made the page read again.
+    expect(dashboard.locator("#ticker")).to_contain_text("kai: turn done")
+    expect(turns).to_have_text(str(before + 1))
+    screenshot("live", page=dashboard)
+
+    dashboard.click('.tabs a[data-view="conversations"]')
+    dashboard.locator("#conv-list button", has_text="DM with").first.click()
+    expect(dashboard.locator("#conv-turns")).to_contain_text("the release procedure")
+
+    hub.cli("consolidate", "kai", "--daily", "--today")
+    dashboard.click('.tabs a[data-view="memory"]')
+    dashboard.select_option("#mem-anima", "kai")
+    dashboard.click('[data-mem="episodes"]')
+    dashboard.locator("#episode-days button").first.click()
+    expect(dashboard.locator("#episode-text")).to_contain_text("release procedure")
+    dashboard.click('[data-mem="graph"]')
+    expect(dashboard.locator("#graph canvas").first).to_be_attached()
+    dashboard.click('[data-mem="search"]')
+    dashboard.fill('#mem-search-form input[name="query"]', "release procedure")
+    dashboard.click("#mem-search-form button")
+    expect(dashboard.locator("#mem-results .why").first).to_contain_text("Shares the words")
+    screenshot("memory-search", page=dashboard)
+
+
+def test_pause_and_resume_from_the_page(
+    page: Page, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    open_view(page, hub, "animas")
+    mika = page.locator('article.anima[data-anima="mika"]')
+    mika.get_by_role("button", name="Pause").click()
+    expect(mika.locator(".status")).to_have_text("paused")
+    expect(page.locator("#ticker")).to_contain_text("mika paused")
+    screenshot("paused")
+    mika.get_by_role("button", name="Resume").click()
+    expect(mika.locator(".status")).to_have_text("running")
+    page.click('.tabs a[data-view="audit"]')
+    expect(page.locator("#audit-rows")).to_contain_text("anima.pause")
+    expect(page.locator("#audit-rows")).to_contain_text("anima.resume")
+
+
+def test_a_person_sees_no_admin_controls_and_is_refused_admin_calls(
+    browser: BrowserPages, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    owner = browser.new_page("owner")
+    open_anima(owner, hub, "aria")
+    send(owner, "The vault code is 9911")
+    dana = browser.new_page("dana")
+    dana.goto(hub.sign_in_link("Eve"))
+    dana.get_by_role("button", name="Sign in").click()
+    expect(dana.locator("#user-name")).to_have_text("Eve")
+    open_anima(dana, hub, "aria")
+    send(dana, "My locker code is in the blue notebook")
+
+    open_view(dana, hub, "animas")
+    expect(dana.locator("#who")).to_have_text("Eve")
+    for view in ("tasks", "outbox", "audit"):
+        expect(dana.locator(f'.tabs a[data-view="{view}"]')).to_be_hidden()
+    expect(dana.get_by_role("button", name="Pause")).to_have_count(0)
+    expect(dana.get_by_role("button", name="Run heartbeat")).to_have_count(0)
+    screenshot("person", page=dana)
+
+    # What the page does not offer, the API refuses (with the session's CSRF token, so the
+    # refusal is about rights, not the token).
+    browser.allow(r"403.*/api/animas/aria/pause")
+    status = dana.evaluate(
+        """async () => {
+            const me = await (await fetch("/api/me")).json();
+            const res = await fetch("/api/animas/aria/pause", {method: "POST",
+                headers: {"X-CSRF-Token": me.csrf_token, "Content-Type": "application/json"},
+                body: "{}"});
+            return res.status;
+        }"""
+    )
+    assert status == 403
+
+    dana.click('.tabs a[data-view="conversations"]')
+    expect(dana.locator("#conv-list button")).to_have_count(1)  # hers, not the owner's
+    expect(dana.locator("#conv-list")).to_contain_text("DM with Eve")
+    dana.click('.tabs a[data-view="memory"]')
+    dana.select_option("#mem-anima", "aria")
+    dana.click('[data-mem="search"]')
+    dana.fill('#mem-search-form input[name="query"]', "vault code locker code")
+    dana.click("#mem-search-form button")
+    expect(dana.locator("#mem-results")).to_contain_text("blue notebook")
+    expect(dana.locator("#mem-results")).not_to_contain_text("9911")  # the owner's DM
