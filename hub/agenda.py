@@ -8,6 +8,7 @@ month in its timezone. `hub/scheduler.py` decides when a job runs; this module r
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -23,15 +24,16 @@ from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock
 from hub.crons import CronBook, CronJob
 from hub.deliveries import bounded_key
+from hub.llm import spent
 from hub.messages import Address, Command, DeliveryKind
-from hub.model_client import LLMError
+from hub.model_client import LLMError, Usage
 from hub.outbox import Outbox
 from hub.runtime import Responders
 from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
 from hub.store.db import Database
 from hub.targets import Resolved, TargetResolver, groups, scope_of
-from hub.thinking import Thinker
+from hub.thinking import Thinker, Thought
 
 if TYPE_CHECKING:
     from hub.memory.consolidation import Consolidator
@@ -51,6 +53,7 @@ class Outcome:
     posted: tuple[str, ...] = ()
     text: str = ""
     failed: tuple[str, ...] = ()  # targets it could not post to, with the reason
+    effort: str = ""  # what its model calls took, in words (hub/llm.py `spent`)
 
     def line(self) -> str:
         return f"{self.anima}: {self.said()}"
@@ -60,6 +63,19 @@ class Outcome:
         where = f" to {', '.join(self.posted)}" if self.posted else ""
         missed = f"; not delivered to {', '.join(self.failed)}" if self.failed else ""
         return f"{self.what}{where}{missed}"
+
+    def logged(self, seconds: float) -> str:
+        """The log's line: what it did, how long it took, what its model calls took."""
+        effort = f" ({self.effort})" if self.effort else ""
+        return f"{self.said()} in {seconds:.1f} s{effort}"
+
+
+def _effort(model: str, thoughts: list[Thought]) -> str:
+    """What a run's model calls took, or that it made none."""
+    if not model or not thoughts:
+        return "offline mode" if not model else "no model call"
+    used = sum((t.usage for t in thoughts), Usage())
+    return spent(model, used, sum(len(t.recalled) for t in thoughts))
 
 
 class Agenda:
@@ -162,9 +178,10 @@ class Agenda:
         if self._paused(anima.name):
             log.info("%s skipped: %s is paused", fire.key, anima.name, extra={"anima": anima.name})
             return
+        began = time.monotonic()
         outcome = await self._run(anima, fire)
-        if outcome is not None:
-            log.info("%s: %s", fire.key, outcome.line(), extra={"anima": anima.name})
+        if outcome is not None and fire.kind is not JobKind.HEARTBEAT:  # heartbeat() logs
+            log.info("%s", outcome.logged(time.monotonic() - began), extra={"anima": anima.name})
 
     async def _run(self, anima: Anima, fire: Fire) -> Outcome | None:
         tz = self.timezone(anima)
@@ -190,13 +207,16 @@ class Agenda:
         if anima is None:
             raise LookupError(f"no Anima named {name!r}")
         at = self._clock.now()
-        return await self.heartbeat(anima, at, f"heartbeat-now:{name}@{at.isoformat()}")
+        return await self.heartbeat(anima, at, f"heartbeat-now:{name}@{at.isoformat()}", True)
 
-    async def heartbeat(self, anima: Anima, at: datetime, key: str) -> Outcome:
-        """One heartbeat, scheduled or asked for; its time and outcome are kept as the
-        Anima's last heartbeat."""
+    async def heartbeat(self, anima: Anima, at: datetime, key: str, asked: bool = False) -> Outcome:
+        """One heartbeat, scheduled or `asked` for; its time and outcome are kept as the
+        Anima's last heartbeat, and logged."""
+        began = time.monotonic()
         outcome = await self._beat(anima, at, key)
         hb.record_run(self._db, anima.name, self._clock.now(), outcome.said())
+        logged = outcome.logged(time.monotonic() - began)
+        log.info("%s%s", "asked for: " if asked else "", logged, extra={"anima": anima.name})
         return outcome
 
     async def _beat(self, anima: Anima, at: datetime, key: str) -> Outcome:
@@ -205,22 +225,27 @@ class Agenda:
         tz = self.timezone(anima)
         obs = hb.observe(self._db, anima.name, since, at)
         texts: list[tuple[list[Resolved], str]] = []
+        thoughts: list[Thought] = []
         for group in groups(targets) or [[]]:
             keys = {t.address.channel_key for t in group if t.address is not None}
             text = hb.digest(obs, keys, tz)
             if self._model(anima) and not obs.quiet:
                 thought = await self._think(anima, hb.prompt(obs, keys, tz), group)
-                text = thought if thought is not None else text
+                thoughts += [thought] if thought is not None else []
+                text = thought.text if thought is not None else text
             if not hb.is_ok(text):
                 texts.append((group, text))
+        effort = _effort(self._model(anima), thoughts)
         if not texts:
-            return Outcome(anima.name, "heartbeat: nothing to say", text=hb.HEARTBEAT_OK)
+            return Outcome(
+                anima.name, "heartbeat: nothing to say", text=hb.HEARTBEAT_OK, effort=effort
+            )
         posted: tuple[str, ...] = ()
         for group, text in texts:
             posted += self._post(anima.name, text, group, DeliveryKind.HEARTBEAT, key)
             self._remember(anima.name, key, f"**{anima.name}** (heartbeat): {text}", group, at)
         failed = self._undeliverable(anima.name, targets, DeliveryKind.HEARTBEAT, key)
-        return Outcome(anima.name, "heartbeat posted", posted, texts[0][1], failed)
+        return Outcome(anima.name, "heartbeat posted", posted, texts[0][1], failed, effort)
 
     async def cron(self, anima: Anima, job: CronJob, at: datetime) -> Outcome:
         written = [str(t) for t in job.post_to] or anima.spec.heartbeat.channels
@@ -228,6 +253,7 @@ class Agenda:
         key = f"{job.key}@{at.isoformat()}"
         by_scope = groups(targets)
         texts: list[tuple[list[Resolved], str]] = []
+        thoughts: list[Thought] = []
         if job.kind == "command":
             assert job.command is not None  # the parser guarantees it for command crons
             first = by_scope[0][0].address if by_scope else None
@@ -238,7 +264,8 @@ class Agenda:
         else:
             for group in by_scope:
                 thought = await self._think(anima, job.body, group) if self._model(anima) else None
-                texts.append((group, thought if thought is not None else _offline_cron(job)))
+                thoughts += [thought] if thought is not None else []
+                texts.append((group, thought.text if thought is not None else _offline_cron(job)))
         posted: tuple[str, ...] = ()
         for group, text in texts:
             posted += self._post(anima.name, text, group, DeliveryKind.REPORT, key)
@@ -246,7 +273,8 @@ class Agenda:
         shown = texts[0][1] if texts else _offline_cron(job)
         failed = self._undeliverable(anima.name, targets, DeliveryKind.REPORT, key)
         what = f"cron {job.title!r} posted" if posted else f"cron {job.title!r} not posted"
-        return Outcome(anima.name, what, posted, shown, failed)
+        effort = _effort(self._model(anima), thoughts)
+        return Outcome(anima.name, what, posted, shown, failed, effort)
 
     async def consolidate(self, anima: Anima, kind: JobKind, at: datetime) -> Outcome:
         if self._consolidator is None:
@@ -265,7 +293,7 @@ class Agenda:
     def _model(self, anima: Anima) -> str:
         return self._thinker.model(anima)
 
-    async def _think(self, anima: Anima, task: str, group: list[Resolved]) -> str | None:
+    async def _think(self, anima: Anima, task: str, group: list[Resolved]) -> Thought | None:
         """A turn with no one asking, in the scope of the targets it will be posted to.
         None when the model fails (logged), so the caller falls back to offline text."""
         try:
@@ -275,7 +303,7 @@ class Agenda:
         except LLMError as exc:
             log.error("model failed on a scheduled task: %s", exc, extra={"anima": anima.name})
             return None
-        return thought.text
+        return thought
 
     def _post(
         self, anima: str, text: str, group: list[Resolved], kind: DeliveryKind, key: str

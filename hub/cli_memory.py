@@ -28,6 +28,7 @@ from rich.table import Table
 
 from hub.animas import AnimaRegistry
 from hub.client import auth_headers
+from hub.logs import to_files
 from hub.roles import load_roles
 from hub.runfile import HubBusy, hold_data_root, running_hub
 from hub.settings import ConfigError, Settings, load_settings
@@ -53,7 +54,7 @@ def animas_in(settings: Settings) -> list[str]:
 async def local_memory(settings: Settings) -> AsyncIterator[MemoryService]:
     from hub.memory.service import MemoryService  # heavy: only when used
 
-    with hold_data_root(settings.home):
+    with hold_data_root(settings.home), to_files(settings.home):
         memory = MemoryService.from_settings(settings.home, settings.memory)
         try:
             await memory.start(animas_in(settings))

@@ -16,6 +16,7 @@ from httpx_sse import aconnect_sse
 from sqlmodel import select
 
 from hub.app import Hub
+from hub.logs import to_files
 from hub.messages import DeliveryStatus
 from hub.runfile import hold_data_root, hold_database, running_hub
 from hub.settings import Settings
@@ -45,7 +46,11 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     quiet = settings.model_copy(
         update={"scheduler": settings.scheduler.model_copy(update={"enabled": False})}
     )
-    with hold_data_root(settings.home), hold_database(settings.database_url):
+    with (
+        hold_data_root(settings.home),
+        hold_database(settings.database_url),
+        to_files(settings.home),
+    ):
         hub = Hub(quiet, runs_tasks=False)
         app = create_app(hub)
         async with app.router.lifespan_context(app):  # the hub's start and stop, and /mcp's

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from hub.identity import PersonView
-from hub.model_client import ModelClient
+from hub.model_client import ModelClient, Usage
 from hub.settings import LLMSection
 from hub.tools import ToolContext, ToolRegistry
 
@@ -36,8 +36,18 @@ class TurnContext:
     offline_intro: bool = True  # offline: the person has not been told yet what that means
 
 
+# A turn streams its text, and, after each model call, what that call took.
+TurnPiece = str | Usage
+
+
 class Responder(Protocol):
-    def stream(self, ctx: TurnContext) -> AsyncIterator[str]: ...
+    def stream(self, ctx: TurnContext) -> AsyncIterator[TurnPiece]: ...
+
+
+def spent(model: str, usage: Usage, recalled: int) -> str:
+    """What a turn took, for its log line: the model and its tokens, and the recall."""
+    asked = f"{model}, {usage.words()}" if model else "offline mode"
+    return f"{asked}; {recalled} {'memory' if recalled == 1 else 'memories'} recalled"
 
 
 def system_prompt(ctx: TurnContext) -> str:
@@ -116,7 +126,7 @@ class LiteLLMResponder:
             kwargs["tools"] = tools
         return kwargs
 
-    async def stream(self, ctx: TurnContext) -> AsyncIterator[str]:
+    async def stream(self, ctx: TurnContext) -> AsyncIterator[TurnPiece]:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system_prompt(ctx)},
             *([{"role": "system", "content": ctx.recalled}] if ctx.recalled else []),
@@ -128,10 +138,10 @@ class LiteLLMResponder:
         for _ in range(self._settings.max_tool_rounds):
             called: dict[str, Any] | None = None
             async for piece in self._client.stream_round(messages, kwargs):
-                if isinstance(piece, str):
-                    yield piece
-                else:
+                if isinstance(piece, dict):
                     called = piece
+                else:
+                    yield piece
             if called is None:
                 return
             messages.append(called)

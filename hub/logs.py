@@ -8,6 +8,8 @@ a message, or a database error quoting its parameters, must not put a pasted key
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
@@ -68,21 +70,55 @@ class AnimaFileHandler(logging.Handler):
         super().close()
 
 
+@contextmanager
+def to_files(home: Path) -> Iterator[None]:
+    """While a CLI command runs a hub in its own process: its records (turns, heartbeats)
+    also land in <home>/logs, so `animahub logs` shows them as it shows `start`'s. The
+    handlers are added beside any already there, and removed after."""
+    root = logging.getLogger()
+    added: list[logging.Handler] = [_hub_file(home), AnimaFileHandler(home)]
+    if not root.handlers:  # what Python's last-resort handler did: warnings on stderr
+        warnings = logging.StreamHandler()
+        warnings.setLevel(logging.WARNING)
+        warnings.addFilter(RedactingFilter())
+        added.append(warnings)
+    level = root.level
+    root.setLevel(min(level, logging.INFO) if level else logging.NOTSET)
+    for handler in added:
+        root.addHandler(handler)
+    _quiet_noisy()
+    try:
+        yield
+    finally:
+        for handler in added:
+            root.removeHandler(handler)
+            handler.close()
+        root.setLevel(level)
+
+
+def _hub_file(home: Path) -> logging.Handler:
+    (home / "logs").mkdir(parents=True, exist_ok=True)
+    hub_file = RotatingFileHandler(home / "logs" / "hub.log", maxBytes=10_000_000, backupCount=3)
+    hub_file.setFormatter(RedactingFormatter(FORMAT))
+    return hub_file
+
+
+def _quiet_noisy() -> None:
+    # apscheduler: the hub logs what its jobs do (hub/agenda.py); the store's bookkeeping is noise
+    for noisy in ("LiteLLM", "httpx", "uvicorn.access", "alembic", "apscheduler"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
 def configure(home: Path, level: str = "INFO", console: bool = True) -> None:
     root = logging.getLogger()
     root.setLevel(level)
     for handler in list(root.handlers):
         root.removeHandler(handler)
         handler.close()
-    (home / "logs").mkdir(parents=True, exist_ok=True)
-    hub_file = RotatingFileHandler(home / "logs" / "hub.log", maxBytes=10_000_000, backupCount=3)
-    hub_file.setFormatter(RedactingFormatter(FORMAT))
-    root.addHandler(hub_file)
+    root.addHandler(_hub_file(home))
     root.addHandler(AnimaFileHandler(home))
     if console:
         console_handler = RichHandler(show_path=False, rich_tracebacks=True)
         console_handler.addFilter(RedactingFilter())
         root.addHandler(console_handler)
-    # apscheduler: the hub logs what its jobs do (hub/agenda.py); the store's bookkeeping is noise
-    for noisy in ("LiteLLM", "httpx", "uvicorn.access", "alembic", "apscheduler"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    _quiet_noisy()

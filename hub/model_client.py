@@ -14,12 +14,30 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-# A round yields text deltas (str), then, only if the model called tools, the assistant
-# message that carries the calls (a dict in OpenAI's chat format).
-RoundPiece = str | dict[str, Any]
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """The tokens model calls took: the prompts' and the answers'. litellm reports them for
+    every provider, counting them itself where the provider does not."""
+
+    prompt: int = 0
+    completion: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt + other.prompt, self.completion + other.completion)
+
+    def words(self) -> str:
+        return f"{self.prompt:,} tokens in, {self.completion:,} out"
+
+
+# A round yields text deltas (str), then, only if the model called tools, the assistant
+# message that carries the calls (a dict in OpenAI's chat format), then what it took (Usage).
+RoundPiece = str | dict[str, Any] | Usage
 
 
 class LLMError(Exception):
@@ -58,7 +76,11 @@ class LiteLLMCalls:
         chunks: list[Any] = []
         wants_tools = False
         with _as_llm_errors(openai):
-            response = await litellm.acompletion(messages=messages, stream=True, **kwargs)
+            # include_usage: litellm ends the stream with a usage chunk for every provider
+            # (dropping the option where the provider has none, and counting itself).
+            response = await litellm.acompletion(
+                messages=messages, stream=True, stream_options={"include_usage": True}, **kwargs
+            )
             async for chunk in response:
                 chunks.append(chunk)
                 delta = chunk.choices[0].delta if chunk.choices else None
@@ -71,6 +93,9 @@ class LiteLLMCalls:
             # Rebuilding the message costs ~2 ms, so it is done only when tools were called.
             built: Any = litellm.stream_chunk_builder(chunks, messages=messages)
             yield dict(built.choices[0].message.model_dump(exclude_none=True))
+        used = next((c.usage for c in reversed(chunks) if getattr(c, "usage", None)), None)
+        if used is not None:
+            yield Usage(int(used.prompt_tokens or 0), int(used.completion_tokens or 0))
 
     async def complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
         litellm, openai = self._litellm(kwargs["model"])

@@ -25,7 +25,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hub.model_client import LLMError, RoundPiece
+from hub.model_client import LLMError, RoundPiece, Usage
 from hub.model_worker import LINE_LIMIT
 
 log = logging.getLogger(__name__)
@@ -105,6 +105,9 @@ class ModelWorkers:
                     yield str(event["text"])
                 elif "message" in event:
                     yield dict(event["message"])
+                elif "usage" in event:
+                    prompt, completion = event["usage"]
+                    yield Usage(int(prompt), int(completion))
 
     async def complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
         content = ""

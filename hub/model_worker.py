@@ -27,7 +27,7 @@ import os
 import sys
 from typing import Any
 
-from hub.model_client import LiteLLMCalls, LLMError
+from hub.model_client import LiteLLMCalls, LLMError, Usage
 
 log = logging.getLogger("hub.model_worker")
 LINE_LIMIT = 64 * 1024 * 1024  # a request carries a whole prompt; a reply, a whole answer
@@ -79,6 +79,9 @@ async def run_call(calls: LiteLLMCalls, channel: Channel, request: dict[str, Any
             async for piece in calls.stream_round(request["messages"], request["kwargs"]):
                 if isinstance(piece, str):
                     channel.text(call, piece)
+                elif isinstance(piece, Usage):
+                    channel.flush(call)
+                    channel.send({"id": call, "usage": [piece.prompt, piece.completion]})
                 else:
                     channel.flush(call)
                     channel.send({"id": call, "message": piece})

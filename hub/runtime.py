@@ -27,13 +27,13 @@ from hub.handoffs import Handoffs, Offer
 from hub.identity import IdentityService, PersonView
 from hub.inbox import Claimed, Inbox
 from hub.live import LiveFeed
-from hub.llm import Responder, TurnContext, wrap_message
+from hub.llm import Responder, TurnContext, spent, wrap_message
 from hub.mailbox import Job, Mailboxes, TaskJob, TurnJob
 from hub.memory.recall import PROFILE, RecallScope
 from hub.memory.redact import StreamRedactor, redact
 from hub.memory.service import MemoryService
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow, with_attachments
-from hub.model_client import LLMError
+from hub.model_client import LLMError, Usage
 from hub.outbox import Outbox
 from hub.roles import Role
 from hub.settings import Settings
@@ -169,10 +169,14 @@ class Runtime:
             ctx = replace(ctx, offline_intro=self._first_offline(person.id))
         responder = self._responders.model if ctx.model else self._responders.offline
         pieces: list[str] = []
+        used = Usage()
         # Streamed to the sender as it comes, never with a secret in it (hub/memory/redact.py).
         shown = StreamRedactor()
         try:
             async for piece in responder.stream(ctx):
+                if isinstance(piece, Usage):
+                    used += piece
+                    continue
                 pieces.append(piece)
                 self._show(job, shown.feed(piece))
             self._show(job, shown.rest())
@@ -195,12 +199,11 @@ class Runtime:
             self._telling.discard(person.id)  # told with the commit, or not: ask the row again
         self._tell(row, job, "done", seconds=round(time.monotonic() - began, 3))
         log.info(  # in words a person reads: who, where, how long, the model, what was recalled
-            "answered %s in %s in %.1f s (%s, %d memories recalled; turn %s)",
+            "answered %s in %s in %.1f s (%s; turn %s)",
             person.display_name,
             ctx.where,
             time.monotonic() - began,
-            ctx.model or "offline mode",
-            len(ctx.recalled_lines),
+            spent(ctx.model, used, len(ctx.recalled_lines)),
             row.id,
             extra={"anima": job.anima},
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -149,6 +150,7 @@ class TaskRunner:
         targets = self._resolve(task)
         offline = not self._thinker.model(anima)
         where = f"a task {self._manager_words(task)} handed you (task {task.id})"
+        began = time.monotonic()
         try:
             thought = await asyncio.wait_for(
                 self._thinker.think(
@@ -174,7 +176,8 @@ class TaskRunner:
             self._fail(task, f"internal error: {exc!r}", final=False)
             return
         report = thought.text if not offline else offline_report(task, thought.recalled)
-        self._done(task, report or "_(the model gave an empty report)_", targets)
+        took = f"in {time.monotonic() - began:.1f} s ({thought.spent()})"
+        self._done(task, report or "_(the model gave an empty report)_", targets, took)
 
     def _timeout(self, task: TaskView) -> float:
         limit = self._limits.run_timeout_s
@@ -192,7 +195,8 @@ class TaskRunner:
         unique = list(dict.fromkeys(w for w in written if w))
         return self._targets.resolve(task.assignee, unique)
 
-    def _done(self, task: TaskView, report: str, targets: list[Resolved]) -> None:
+    def _done(self, task: TaskView, report: str, targets: list[Resolved], took: str) -> None:
+        """`took`: how long the run took and what it spent, in words for the log."""
         posted = posted_report(task, report)
 
         def deliver(conn: Connection, done: TaskView) -> None:
@@ -206,7 +210,7 @@ class TaskRunner:
         except TaskError as exc:
             log.warning("task %d: report dropped: %s", task.id, exc, extra={"anima": task.assignee})
             return
-        log.info("task %d done: %s", task.id, task.title, extra={"anima": task.assignee})
+        log.info("task %d done %s: %s", task.id, took, task.title, extra={"anima": task.assignee})
         self._notes(done, targets, "", posted)
 
     def _fail(self, task: TaskView, reason: str, *, final: bool) -> None:

@@ -8,14 +8,15 @@ places: only what is shared), so nothing private reaches a place it does not bel
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from hub.animas import Anima
 from hub.episodes import describe
 from hub.identity import PersonView
-from hub.llm import TurnContext
+from hub.llm import TurnContext, spent
 from hub.memory.recall import RecallScope
+from hub.model_client import Usage
 from hub.runtime import Responders
 from hub.settings import Settings
 from hub.targets import Resolved, groups, scope_of
@@ -38,6 +39,12 @@ def scope_for(anima: str, targets: Sequence[Resolved]) -> RecallScope:
 class Thought:
     text: str
     recalled: tuple[str, ...] = ()  # what priming found, for an offline digest
+    model: str = ""  # "" when no model was asked
+    usage: Usage = field(default_factory=Usage)
+
+    def spent(self) -> str:
+        """What it took, for a log line (hub/llm.py `spent`)."""
+        return spent(self.model, self.usage, len(self.recalled))
 
 
 class Thinker:
@@ -112,5 +119,11 @@ class Thinker:
         )
         if rendered:
             ctx = replace(ctx, recalled=rendered)
-        reply = "".join([piece async for piece in self._responders.model.stream(ctx)])
-        return Thought(reply.strip(), lines)
+        pieces: list[str] = []
+        used = Usage()
+        async for piece in self._responders.model.stream(ctx):
+            if isinstance(piece, Usage):
+                used += piece
+            else:
+                pieces.append(piece)
+        return Thought("".join(pieces).strip(), lines, ctx.model, used)

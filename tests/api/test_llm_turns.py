@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -66,13 +67,21 @@ async def test_streamed_reply_with_history(llm_client: Any, fake_openai: Any) ->
     assert body["messages"][4]["content"].startswith('<message from="alice">')
 
 
-async def test_tool_calling_loop(llm_client: Any, fake_openai: Any) -> None:
+async def test_tool_calling_loop(
+    llm_client: Any, fake_openai: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     client, _hub = llm_client
     fake_openai.queue_tool_call("current_time", {"timezone": "Asia/Tokyo"})
     fake_openai.queue_reply("It is evening in Tokyo.")
-    response = await chat(client, "kai", message="What time is it in Tokyo?")
+    with caplog.at_level(logging.INFO, logger="hub.runtime"):
+        response = await chat(client, "kai", message="What time is it in Tokyo?")
     assert reply_text(response) == "It is evening in Tokyo."
     assert len(fake_openai.requests) == 2
+    # the log line counts the tokens of both rounds, as the server reported them
+    tokens_in = sum(u["prompt_tokens"] for u in fake_openai.usage)
+    tokens_out = sum(u["completion_tokens"] for u in fake_openai.usage)
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("answered")]
+    assert f"(openai/fake, {tokens_in:,} tokens in, {tokens_out:,} out; " in line, line
     assert any(t["function"]["name"] == "current_time" for t in fake_openai.requests[0]["tools"])
     tool_message = fake_openai.requests[1]["messages"][-1]
     assert tool_message["role"] == "tool" and "(Asia/Tokyo)" in tool_message["content"]

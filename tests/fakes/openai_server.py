@@ -131,6 +131,7 @@ class FakeState:
         self._replies: dict[str | None, deque[Reply]] = {}
         self._failures: dict[str | None, deque[Failure]] = {}
         self._requests: list[JSON] = []
+        self._usage: list[JSON] = []  # the usage of each answer, as the server reports it
         self._holds_pending: dict[str | None, int] = {}
         self._held: list[_Hold] = []
         self._abandoned = 0  # held requests whose client went away
@@ -186,6 +187,12 @@ class FakeState:
             return list(self._requests)
 
     @property
+    def usage(self) -> list[JSON]:
+        """What each answer reported it took (OpenAI's `usage` object), in order."""
+        with self._lock:
+            return list(self._usage)
+
+    @property
     def held_count(self) -> int:
         with self._lock:
             return len(self._held)
@@ -206,6 +213,7 @@ class FakeState:
             self._replies.clear()
             self._failures.clear()
             self._requests.clear()
+            self._usage.clear()
         self.release()
 
     # ---- serving (server side)
@@ -231,9 +239,9 @@ class FakeState:
     def next_reply(self, body: JSON) -> Reply:
         with self._lock:
             queue = _own_or_shared(self._replies, body)
-            if queue:
-                return queue.popleft()
-        return Reply(text=f"echo: {_last_user_text(body)}")
+            reply = queue.popleft() if queue else Reply(text=f"echo: {_last_user_text(body)}")
+            self._usage.append(usage_json(body, reply))
+        return reply
 
 
 def _own_or_shared(queues: dict[str | None, deque[Any]], body: JSON) -> deque[Any] | None:
@@ -653,6 +661,11 @@ class FakeOpenAI:
     def requests(self) -> list[JSON]:
         """A copy of the JSON bodies received so far, in order."""
         return self.state.requests
+
+    @property
+    def usage(self) -> list[JSON]:
+        """What each answer reported it took (OpenAI's `usage` object), in order."""
+        return self.state.usage
 
     @property
     def held_count(self) -> int:

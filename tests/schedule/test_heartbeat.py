@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -121,7 +122,7 @@ async def test_heartbeat_output_is_recorded_in_the_episode_log(
 
 
 async def test_a_model_heartbeat_posts_what_the_model_says_or_nothing_on_ok(
-    home: Path, clock: ManualClock
+    home: Path, clock: ManualClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     for answer, expected in (
         ("HEARTBEAT_OK", 0),
@@ -132,9 +133,14 @@ async def test_a_model_heartbeat_posts_what_the_model_says_or_nothing_on_ok(
         )
         try:
             await say(hub, "alice", "kai, the build is red")
-            await beat(hub, clock)
+            with caplog.at_level(logging.INFO, logger="hub.agenda"):
+                await beat(hub, clock)
             posts = deliveries(hub, "heartbeat")
             assert len(posts) == expected
+            # the log says the model and the tokens litellm counted for the mock call
+            said = re.search(r"openai/test, ([\d,]+) tokens in, ([\d,]+) out; ", caplog.text)
+            assert said is not None and int(said[1].replace(",", "")) > 0, caplog.text
+            caplog.clear()
             if posts:
                 assert posts[0].text == answer
         finally:
@@ -202,6 +208,12 @@ def test_the_heartbeat_command_runs_one_now(home: Path) -> None:
     result = runner.invoke(app, ["heartbeat", "kai"], env=env)
     assert result.exit_code == 0, result.output
     assert "kai: heartbeat: nothing to say" in result.output
+    # the command ran a hub in its own process; its log still says what happened, in words
+    logs = runner.invoke(app, ["logs", "kai"], env=env)
+    assert logs.exit_code == 0, logs.output
+    assert re.search(r"asked for: heartbeat: nothing to say in [\d.]+ s \(", logs.output), (
+        logs.output
+    )
     missing = runner.invoke(app, ["heartbeat", "nobody"], env=env)
     assert missing.exit_code == 1
     assert "no Anima named 'nobody'" in missing.output

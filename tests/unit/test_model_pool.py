@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from hub.model_client import LLMError, RoundPiece
+from hub.model_client import LLMError, RoundPiece, Usage
 from hub.model_pool import ModelWorkers
 from tests.contract.harness import eventually
 
@@ -37,6 +37,10 @@ async def collect(pieces: AsyncIterator[RoundPiece]) -> list[RoundPiece]:
     return [piece async for piece in pieces]
 
 
+def text_of(pieces: list[RoundPiece]) -> str:
+    return "".join(p for p in pieces if isinstance(p, str))
+
+
 async def held_call(pool: ModelWorkers, fake: Any) -> asyncio.Task[list[RoundPiece]]:
     """A call that has reached the fake server and waits there until released."""
     fake.hold_next()
@@ -51,12 +55,16 @@ async def test_streams_text_tool_calls_and_completions(
     text = "Hello from a worker process, in several streamed pieces."
     fake_openai.queue_reply(text)
     pieces = await collect(pool.stream_round(ask("hi"), kwargs(fake_openai)))
-    assert all(isinstance(p, str) for p in pieces)
-    assert "".join(str(p) for p in pieces) == text
+    *texts, used = pieces
+    assert all(isinstance(p, str) for p in texts)
+    assert "".join(str(p) for p in texts) == text
+    # what the server counted (one word and 3 per message in, nine words out), not an estimate
+    assert used == Usage(prompt=4, completion=9)
 
     fake_openai.queue_tool_call("current_time", {"timezone": "UTC"}, call_id="call_1")
     pieces = await collect(pool.stream_round(ask("time?"), kwargs(fake_openai)))
-    message = pieces[-1]
+    message, used = pieces[-2:]
+    assert isinstance(used, Usage) and used.prompt == 4 and used.completion > 0
     assert isinstance(message, dict) and message["role"] == "assistant"
     assert message["tool_calls"][0]["id"] == "call_1"
     assert message["tool_calls"][0]["function"]["name"] == "current_time"
@@ -81,7 +89,7 @@ async def test_a_large_prompt_passes_the_pipe(pool: ModelWorkers, fake_openai: A
     long = "word " * 400_000  # 2 MB: far over asyncio's default 64 KiB line limit
     fake_openai.queue_reply("read it")
     pieces = await collect(pool.stream_round(ask(long), kwargs(fake_openai)))
-    assert "".join(str(p) for p in pieces) == "read it"
+    assert text_of(pieces) == "read it"
     assert fake_openai.requests[-1]["messages"][0]["content"] == long
 
 
@@ -98,7 +106,7 @@ async def test_a_dead_worker_fails_its_calls_as_retryable_and_is_replaced(
 
     fake_openai.queue_reply("back again")
     pieces = await collect(pool.stream_round(ask("hi"), kwargs(fake_openai)))
-    assert "".join(str(p) for p in pieces) == "back again"
+    assert text_of(pieces) == "back again"
     assert pool.pids() != [pid]
     assert pool.status() == {"configured": 1, "running": 1, "ready": 1}
 
@@ -114,7 +122,7 @@ async def test_a_caller_that_stops_listening_cancels_the_call(
     await eventually(lambda: fake_openai.abandoned_count == 1)
     fake_openai.queue_reply("still serving")
     pieces = await collect(pool.stream_round(ask("hi"), kwargs(fake_openai)))
-    assert "".join(str(p) for p in pieces) == "still serving"
+    assert text_of(pieces) == "still serving"
 
 
 async def test_stop_ends_the_workers() -> None:
