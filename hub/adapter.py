@@ -262,8 +262,11 @@ class HubPort(Protocol):
 
     def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]: ...
 
-    def conversations(self, address: Address, limit: int) -> list[ConversationEntry]:
-        """The threads of `address`'s channel, the latest active first."""
+    def conversations(
+        self, address: Address, limit: int, text: str = ""
+    ) -> list[ConversationEntry]:
+        """The threads of `address`'s channel, the latest active first; with `text`, only
+        those in which someone said it (case-insensitive, the Anima's replies included)."""
         ...
 
     def report(self, platform: str, state: PlatformState, reason: str = "") -> None:

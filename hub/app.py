@@ -377,8 +377,10 @@ class Hub:
     def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
         return transcript(self.db, address, limit)
 
-    def conversations(self, address: Address, limit: int) -> list[ConversationEntry]:
-        return conversations(self.db, address, limit)
+    def conversations(
+        self, address: Address, limit: int, text: str = ""
+    ) -> list[ConversationEntry]:
+        return conversations(self.db, address, limit, text)
 
     def report(self, platform: str, state: PlatformState, reason: str = "") -> None:
         self.platforms.report(platform, state, reason)

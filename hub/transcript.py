@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import func, or_
+from sqlalchemy import CompoundSelect, func, or_, union
 from sqlmodel import col, select
 
 from hub.adapter import ConversationEntry, TranscriptEntry
@@ -62,18 +62,23 @@ def transcript(db: Database, address: Address, limit: int) -> list[TranscriptEnt
     return entries[-limit:]
 
 
-def conversations(db: Database, address: Address, limit: int) -> list[ConversationEntry]:
+def conversations(
+    db: Database, address: Address, limit: int, text: str = ""
+) -> list[ConversationEntry]:
     """The threads of a channel (in the web chat: one person's conversations with one
-    Anima, a thread each), the latest active first, each with its first message."""
+    Anima, a thread each), the latest active first, each with its first message; with
+    `text`, those in which a person or the Anima said it."""
     last = func.max(InboxItem.received_at)
+    threads_q = (
+        select(InboxItem.conversation, func.min(InboxItem.received_at), last, func.count())
+        .where(InboxItem.channel_key == address.channel_key)
+        .where(col(InboxItem.status).in_(_SHOWN_INBOX))
+    )
+    if needle := text.strip().lower():
+        threads_q = threads_q.where(col(InboxItem.conversation).in_(_saying(address, needle)))
     with db.session() as session:
         threads = session.exec(
-            select(InboxItem.conversation, func.min(InboxItem.received_at), last, func.count())
-            .where(InboxItem.channel_key == address.channel_key)
-            .where(col(InboxItem.status).in_(_SHOWN_INBOX))
-            .group_by(col(InboxItem.conversation))
-            .order_by(last.desc())
-            .limit(limit)
+            threads_q.group_by(col(InboxItem.conversation)).order_by(last.desc()).limit(limit)
         ).all()
         entries = []
         for conversation, first_at, last_at, count in threads:
@@ -96,3 +101,18 @@ def conversations(db: Database, address: Address, limit: int) -> list[Conversati
                 )
             )
     return entries
+
+
+def _saying(address: Address, needle: str) -> CompoundSelect[tuple[str]]:
+    """The conversations of `address`'s channel in which someone said `needle` (lowercase):
+    a person's message, or a reply sent there."""
+    said = select(InboxItem.conversation).where(
+        InboxItem.channel_key == address.channel_key,
+        func.lower(col(InboxItem.text)).contains(needle, autoescape=True),
+    )
+    answered = select(DeliveryRow.address).where(
+        DeliveryRow.channel_key == address.channel_key,
+        DeliveryRow.status == DeliveryStatus.SENT,
+        func.lower(col(DeliveryRow.text)).contains(needle, autoescape=True),
+    )
+    return union(said, answered)

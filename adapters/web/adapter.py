@@ -187,13 +187,15 @@ class WebAdapter:
         request: Request,
         user: Annotated[str | None, Query(pattern=USER_PATTERN)] = None,
         limit: Annotated[int, Query(ge=1, le=200)] = 50,
+        q: Annotated[str, Query(max_length=200)] = "",
     ) -> dict[str, list[ConversationEntry]]:
         """The caller's conversations with an Anima, the latest first: stored by the hub,
-        so another browser or device lists them too."""
+        so another browser or device lists them too. `q`: only those in which these words
+        were said, by the caller or the Anima."""
         self._require_anima(name)
         sender = self._speaker(request, user)
         place = self.dm_address(name, sender.user_id, "")
-        return {"sessions": self.hub.conversations(place, limit)}
+        return {"sessions": self.hub.conversations(place, limit, q)}
 
     async def channels(self) -> list[dict[str, str]]:
         return [{"name": c, "address": str(self.channel_address(c))} for c in self._channels]

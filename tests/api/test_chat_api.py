@@ -176,3 +176,14 @@ async def test_a_persons_conversations_are_listed_by_the_hub(
     assert sessions[0]["last_at"] >= sessions[1]["last_at"]
     bobs = await client.get("/api/chat/aria/sessions", params={"user": "bob"})
     assert bobs.json() == {"sessions": []}  # only one's own
+
+    async def found(q: str, user: str = "alice") -> list[str]:
+        listed = await client.get("/api/chat/aria/sessions", params={"user": user, "q": q})
+        assert listed.status_code == 200, listed.text
+        return [s["thread"] for s in listed.json()["sessions"]]
+
+    assert await found("AND MORE") == ["s1"]  # any message of it, in any case
+    assert await found("hiring") == ["s2"]
+    await _sent(hub)
+    assert await found("offline mode") == ["s2", "s1"]  # what aria replied counts too
+    assert await found("%") == [] and await found("budget", user="bob") == []

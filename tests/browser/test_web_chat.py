@@ -82,6 +82,32 @@ def test_new_conversation_then_back_to_the_earlier_one(page: Page, hub: RunningH
     expect(page.locator(".msg-mine").first).to_contain_text(first)
 
 
+def test_earlier_conversations_are_found_by_what_was_said(page: Page, hub: RunningHub) -> None:
+    open_anima(page, hub, "kai")
+    send(page, "The kumquat shipment arrives on Tuesday")
+    page.click("#new-conversation")
+    send(page, "Who reviews the zeppelin design?")
+
+    search = page.locator("#conversation-search")
+    expect(search).to_be_visible()
+    search.fill("KUMQUAT")
+    earlier = page.locator("#past-conversations")
+    expect(earlier.locator("option:checked")).to_have_text("1 conversation with “KUMQUAT”")
+    expect(earlier.locator("option")).to_have_count(2)
+    earlier.select_option(
+        earlier.locator("option", has_text="kumquat shipment").get_attribute("value")
+    )
+    expect(page.locator(".msg-mine")).to_have_count(1)
+    expect(page.locator(".msg-mine").first).to_contain_text("kumquat shipment")
+    expect(search).to_have_value("")  # opening one ends the search
+
+    search.fill("no such words anywhere")
+    expect(earlier.locator("option:checked")).to_have_text(
+        "No conversation with “no such words anywhere”"
+    )
+    expect(page.locator(".msg-mine").first).to_contain_text("kumquat shipment")  # still open
+
+
 @pytest.mark.parametrize(
     ("path", "rendered"), [("/docs", ".swagger-ui .opblock"), ("/redoc", "h1")]
 )

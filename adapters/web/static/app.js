@@ -748,7 +748,10 @@
     const subtitle = els.subtitle;
     els.offlineBanner.hidden = true;
     els.newConversation.hidden = true;
-    if (!conv || conv.kind !== "anima") els.pastConversations.hidden = true;
+    if (!conv || conv.kind !== "anima") {
+      els.pastConversations.hidden = true;
+      els.conversationSearch.hidden = true;
+    }
     if (!conv) {
       title.textContent = "AnimaHub";
       subtitle.textContent = "";
@@ -951,26 +954,49 @@
 
   /** The person's earlier conversations with this Anima, as the hub stores them (so any
    * browser or device lists them), to go back to one after "New conversation". */
-  async function loadSessions(conv) {
-    els.pastConversations.hidden = true;
+  async function loadSessions(conv, query = "") {
+    if (!query) els.pastConversations.hidden = true;
     let data;
     try {
-      data = await apiJSON(`/api/chat/${enc(conv.name)}/sessions`);
+      const q = query ? `?q=${enc(query)}` : "";
+      data = await apiJSON(`/api/chat/${enc(conv.name)}/sessions${q}`);
     } catch (err) {
       return; // a convenience: the chat itself works without the list
     }
-    if (!isCurrent(conv)) return;
+    // Only the answer to what the box says now: a later keystroke's search replaces it.
+    if (!isCurrent(conv) || query !== els.conversationSearch.value.trim()) return;
     const sessions = Array.isArray(data && data.sessions) ? data.sessions : [];
     const current = sessionId(state.user, conv.name);
     const options = sessions.map((s) =>
       el("option", { value: s.thread, text: `${new Date(s.last_at).toLocaleString()} · ${s.first_text}` }),
     );
+    if (query) {
+      // The hub searched what was said in each conversation, the Anima's replies included.
+      const found = sessions.length
+        ? `${sessions.length} ${sessions.length === 1 ? "conversation" : "conversations"} with “${query}”`
+        : `No conversation with “${query}”`;
+      options.unshift(el("option", { value: "", text: found }));
+      els.pastConversations.replaceChildren(...options);
+      els.pastConversations.value = "";
+      els.pastConversations.hidden = false;
+      return;
+    }
     if (!sessions.some((s) => s.thread === current)) {
       options.unshift(el("option", { value: current, text: "This new conversation" }));
     }
     els.pastConversations.replaceChildren(...options);
     els.pastConversations.value = current;
     els.pastConversations.hidden = sessions.length === 0;
+    els.conversationSearch.hidden = sessions.length === 0;
+  }
+
+  let searchTimer = 0;
+  function searchSessions() {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => {
+      const conv = currentConv();
+      if (conv && conv.kind === "anima") loadSessions(conv, els.conversationSearch.value.trim());
+    }, 250);
   }
 
   function select(sel, { focusComposer = false } = {}) {
@@ -994,6 +1020,7 @@
     if (conv.kind === "anima") {
       if (conv.streaming) renderMessages(conv, { forceScroll: true, quiet: true });
       else loadHistory(conv);
+      els.conversationSearch.value = "";
       loadSessions(conv);
     } else {
       renderMessages(conv, { forceScroll: true, quiet: true });
@@ -1363,6 +1390,7 @@
       offlineBanner: $("offline-banner"),
       newConversation: $("new-conversation"),
       pastConversations: $("past-conversations"),
+      conversationSearch: $("conversation-search"),
       messages: $("messages"),
       composer: $("composer"),
       composerLabel: $("composer-label"),
@@ -1388,9 +1416,11 @@
     });
     els.input.addEventListener("input", autosize);
 
+    els.conversationSearch.addEventListener("input", searchSessions);
     els.pastConversations.addEventListener("change", () => {
       const conv = currentConv();
       if (!conv || conv.kind !== "anima" || conv.streaming) return;
+      if (!els.pastConversations.value) return; // the search's "found" line
       store.set(KEYS.session(state.user, conv.name), els.pastConversations.value);
       select({ kind: "anima", name: conv.name });
     });
