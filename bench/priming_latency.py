@@ -34,10 +34,16 @@ points identical). The index's query cost depends on the number and distribution
 not on where the vectors came from. The measured ingestion items, the project pages and
 all the queries use real embeddings. Nothing is downloaded; everything is seeded (`--seed`).
 
-`--experiments` then measures, at the largest size, `EdgeShard.optimize()`, which the hub
-never calls, so its shard stays one unindexed appendable segment and every dense query scans
-all the points its filter keeps: how long it takes, how long the event loop stalls while it
-runs in a worker thread, and priming once the segment has an HNSW index. `--profile` prints
+**After a restart.** The fill appends every point to the shard's unindexed segment, where
+dense search scans all the points its filter keeps. A hub's start builds the search graph
+once that many are behind (`[memory] optimize_at`, `MemoryService._optimize_if_behind`), so
+by default the bench stops the service after the fill and the ingestion sample and starts a
+new one on the same folder, as a hub restarts, and measures priming then (`restart_s` is
+that start, graph building included); `--no-restart` measures right after the fill.
+
+`--experiments` then measures, at the largest size, `EdgeShard.optimize()` while the service
+serves: how long it takes, how long the event loop stalls while it runs in a worker thread,
+and priming once the segment has an HNSW index. `--profile` prints
 a cProfile of the priming loop at the largest size.
 
 Other work on the machine inflates every figure: each phase reports the CPU other
@@ -105,7 +111,7 @@ NOISE_SIGMA = 0.01
 FILL_BATCH = 1000
 WARMUP = 20
 LINK_SHARE = 0.6  # notes about a project that [[link]] its page
-TARGET_P95_MS = 60.0
+TARGET_P95_MS = 50.0  # issue 13: priming p95 ≤ 50 ms at 100,000 items, query embedding included
 EXPERIMENT_NOTES = (
     "graph_answers_checked",
     "graph_answers_tie_order_only",
@@ -536,6 +542,9 @@ class TimedIndex:
     def optimize(self) -> None:
         self.inner.optimize()
 
+    def unindexed(self) -> int:
+        return self.inner.unindexed()
+
     def close(self) -> None:
         self.inner.close()
 
@@ -785,6 +794,16 @@ async def build_and_measure(
     _note(f"  ingestion: {args.ingest} items, one index_items call each")
     sample = [world.item() for _ in range(args.ingest)]
     ingestion = await measure_ingestion(service, sample)
+    restart_s = None
+    if args.restart:  # as a hub is after any start since the fill (which grows its graph)
+        await service.stop()
+        index = TimedIndex(open_index(home / "index", None))
+        service = TimedService(home, MemorySection(), index, embedder)
+        service.people_named = Mentions(((p.id,), p.name) for p in world.people).named_in
+        started = time.perf_counter()
+        await service.start([])
+        restart_s = round(time.perf_counter() - started, 1)
+        _note(f"  restarted the service in {restart_s} s")
     service.notes_graph = TimedGraph(
         notes + [item for item in sample if item.layer is not Layer.EPISODIC]
     )
@@ -802,6 +821,7 @@ async def build_and_measure(
         "graph_notes": len(graph.items),
         "graph_links": sum(len(e) for e in graph.edges.values()) // 2,
         "fill_s": round(filled, 1),
+        "restart_s": restart_s,
         "priming": priming,
         "ingestion": ingestion,
     }
@@ -951,9 +971,9 @@ def print_report(report: dict[str, Any]) -> None:
         )
     largest = report["sizes"][-1]
     p95 = largest["priming"]["total"]["p95_ms"]
-    verdict = "met" if p95 < TARGET_P95_MS else "MISSED"
+    verdict = "met" if p95 <= TARGET_P95_MS else "MISSED"
     print(
-        f"\ntarget p95 < {TARGET_P95_MS:g} ms at {largest['size']:,} items: {verdict} "
+        f"\ntarget p95 ≤ {TARGET_P95_MS:g} ms at {largest['size']:,} items: {verdict} "
         f"({p95} ms); run took {report['run_s']} s"
     )
     if "profile" in report:
@@ -978,6 +998,12 @@ if __name__ == "__main__":
         default=0.0,
         help="before each measured phase, wait up to this many seconds for other processes "
         "to go quiet (shared machines)",
+    )
+    parser.add_argument(
+        "--no-restart",
+        dest="restart",
+        action="store_false",
+        help="measure right after the fill, not after a restart (no search graph built)",
     )
     parser.add_argument("--experiments", action="store_true", help="try optimize() (slow)")
     parser.add_argument("--profile", action="store_true", help="cProfile the priming loop")

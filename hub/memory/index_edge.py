@@ -100,7 +100,7 @@ class EdgeIndex(IndexBackend):
     def _stored(self) -> IndexSpec | None:
         if not (self._meta_path.is_file() and self._shard_path.is_dir()):
             return None
-        data = json.loads(self._meta_path.read_text(encoding="utf-8"))
+        data = self._meta()
         return IndexSpec(dim=data["dim"], model_id=data["model_id"])
 
     def _live(self) -> qe.EdgeShard:
@@ -119,10 +119,17 @@ class EdgeIndex(IndexBackend):
         kinds += [(n, qe.PayloadSchemaType.Float) for n in FLOAT_FIELDS]
         for name, kind in kinds:
             self._shard.update(qe.UpdateOperation.create_field_index(name, kind))
-        # Written last and atomically: index.json marks a complete shard.
+        # Written last: index.json marks a complete shard.
+        self._write_meta(asdict(spec))
+
+    def _write_meta(self, data: dict[str, Any]) -> None:
         tmp = self._meta_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(spec)), encoding="utf-8")
-        os.replace(tmp, self._meta_path)
+        tmp.write_text(json.dumps(data), encoding="utf-8")
+        os.replace(tmp, self._meta_path)  # atomically
+
+    def _meta(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self._meta_path.read_text(encoding="utf-8"))
+        return data
 
     def _drop(self) -> None:
         self.close()
@@ -192,6 +199,18 @@ class EdgeIndex(IndexBackend):
         `animahub repair-rag`, never on a serving hub's event loop or its threads."""
         if self._shard is not None:
             self._shard.optimize()
+            self._write_meta({**self._meta(), "graphed": self._points()})
+
+    def unindexed(self) -> int:
+        """About how many points dense search scans one by one: those added since the
+        search graph was last built, by the count index.json keeps. (The shard's own
+        `indexed_vectors_count` counts sparse vectors too, so it cannot tell.)"""
+        if self._shard is None:
+            return 0
+        return max(0, self._points() - int(self._meta().get("graphed", 0)))
+
+    def _points(self) -> int:
+        return int(self._live().info().points_count)
 
     def close(self) -> None:
         if self._shard is not None:

@@ -186,5 +186,8 @@ class ServerIndex(IndexBackend):
     def optimize(self) -> None:
         """A Qdrant server optimizes its segments by itself."""
 
+    def unindexed(self) -> int:
+        return 0  # the server indexes in the background, by itself
+
     def close(self) -> None:
         self._client.close()

@@ -231,3 +231,54 @@ async def test_an_embedder_that_cannot_warm_up_leaves_start_working(tmp_path: Pa
         assert service.index.count(MemoryFilter(anima="aria")) == 1
     finally:
         await service.stop()
+
+
+async def test_a_start_builds_the_search_graph_once_enough_points_wait_outside_it(
+    tmp_path: Path,
+) -> None:
+    """Dense search scans the points not yet in the HNSW graph one by one. A start that
+    finds `optimize_at` of them or more builds the graph (before the hub serves); fewer are
+    left for a later start. Qdrant only indexes a segment of ~10 MB of vectors or more, so
+    this takes 10,000 points of 384 dimensions."""
+    import random
+    import uuid
+
+    from hub.memory.index import IndexPoint, SparseVec
+
+    async def started(optimize_at: int) -> MemoryService:
+        settings = MemorySection(optimize_at=optimize_at)
+        index = EdgeIndex(tmp_path / "index")
+        service = MemoryService(tmp_path, settings, index, HashEmbedder("m1", 384))
+        await service.start([])
+        return service
+
+    service = await started(20_000)
+    rng = random.Random(3)
+    for _ in range(10):
+        service.index.upsert(
+            [
+                IndexPoint(
+                    str(uuid.uuid4()),
+                    [rng.gauss(0, 1) for _ in range(384)],
+                    SparseVec([], []),
+                    {"anima": "aria", "layer": "episodic", "scope": "shared"},
+                )
+                for _ in range(1_000)
+            ]
+        )
+    assert service.index.unindexed() == 10_000
+    assert getattr(service.index, "_shard").info().indexed_vectors_count == 0  # noqa: B009
+    await service.stop()
+
+    service = await started(20_000)  # fewer than that wait: left as they are
+    assert service.index.unindexed() == 10_000
+    await service.stop()
+
+    service = await started(5_000)
+    try:
+        assert service.index.unindexed() == 0 and service.index.count() == 10_000
+        # the engine's own count: these points carry a dense vector only, now all graphed
+        shard = getattr(service.index, "_shard")  # noqa: B009 - the engine under the index
+        assert shard.info().indexed_vectors_count == 10_000
+    finally:
+        await service.stop()
