@@ -56,6 +56,7 @@ from hub.memory.recall import (
     boost_at,
     fit,
     lift_previous,
+    lift_speakers,
     rescore,
     when,
 )
@@ -518,7 +519,7 @@ class MemoryService:
             for hit in hits:
                 if isinstance(prev := hit.payload.get("prev"), str):
                     sources.setdefault(prev, set()).add("neighbour")
-        hits = lift_previous(hits, flt, self.index.payloads)
+        hits = lift_speakers(lift_previous(hits, flt, self.index.payloads), people)
         if explain and mode is SearchMode.HYBRID:
             for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
                 for hit in self.index.query(dense, sparse, flt, limit * 2, single):

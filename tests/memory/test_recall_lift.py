@@ -13,7 +13,13 @@ from typing import Any
 from hub.memory.documents import Layer, MemoryItem
 from hub.memory.index import Hit, MemoryFilter, admits
 from hub.memory.index_edge import EdgeIndex
-from hub.memory.recall import PREVIOUS_WEIGHT, RecallScope, lift_previous
+from hub.memory.recall import (
+    PREVIOUS_WEIGHT,
+    SPEAKER_WEIGHT,
+    RecallScope,
+    lift_previous,
+    lift_speakers,
+)
 from hub.memory.service import MemoryService
 from hub.mentions import Mentions
 from hub.settings import MemorySection
@@ -48,6 +54,19 @@ def test_a_fetched_section_outside_the_filter_does_not_join() -> None:
     assert [h.id for h in lifted] == ["x", "y"]
     assert not admits(FLT, private) and not admits(FLT, too_old) and admits(FLT, payload())
     assert not admits(MemoryFilter("aria", min_importance=1.0), payload())  # no importance
+
+
+def test_what_a_named_person_said_is_lifted_by_a_share_of_the_best_score() -> None:
+    hits = [
+        Hit("bob-1", 1.0, payload(person="bob")),
+        Hit("dana-1", 0.8, payload(person="dana")),
+        Hit("bob-2", 0.9, payload(person="bob")),
+        Hit("nobody", 0.85, payload()),
+    ]
+    lifted = lift_speakers(hits, ("dana",))
+    assert [h.id for h in lifted] == ["dana-1", "bob-1", "bob-2", "nobody"]
+    assert lifted[0].score == 0.8 + SPEAKER_WEIGHT * 1.0
+    assert lift_speakers(hits, ()) == hits  # nobody named: the order stands
 
 
 class Apart:
