@@ -75,6 +75,7 @@ def _utcnow() -> datetime:
 # multilingual-e5-small reads 512 tokens; more text only costs time. Long items are
 # represented by their beginning until items are split into passages.
 _EMBED_CHARS = 1500
+CANDIDATES = 50  # what a search fetches from the index at least, before its lifts
 _EMBED_BATCH = 64
 _FLUSH_S = 60.0  # access counts reach disk at least this often
 STOP_GRACE_S = 10.0  # a stop waits this long for queued indexing; start-up does the rest
@@ -511,8 +512,10 @@ class MemoryService:
         if people is None:
             people = self.people_named(query)
         now = self.now()
+        # At least 50 candidates: the lifts below reorder them, and reach deeper than
+        # `limit` (hybrid any@10 0.841 -> 0.850 on LoCoMo with 50 instead of 20).
         hits = self.index.query(
-            dense, sparse, flt, limit * 2, mode, boost=boost_at(now), people=people
+            dense, sparse, flt, max(limit * 2, CANDIDATES), mode, boost=boost_at(now), people=people
         )
         sources: dict[str, set[str]] = {}
         if explain:  # the sections a hit lifts (lift_previous): the one after them matched
