@@ -72,8 +72,10 @@ class Outcome:
 
 def _effort(model: str, thoughts: list[Thought]) -> str:
     """What a run's model calls took, or that it made none."""
-    if not model or not thoughts:
-        return "offline mode" if not model else "no model call"
+    if not model:
+        return "offline mode"
+    if not thoughts:
+        return "no model call"
     used = sum((t.usage for t in thoughts), Usage())
     return spent(model, used, sum(len(t.recalled) for t in thoughts))
 

@@ -195,8 +195,9 @@ class EdgeIndex(IndexBackend):
     def optimize(self) -> None:
         """Build the HNSW index over what was appended (dense queries stop scanning).
 
-        Blocking and GIL-holding (~28 s at 100,000 points): for offline use such as
-        `animahub repair-rag`, never on a serving hub's event loop or its threads."""
+        Blocking and GIL-holding (~28-33 s at 100,000 points): for `animahub repair-rag`
+        and a start before it serves (`MemoryService._optimize_if_behind`), never on a
+        serving hub's event loop or its threads."""
         if self._shard is not None:
             self._shard.optimize()
             self._write_meta({**self._meta(), "graphed": self._points()})

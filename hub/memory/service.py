@@ -189,7 +189,7 @@ class MemoryService:
     def _optimize_if_behind(self) -> None:
         """Put what dense search would scan into the HNSW graph, once enough has piled up
         (`[memory] optimize_at`): at 100,000 points that took a priming's index time from
-        ~20 to ~5 ms (bench/README.md). It blocks and holds the GIL (seconds per 10,000
+        20.5 to 7.8 ms p50 (bench/README.md). It blocks and holds the GIL (seconds per 10,000
         points), so it runs here, at start, before the hub serves anything."""
         behind = self.index.unindexed()
         if behind < self.settings.optimize_at:
