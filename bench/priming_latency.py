@@ -97,10 +97,11 @@ from hub.memory.index import (
     open_index,
 )
 from hub.memory.index_edge import EdgeIndex
+from hub.memory.indexer import payload
 from hub.memory.lexical import sparse_vector
 from hub.memory.profiles import LEARNED
 from hub.memory.recall import RecallScope
-from hub.memory.service import MemoryService, _payload
+from hub.memory.service import MemoryService
 from hub.memory.slugs import slug
 from hub.mentions import Mentions
 from hub.settings import MemorySection
@@ -579,10 +580,10 @@ class TimedService(MemoryService):
     def graph(self, anima: str) -> KnowledgeGraph:
         return self.notes_graph
 
-    def _profile_lines(self, scope: RecallScope) -> list[str]:
+    def profile_lines(self, scope: RecallScope) -> list[str]:
         start = time.perf_counter()
         try:
-            return super()._profile_lines(scope)
+            return super().profile_lines(scope)
         finally:
             self.profile_spent += time.perf_counter() - start
 
@@ -627,7 +628,7 @@ def fill(
         noisy = base + np_rng.normal(0.0, NOISE_SIGMA, base.shape).astype(np.float32)
         noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
         points = [
-            IndexPoint(item.id, vector, SparseVec(*sparse_vector(item.text)), _payload(ANIMA, item))
+            IndexPoint(item.id, vector, SparseVec(*sparse_vector(item.text)), payload(ANIMA, item))
             for item, vector in zip(items, noisy.tolist(), strict=True)
         ]
         index.upsert(points)

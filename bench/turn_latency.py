@@ -290,9 +290,9 @@ class TimedIndex:
 
 def instrument(memory: MemoryService, probe: Probe) -> None:
     """Time the service's embedder, index, `embed_query` and `prime` (instance attributes:
-    the runtime calls the same object)."""
-    memory.embedder = TimedEmbedder(memory.embedder, probe)
-    memory.index = TimedIndex(memory.index, probe)
+    the runtime calls the same object; its indexer shares the embedder and the index)."""
+    memory.embedder = memory.indexer.embedder = TimedEmbedder(memory.embedder, probe)
+    memory.index = memory.indexer.index = TimedIndex(memory.index, probe)
     embed_query, prime = memory.embed_query, memory.prime
 
     async def timed_embed_query(text: str) -> list[float]:

@@ -1,8 +1,9 @@
 """The Memory of DESIGN §4: record turns as markdown, index them, recall and prime.
 
 Markdown is written synchronously (it is the truth and must survive a crash); embedding and
-indexing run in a worker thread, off the event loop, and can always be redone from the
-markdown (`rebuild`). Every query is filtered by privacy scope inside the index engine.
+indexing run in a worker thread, off the event loop (indexer.py), and can always be redone
+from the markdown (`rebuild`). Every query is filtered by privacy scope inside the index
+engine; what a turn is primed with is put together in priming.py.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from hub.files import atomic_write
 from hub.memory.access import AccessLog
-from hub.memory.context import PASSAGE_FORMAT, FileItems, passage_texts, previous_id
+from hub.memory.context import PASSAGE_FORMAT
 from hub.memory.documents import (
     UNREADABLE,
     Layer,
@@ -38,7 +38,6 @@ from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import (
-    IndexPoint,
     MemoryFilter,
     SearchMode,
     SparseVec,
@@ -46,21 +45,20 @@ from hub.memory.index import (
     open_index,
 )
 from hub.memory.index_edge import EdgeIndex
-from hub.memory.lexical import query_vector, sparse_vector
+from hub.memory.indexer import EMBED_CHARS, Indexer, Progress
+from hub.memory.lexical import query_vector
+from hub.memory.priming import primed
 from hub.memory.profiles import Profiles, self_statements
 from hub.memory.recall import (
-    PROFILE,
     Priming,
     Recalled,
     RecallScope,
     boost_at,
-    fit,
     lift_previous,
     lift_speakers,
     rescore,
-    when,
 )
-from hub.memory.reconcile import PAYLOAD_TEXT, behind, changed_items, mark_synced, synced_at
+from hub.memory.reconcile import behind, changed_items, mark_synced, synced_at
 from hub.memory.redact import redact
 from hub.memory.timings import Durations
 from hub.settings import MemorySection
@@ -72,14 +70,9 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-# multilingual-e5-small reads 512 tokens; more text only costs time. Long items are
-# represented by their beginning until items are split into passages.
-_EMBED_CHARS = 1500
 CANDIDATES = 50  # what a search fetches from the index at least, before its lifts
-_EMBED_BATCH = 64
 _FLUSH_S = 60.0  # access counts reach disk at least this often
 STOP_GRACE_S = 10.0  # a stop waits this long for queued indexing; start-up does the rest
-Progress = Callable[[int, int], None]
 WRITABLE = ("episodes", "knowledge", "procedures", "skills")
 
 
@@ -113,16 +106,7 @@ class MemoryService:
         self.settings = settings
         self.index = index
         self.embedder = embedder
-        self._indexing: set[asyncio.Task[None]] = set()
-        self._queued: dict[str, list[MemoryItem]] = {}  # per Anima, waiting to be indexed
-        self._indexers: set[str] = set()  # Animas whose indexer task runs
-        self._in_batch: dict[str, int] = {}  # per Anima, items its indexer is embedding now
-        self._stopping = False
-        self._embedding = 0  # index_items calls in flight (the indexer's, refresh, rebuild)
-        # Passages are embedded on one thread of their own, off the loop, and never in a
-        # turn's way: a query runs at once, beside the passage batch in flight, and the
-        # next batch waits for it (embedder.py).
-        self._passages = ThreadPoolExecutor(1, thread_name_prefix="memory-index")
+        self.indexer = Indexer(index, embedder, self.anima_dir)
         self.profiles = Profiles(home / "shared" / "users")
         self._graphs: dict[str, KnowledgeGraph] = {}
         self._access: dict[str, AccessLog] = {}
@@ -182,8 +166,8 @@ class MemoryService:
             late = behind(self.index, anima, changed_items(self.anima_dir(anima), since))
             if late:  # a stop cut their indexing off (hub/memory/reconcile.py)
                 log.warning("indexing %d memory items of %s a stop left out", len(late), anima)
-                self._index_later(anima, late)
-        if not self._indexing:  # else the flusher marks it once they are indexed
+                self.indexer.later(anima, late)
+        if self.indexer.idle:  # else the flusher marks it once they are indexed
             mark_synced(self.home, checked_at)
 
     def _optimize_if_behind(self) -> None:
@@ -220,7 +204,7 @@ class MemoryService:
 
     def _mark_if_synced(self) -> None:
         """With no indexing in flight, the index holds everything the markdown did."""
-        if not self._indexing and not self._embedding:
+        if self.indexer.idle:
             mark_synced(self.home, datetime.now(UTC))
 
     def access(self, anima: str) -> AccessLog:
@@ -234,25 +218,17 @@ class MemoryService:
 
     async def drain(self) -> None:
         """Wait for queued indexing (tests, shutdown)."""
-        while self._indexing:
-            await asyncio.gather(*list(self._indexing))
+        await self.indexer.drain()
 
     def backlog(self) -> int:
         """Items written to markdown and not yet in the index (health shows it)."""
-        return sum(map(len, self._queued.values())) + sum(self._in_batch.values())
+        return self.indexer.backlog()
 
     async def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """Finish queued indexing if that takes under `grace_s`, else stop after the batch
         in flight: what is left is in the markdown, and start-up indexes it
         (hub/memory/reconcile.py). Then write the access counts and close the index."""
-        deadline = asyncio.get_running_loop().time() + grace_s
-        while self._indexing and (left := deadline - asyncio.get_running_loop().time()) > 0:
-            await asyncio.wait(list(self._indexing), timeout=left)  # not cancelled at the end
-        if self._indexing:
-            self._stopping = True
-            behind = self.backlog()
-            self._queued.clear()
-            await self.drain()
+        if behind := await self.indexer.stop(grace_s):
             log.warning("stopping with %d memory items not yet indexed: start-up does it", behind)
         else:
             self._mark_if_synced()
@@ -284,7 +260,7 @@ class MemoryService:
     def close(self) -> None:
         """Write the access counts and close the index (no indexing may be in flight)."""
         self.flush_access()
-        self._passages.shutdown()
+        self.indexer.close()
         self.index.close()
 
     # writing --------------------------------------------------------------------------
@@ -308,7 +284,7 @@ class MemoryService:
             section=turn.at.strftime("%H:%M"),
         )
         if append_episode(self.anima_dir(turn.anima), item):
-            self._index_later(turn.anima, [item])
+            self.indexer.later(turn.anima, [item])
         if turn.learn_self_statements and turn.person_id:
             for fact in self_statements(user_text):
                 self.profiles.add(
@@ -345,86 +321,13 @@ class MemoryService:
             section=at.strftime("%H:%M"),
         )
         if append_episode(self.anima_dir(anima), item):
-            self._index_later(anima, [item])
+            self.indexer.later(anima, [item])
         return item
-
-    def _index_later(self, anima: str, items: list[MemoryItem]) -> None:
-        """Queue items for the Anima's indexer; what queues while it embeds goes in its next
-        batch (one batch of many costs less than many of one)."""
-        self._queued.setdefault(anima, []).extend(items)
-        if anima not in self._indexers:
-            self._indexers.add(anima)
-            task = asyncio.get_running_loop().create_task(self._index_queued(anima))
-            self._indexing.add(task)
-            task.add_done_callback(self._indexed)
-
-    async def _index_queued(self, anima: str) -> None:
-        try:
-            while batch := self._queued.pop(anima, None):
-                self._in_batch[anima] = len(batch)
-                await self.index_items(anima, batch)
-        finally:
-            self._in_batch.pop(anima, None)
-            self._indexers.discard(anima)
-
-    def _indexed(self, task: asyncio.Task[None]) -> None:
-        self._indexing.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # The markdown is already safe; `animahub repair-rag` re-indexes it.
-            log.error("indexing failed: %r", task.exception())
 
     async def index_items(
         self, anima: str, items: Sequence[MemoryItem], progress: Progress | None = None
     ) -> None:
-        self._embedding += 1
-        try:
-            await self._index(anima, items, progress)
-        finally:
-            self._embedding -= 1
-
-    async def _index(
-        self, anima: str, items: Sequence[MemoryItem], progress: Progress | None
-    ) -> None:
-        in_file = self._file_items(anima, items)
-        for start in range(0, len(items), _EMBED_BATCH):
-            if self._stopping:
-                return  # the rest is in the markdown: start-up indexes it
-            batch = items[start : start + _EMBED_BATCH]
-            dense = await asyncio.get_running_loop().run_in_executor(
-                self._passages, self._embed_passages, batch, in_file
-            )
-            points = [
-                IndexPoint(
-                    item.id,
-                    vector,
-                    SparseVec(*sparse_vector(item.text)),
-                    _payload(anima, item, previous_id(item, in_file)),
-                )
-                for item, vector in zip(batch, dense, strict=True)
-            ]
-            self.index.upsert(points)
-            if progress is not None:
-                progress(start + len(batch), len(items))
-
-    def _embed_passages(self, items: Sequence[MemoryItem], in_file: FileItems) -> list[list[float]]:
-        return self.embedder.embed_passages(passage_texts(items, in_file, _EMBED_CHARS))
-
-    def _file_items(self, anima: str, items: Sequence[MemoryItem]) -> FileItems:
-        """An episode file's sections, in order, for embedding context: from the markdown
-        when the file exists, else from the items being indexed (a benchmark, an import)."""
-        folder = self.anima_dir(anima)
-        given: dict[str, list[MemoryItem]] = {}
-        for item in items:
-            given.setdefault(item.path, []).append(item)
-        read: dict[str, Sequence[MemoryItem]] = {}
-
-        def lookup(path: str) -> Sequence[MemoryItem]:
-            if path not in read:
-                on_disk = folder / path
-                read[path] = items_in(folder, on_disk) if on_disk.is_file() else given.get(path, [])
-            return read[path]
-
-        return lookup
+        await self.indexer.index_items(anima, items, progress)
 
     def graph(self, anima: str) -> KnowledgeGraph:
         """The Anima's wikilink graph, read from markdown once and kept until a write."""
@@ -515,7 +418,13 @@ class MemoryService:
         # At least 50 candidates: the lifts below reorder them, and reach deeper than
         # `limit` (hybrid any@10 0.841 -> 0.850 on LoCoMo with 50 instead of 20).
         hits = self.index.query(
-            dense, sparse, flt, max(limit * 2, CANDIDATES), mode, boost=boost_at(now), people=people
+            dense,
+            sparse,
+            flt,
+            max(limit * 2, CANDIDATES),
+            mode,
+            boost=boost_at(now),
+            people=people,
         )
         sources: dict[str, set[str]] = {}
         if explain:  # the sections a hit lifts (lift_previous): the one after them matched
@@ -537,59 +446,15 @@ class MemoryService:
         return found
 
     async def embed_query(self, text: str) -> list[float]:
-        return (await asyncio.to_thread(self.embedder.embed_queries, [text[:_EMBED_CHARS]]))[0]
+        return (await asyncio.to_thread(self.embedder.embed_queries, [text[:EMBED_CHARS]]))[0]
 
     async def prime(self, scope: RecallScope, text: str) -> Priming:
         """The sections recalled before a turn, each within its own token budget; how
         long it took joins `priming_ms`."""
         started = time.perf_counter()
-        priming = await self._prime(scope, text)
+        priming = await primed(self, scope, text)
         self.priming_ms.add((time.perf_counter() - started) * 1000)
         return priming
-
-    async def _prime(self, scope: RecallScope, text: str) -> Priming:
-        scope = self.linked(scope)
-        s = self.settings
-        now = self.now()
-        dense = await self.embed_query(text)  # once, for every section
-        people = self.people_named(text)
-        recent = await self.search(
-            scope,
-            text,
-            limit=20,
-            layers=(Layer.EPISODIC.value,),
-            since=now - timedelta(hours=s.recent_hours),
-            dense=dense,
-            explain=False,
-            people=people,
-        )
-        important = await self.search(
-            scope, text, limit=5, min_importance=1.0, dense=dense, explain=False, people=people
-        )
-        related = await self.search(scope, text, limit=8, dense=dense, explain=False, people=people)
-        shown = {r.id for r in recent} | {r.id for r in important}
-        notes = {Layer.SEMANTIC.value, Layer.PROCEDURAL.value, Layer.SKILL.value}
-        seeds = [r.path for r in (*important, *related) if r.layer in notes]
-        linked = self.graph(scope.anima).neighbours(seeds, scope.filter_scopes())
-        return Priming(
-            {
-                PROFILE: fit(self._profile_lines(scope), s.budget_profile),
-                f"Recent activity (last {s.recent_hours:g} hours)": fit(
-                    [_line(r) for r in sorted(recent, key=lambda r: r.ts)], s.budget_recent
-                ),
-                "Important": fit([_line(r) for r in important], s.budget_important),
-                "Related memories": fit(
-                    [_line(r) for r in related if r.id not in shown], s.budget_related
-                ),
-                "Linked notes": fit(
-                    [
-                        f"{item.title or item.path}: {' '.join(item.text.split())}"
-                        for item, _rank in linked
-                    ],
-                    s.budget_graph,
-                ),
-            }
-        )
 
     def linked(self, scope: RecallScope) -> RecallScope:
         """The scope with the ids merged into its person (their DM memory is theirs)."""
@@ -598,7 +463,7 @@ class MemoryService:
         aliases = self.aliases_of(scope.person_id)
         return replace(scope, aliases=aliases) if aliases else scope
 
-    def _profile_lines(self, scope: RecallScope) -> list[str]:
+    def profile_lines(self, scope: RecallScope) -> list[str]:
         """What Animas learned about the person; in a channel, not what they said in DMs."""
         if not scope.person_id:
             return []
@@ -619,29 +484,6 @@ def _open_edge(path: Path) -> VectorIndex:
         log.error("memory index at %s cannot be opened (%s); moved to %s", path, exc, aside)
         path.rename(aside)
         return EdgeIndex(path)
-
-
-def _line(recalled: Recalled) -> str:
-    flat = " ".join(recalled.text.split())
-    return f"[{when(recalled.ts)}] {flat}"
-
-
-def _payload(anima: str, item: MemoryItem, prev: str | None = None) -> dict[str, object]:
-    return {
-        "prev": prev,
-        "anima": anima,
-        "layer": item.layer.value,
-        "scope": item.scope,
-        "person": item.person,
-        "channel": item.channel,
-        "ts": item.created.timestamp(),
-        "importance": item.importance,
-        "access_count": item.access_count,
-        "path": item.path,
-        "section": item.section,
-        "title": item.title,
-        "text": item.text[:PAYLOAD_TEXT],
-    }
 
 
 def open_memory(

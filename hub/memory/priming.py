@@ -1,0 +1,64 @@
+"""What a turn is primed with: the sections recalled before it, each in its own token budget.
+
+One query embedding serves every section: recent activity (episodes of the last hours, in
+time order), what was marked important, related memories (what neither shows already), the
+notes the knowledge graph links to those, and what Animas learned about the person.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from hub.memory.documents import Layer
+from hub.memory.recall import PROFILE, Priming, Recalled, RecallScope, fit, when
+
+if TYPE_CHECKING:
+    from hub.memory.service import MemoryService
+
+_NOTES = frozenset({Layer.SEMANTIC.value, Layer.PROCEDURAL.value, Layer.SKILL.value})
+
+
+async def primed(memory: MemoryService, scope: RecallScope, text: str) -> Priming:
+    scope = memory.linked(scope)
+    s = memory.settings
+    dense = await memory.embed_query(text)  # once, for every section
+    people = memory.people_named(text)
+    recent = await memory.search(
+        scope,
+        text,
+        limit=20,
+        layers=(Layer.EPISODIC.value,),
+        since=memory.now() - timedelta(hours=s.recent_hours),
+        dense=dense,
+        explain=False,
+        people=people,
+    )
+    important = await memory.search(
+        scope, text, limit=5, min_importance=1.0, dense=dense, explain=False, people=people
+    )
+    related = await memory.search(scope, text, limit=8, dense=dense, explain=False, people=people)
+    shown = {r.id for r in recent} | {r.id for r in important}
+    seeds = [r.path for r in (*important, *related) if r.layer in _NOTES]
+    linked = memory.graph(scope.anima).neighbours(seeds, scope.filter_scopes())
+    return Priming(
+        {
+            PROFILE: fit(memory.profile_lines(scope), s.budget_profile),
+            f"Recent activity (last {s.recent_hours:g} hours)": fit(
+                [_line(r) for r in sorted(recent, key=lambda r: r.ts)], s.budget_recent
+            ),
+            "Important": fit([_line(r) for r in important], s.budget_important),
+            "Related memories": fit(
+                [_line(r) for r in related if r.id not in shown], s.budget_related
+            ),
+            "Linked notes": fit(
+                [f"{item.title or item.path}: {' '.join(item.text.split())}" for item, _ in linked],
+                s.budget_graph,
+            ),
+        }
+    )
+
+
+def _line(recalled: Recalled) -> str:
+    flat = " ".join(recalled.text.split())
+    return f"[{when(recalled.ts)}] {flat}"
