@@ -510,9 +510,10 @@ class TimedIndex:
         candidates: int = 50,
         boost: Boost | None = None,
         people: tuple[str, ...] = (),
+        span: tuple[float, float] | None = None,
     ) -> list[Hit]:
         start = time.perf_counter()
-        hits = self.inner.query(dense, sparse, flt, limit, mode, candidates, boost, people)
+        hits = self.inner.query(dense, sparse, flt, limit, mode, candidates, boost, people, span)
         section = "recent" if flt.since else "important" if flt.min_importance else "related"
         key = f"{section}/{mode.value}"
         self.spent[key] = self.spent.get(key, 0.0) + time.perf_counter() - start

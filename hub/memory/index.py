@@ -108,6 +108,7 @@ class VectorIndex(Protocol):
         candidates: int = 50,
         boost: Boost | None = None,
         people: tuple[str, ...] = (),
+        span: tuple[float, float] | None = None,
     ) -> list[Hit]: ...
     def count(self, flt: MemoryFilter | None = None) -> int: ...
     def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
@@ -244,12 +245,15 @@ class IndexBackend(ABC):
         candidates: int = 50,
         boost: Boost | None = None,
         people: tuple[str, ...] = (),
+        span: tuple[float, float] | None = None,
     ) -> list[Hit]:
         """Hybrid uses the query vectors it is given; an empty sparse vector counts as none.
 
         `people` (person ids the query names) adds each retriever again, searching only
         what those people said, to the fusion: their own words then compete among
-        themselves, not with every mention of them by others (bench/README.md)."""
+        themselves, not with every mention of them by others (bench/README.md). `span`
+        (epoch seconds [start, end) of a time the query names) does the same for what was
+        said within it."""
         vectors = _retrievers(dense, sparse, mode)
         if not vectors or not self._open:
             return []
@@ -257,7 +261,17 @@ class IndexBackend(ABC):
         if people:
             focused = replace(flt, people=people)
             lookups += [Lookup(v, focused) for v in vectors]
+        if span is not None and (within := _within(flt, span)) is not None:
+            lookups += [Lookup(v, within) for v in vectors]
         return self._search(lookups, limit, candidates, boost)
+
+
+def _within(flt: MemoryFilter, span: tuple[float, float]) -> MemoryFilter | None:
+    """The filter narrowed to the span ("until" is inclusive, the span's end is not); None
+    when nothing is left of it."""
+    since = span[0] if flt.since is None else max(flt.since, span[0])
+    until = span[1] - 0.001 if flt.until is None else min(flt.until, span[1] - 0.001)
+    return replace(flt, since=since, until=until) if since <= until else None
 
 
 def open_index(

@@ -19,6 +19,7 @@ from pathlib import Path
 from hub.files import atomic_write
 from hub.memory.access import AccessLog
 from hub.memory.context import PASSAGE_FORMAT
+from hub.memory.dates import named_span
 from hub.memory.documents import (
     UNREADABLE,
     Layer,
@@ -54,8 +55,11 @@ from hub.memory.recall import (
     Recalled,
     RecallScope,
     boost_at,
+    in_span,
+    lift_neighbours,
     lift_previous,
     lift_speakers,
+    lift_within,
     rescore,
 )
 from hub.memory.reconcile import behind, changed_items, mark_synced, synced_at
@@ -415,6 +419,7 @@ class MemoryService:
         if people is None:
             people = self.people_named(query)
         now = self.now()
+        span = named_span(query, now)
         # At least 50 candidates: the lifts below reorder them, and reach deeper than
         # `limit` (hybrid any@10 0.841 -> 0.850 on LoCoMo with 50 instead of 20).
         hits = self.index.query(
@@ -425,13 +430,19 @@ class MemoryService:
             mode,
             boost=boost_at(now),
             people=people,
+            span=(span[0].timestamp(), span[1].timestamp()) if span else None,
         )
         sources: dict[str, set[str]] = {}
         if explain:  # the sections a hit lifts (lift_previous): the one after them matched
             for hit in hits:
                 if isinstance(prev := hit.payload.get("prev"), str):
                     sources.setdefault(prev, set()).add("neighbour")
-        hits = lift_speakers(lift_previous(hits, flt, self.index.payloads), people)
+        hits = lift_previous(hits, flt, self.index.payloads)
+        hits = lift_neighbours(lift_within(lift_speakers(hits, people), span))
+        if explain and span is not None:
+            for hit in hits:
+                if in_span(hit, span):
+                    sources.setdefault(hit.id, set()).add("when")
         if explain and mode is SearchMode.HYBRID:
             for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
                 for hit in self.index.query(dense, sparse, flt, limit * 2, single):

@@ -233,6 +233,22 @@ def test_the_people_retriever_keeps_the_scope_filter(index: VectorIndex) -> None
     assert private.id not in found
 
 
+def test_what_was_said_within_a_named_span_joins_the_fusion(index: VectorIndex) -> None:
+    # Others match more closely; the one said within the span ranks 4th by each retriever.
+    strong = SparseVec([5], [2.0])
+    others = [point(vec((0, 1.0), (1, 0.1 * n)), strong, ts=500.0 + n) for n in range(3)]
+    that_day = point(vec((0, 1.0), (1, 0.5)), sparse(5), ts=2_000.0)
+    index.upsert([*others, that_day])
+    assert that_day.id not in ids(index.query(axis(0), sparse(5), ARIA, 2, candidates=3))
+    for mode in SearchMode:
+        found = ids(index.query(axis(0), sparse(5), ARIA, 2, mode, candidates=3, span=(2e3, 3e3)))
+        assert that_day.id in found, mode
+    # The span ends before 2,000: nothing of it is within; and the filter's own range holds.
+    assert that_day.id not in ids(index.query(axis(0), sparse(5), ARIA, 2, span=(1e3, 2e3)))
+    narrow = MemoryFilter("aria", until=1_000.0)
+    assert that_day.id not in ids(index.query(axis(0), sparse(5), narrow, 2, span=(2e3, 3e3)))
+
+
 def test_delete_removes_points(index: VectorIndex) -> None:
     keep, gone = point(axis(0)), point(axis(0))
     index.upsert([keep, gone])

@@ -1,12 +1,13 @@
-"""Recall's two helpers of the fused ranking: a hit lifts the section before it
-(`lift_previous`), never past the search's own filter, and a query naming someone also
-searches what that person said (`MemoryService.people_named`)."""
+"""Recall's helpers of the fused ranking: a hit lifts the section before it
+(`lift_previous`), never past the search's own filter; what a named person said is lifted
+(`lift_speakers`); the best hits lift the sections near them (`lift_neighbours`); and a query
+naming someone also searches what that person said (`MemoryService.people_named`)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +15,16 @@ from hub.memory.documents import Layer, MemoryItem
 from hub.memory.index import Hit, MemoryFilter, admits
 from hub.memory.index_edge import EdgeIndex
 from hub.memory.recall import (
+    NEIGHBOUR_LIFTERS,
+    NEIGHBOUR_WEIGHT,
     PREVIOUS_WEIGHT,
     SPEAKER_WEIGHT,
+    WITHIN_WEIGHT,
     RecallScope,
+    lift_neighbours,
     lift_previous,
     lift_speakers,
+    lift_within,
 )
 from hub.memory.service import MemoryService
 from hub.mentions import Mentions
@@ -67,6 +73,70 @@ def test_what_a_named_person_said_is_lifted_by_a_share_of_the_best_score() -> No
     assert [h.id for h in lifted] == ["dana-1", "bob-1", "bob-2", "nobody"]
     assert lifted[0].score == 0.8 + SPEAKER_WEIGHT * 1.0
     assert lift_speakers(hits, ()) == hits  # nobody named: the order stands
+
+
+def test_what_was_said_within_the_named_span_is_lifted_by_a_share_of_the_best_score() -> None:
+    day = (datetime(2023, 2, 1, tzinfo=UTC), datetime(2023, 2, 2, tzinfo=UTC))
+    inside, end = day[0].timestamp() + 3600, day[1].timestamp()
+    hits = [
+        Hit("before", 1.0, payload(ts=inside - 86400)),
+        Hit("at-end", 0.9, payload(ts=end)),  # the span's end is the next day's start
+        Hit("inside", 0.5, payload(ts=inside)),
+    ]
+    lifted = lift_within(hits, day)
+    assert [h.id for h in lifted] == ["before", "at-end", "inside"]
+    assert lifted[2].score == 0.5 + WITHIN_WEIGHT * 1.0
+    assert lift_within(hits, None) == hits
+
+
+def test_the_best_hits_lift_the_sections_within_two_of_them() -> None:
+    # One conversation, s1 <- s2 <- s3 <- s4 by `prev`; s2 and s4 are among the best hits.
+    chain = [Hit("s4", 1.0, payload("s3")), Hit("s2", 0.9, payload("s1"))]
+    chain += [Hit("s3", 0.3, payload("s2")), Hit("s1", 0.2, payload())]
+    filler = [Hit(f"f{n}", 0.5, payload()) for n in range(NEIGHBOUR_LIFTERS)]
+    far = Hit("far", 0.1, payload("f0"))  # near only filler, past the lifters
+    hits = [chain[0], chain[1], *filler, chain[2], chain[3], far]
+    scores = {h.id: h.score for h in lift_neighbours(hits)}
+    w = NEIGHBOUR_WEIGHT
+    assert scores["s4"] == 1.0 + w * 0.9  # s2, two sections before it; s3 lifts no one
+    assert scores["s3"] == 0.3 + w * (1.0 + 0.9)  # between the two
+    assert scores["s2"] == 0.9 + w * 1.0
+    assert scores["s1"] == 0.2 + w * 0.9  # s4 is three away
+    assert scores["far"] == 0.1 + w * 0.5  # f0 is a lifter; far itself lifts nothing
+    assert scores["f0"] == 0.5 and scores["f1"] == 0.5
+    assert lift_neighbours([]) == []
+
+
+async def test_a_search_naming_a_day_finds_what_was_said_that_day(tmp_path: Path) -> None:
+    # The day's line shares no word with the query, and Apart points its vector away.
+    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), Apart())
+    other_days = [datetime(2023, 1, 2, 9, 0, tzinfo=UTC) + timedelta(days=n) for n in range(60)]
+    said = [(at, "The store found new wholesalers for the store, store news") for at in other_days]
+    said.append((datetime(2023, 3, 10, 18, 0, tzinfo=UTC), "A supplier signed up today"))
+    items = [
+        MemoryItem(
+            id=str(uuid.uuid4()),
+            layer=Layer.EPISODIC,
+            text=text,
+            path=f"episodes/{at:%Y-%m-%d}.md",
+            scope="shared",
+            created=at,
+            updated=at,
+        )
+        for at, text in said
+    ]
+    await service.start(["aria"])
+    try:
+        await service.index_items("aria", items)
+        scope = RecallScope("aria", None, None, is_dm=False)
+        found = await service.search(scope, "What did the store find on 10 March, 2023?", limit=3)
+        day = [r for r in found if r.id == items[-1].id]
+        assert day, [r.text for r in found]
+        assert "when" in day[0].why  # "from the time asked about"
+        found = await service.search(scope, "What did the store find?", limit=3)
+        assert items[-1].id not in [r.id for r in found]  # no day named: it is not found
+    finally:
+        await service.stop()
 
 
 class Apart:
