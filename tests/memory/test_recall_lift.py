@@ -114,16 +114,7 @@ async def test_a_search_naming_a_day_finds_what_was_said_that_day(tmp_path: Path
     said = [(at, "The store found new wholesalers for the store, store news") for at in other_days]
     said.append((datetime(2023, 3, 10, 18, 0, tzinfo=UTC), "A supplier signed up today"))
     items = [
-        MemoryItem(
-            id=str(uuid.uuid4()),
-            layer=Layer.EPISODIC,
-            text=text,
-            path=f"episodes/{at:%Y-%m-%d}.md",
-            scope="shared",
-            created=at,
-            updated=at,
-        )
-        for at, text in said
+        memory_item(text, at, f"episodes/{at:%Y-%m-%d}.md", Layer.EPISODIC) for at, text in said
     ]
     await service.start(["aria"])
     try:
@@ -139,9 +130,15 @@ async def test_a_search_naming_a_day_finds_what_was_said_that_day(tmp_path: Path
         await service.stop()
 
 
+def memory_item(
+    text: str, at: datetime, path: str, layer: Layer, person: str | None = None
+) -> MemoryItem:
+    return MemoryItem(str(uuid.uuid4()), layer, text, path, "shared", at, at, person=person)
+
+
 class Apart:
-    """Dana's words point away from every query; all else points at it. Without the people
-    retriever nothing lifts her line over the twelve others, dense or lexical."""
+    """What was "signed" points away from every query; all else points at it: only a
+    retriever of its own (a person's words, a day's) lifts it over the others."""
 
     model_id, dim = "apart", 4
 
@@ -159,16 +156,7 @@ async def test_a_search_naming_someone_finds_their_own_words_among_others(tmp_pa
     said = [("bob", f"Dana's budget spreadsheet, budget tab {n}, budget total") for n in range(12)]
     said.append(("dana", "I signed off the budget yesterday"))
     items = [
-        MemoryItem(
-            id=str(uuid.uuid4()),
-            layer=Layer.SEMANTIC,
-            text=text,
-            path=f"knowledge/{n}.md",
-            scope="shared",
-            created=at,
-            updated=at,
-            person=who,
-        )
+        memory_item(text, at, f"knowledge/{n}.md", Layer.SEMANTIC, who)
         for n, (who, text) in enumerate(said)
     ]
     await service.start(["aria"])
