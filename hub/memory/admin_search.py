@@ -58,7 +58,7 @@ async def recall(
 
 def rows(found: list[Recalled], query: str, name_of: NameOf | None = None) -> list[dict[str, Any]]:
     """Results as JSON rows: `why` says in words why each matched, `signals` the same as
-    codes (dense, lexical, person, neighbour, profile, recent, important)."""
+    codes (dense, lexical, person, neighbour, when, says when, profile, recent, important)."""
     return [
         {
             "path": r.path,

@@ -147,3 +147,36 @@ def _month_span(year: int, month: int, tz: tzinfo | None) -> Span:
 
 def _days(first: date, end: date, tz: tzinfo | None) -> Span:
     return datetime.combine(first, time(), tz), datetime.combine(end, time(), tz)
+
+
+# A question asking when: recall lifts what says when (`lift_when`). Anchored at the start,
+# as "What did Mel do when she got back?" asks what, not when.
+_ASKS_WHEN = re.compile(
+    r"^\W*(?:(?:since|until|till) )?when\b|^\W*what (?:year|month|day|date|time)\b|"
+    r"^\W*how long ago\b|いつ|(?:何時|何日|何曜日|何年|何月)(?!も)|"
+    r"什么时候|甚麼時候|什麼時候|何时|哪天|哪一天|几号|幾號|哪年",
+    re.IGNORECASE,
+)
+# Words and forms that say when something happened. Not "may" or "march" alone (words
+# first), nor "week" or "year" without "last" or "next", which say how long, not when.
+_TELLS_WHEN = re.compile(
+    r"\b(?:yesterday|today|tomorrow|tonight|ago|last|next|weekend|"
+    + "|".join(_WEEKDAYS)
+    + "|"
+    + "|".join(m for m in _MONTHS if m not in {"may", "mar", "march", "jun", "jan", "sep"})
+    + r"|(?:19|20)\d\d|\d{1,2}/\d{1,2})\b|[0-3]?\d\s*日|[01]?\d\s*月|"
+    + "|".join(_CJK_WORDS)
+    + r"|明日|明天|来週|下周|下週|来月|下个月|下個月|来年|明年|週末|周末|前に|以前|之前",
+    re.IGNORECASE,
+)
+
+
+def asks_when(text: str) -> bool:
+    """Whether `text` is a question about when something happened or will."""
+    return _ASKS_WHEN.search(text) is not None
+
+
+def tells_when(text: str) -> bool:
+    """Whether `text` says when something happened or will ("last Saturday", "in June
+    2023", "3 days ago", "先週")."""
+    return _TELLS_WHEN.search(text) is not None

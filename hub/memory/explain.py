@@ -4,7 +4,8 @@ beside it.
 Recall knows which retrievers found a result (`Recalled.why`: `dense`, `lexical`, `person`
 for the retrievers run again over what the people a query names said, `neighbour` for a
 section lifted because the one after it matched) and what lifted it (`recent`,
-`important`, `when` for what lies within a time the query names); a profile fact is
+`important`, `when` for what lies within a time the query names, `says when` for what
+says when, asked when); a profile fact is
 `profile`. This says so for a person reading, and names the
 words a lexical match shares with the query, as the lexical index sees words (stemmed,
 case-folded: "meetings" matches "meeting").
@@ -54,6 +55,8 @@ def why(signals: Sequence[str], query: str, text: str, person: str | None = None
         parts.append("ranked high by dense and lexical search together")
     if "when" in signals:
         parts.append("from the time asked about")
+    if "says when" in signals:
+        parts.append("says when, as asked")
     if "recent" in signals:
         parts.append("recent")
     if "important" in signals:

@@ -19,7 +19,7 @@ from pathlib import Path
 from hub.files import atomic_write
 from hub.memory.access import AccessLog
 from hub.memory.context import PASSAGE_FORMAT
-from hub.memory.dates import named_span
+from hub.memory.dates import asks_when, named_span
 from hub.memory.documents import (
     UNREADABLE,
     Layer,
@@ -59,8 +59,10 @@ from hub.memory.recall import (
     lift_neighbours,
     lift_previous,
     lift_speakers,
+    lift_when,
     lift_within,
     rescore,
+    says_when,
 )
 from hub.memory.reconcile import behind, changed_items, mark_synced, synced_at
 from hub.memory.redact import redact
@@ -438,11 +440,14 @@ class MemoryService:
                 if isinstance(prev := hit.payload.get("prev"), str):
                     sources.setdefault(prev, set()).add("neighbour")
         hits = lift_previous(hits, flt, self.index.payloads)
-        hits = lift_neighbours(lift_within(lift_speakers(hits, people), span))
-        if explain and span is not None:
+        when = asks_when(query)
+        hits = lift_neighbours(lift_when(lift_within(lift_speakers(hits, people), span), when))
+        if explain and (span is not None or when):
             for hit in hits:
-                if in_span(hit, span):
+                if span is not None and in_span(hit, span):
                     sources.setdefault(hit.id, set()).add("when")
+                if when and says_when(hit):
+                    sources.setdefault(hit.id, set()).add("says when")
         if explain and mode is SearchMode.HYBRID:
             for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
                 for hit in self.index.query(dense, sparse, flt, limit * 2, single):

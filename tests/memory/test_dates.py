@@ -1,5 +1,6 @@
 """The span of time a query names (hub/memory/dates.py): explicit forms only, an absolute one
-before a relative one, days of the clock's own time zone."""
+before a relative one, days of the clock's own time zone; and whether a question asks when,
+and a text says when (`asks_when`, `tells_when`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 
-from hub.memory.dates import named_span
+from hub.memory.dates import asks_when, named_span, tells_when
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)  # a Thursday
 
@@ -71,3 +72,47 @@ def test_days_are_those_of_the_clocks_time_zone() -> None:
     assert span is not None
     assert span[0] == datetime(2023, 2, 1, tzinfo=tokyo)
     assert span[1] - span[0] == timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("When did Caroline go to the LGBTQ support group?", True),
+        ("  when is the deploy", True),
+        ("Since when has the build been red?", True),
+        ("What year did Jon open his studio?", True),
+        ("How long ago was the offsite?", True),
+        ("会議はいつですか", True),
+        ("何日に出発しますか", True),
+        ("你什么时候去北京？", True),
+        # "when" inside a question about something else, and "how long" (a duration)
+        ("What did Mel do when she got back?", False),
+        ("How long did the trip take?", False),
+        ("何年も前の話", False),  # "for many years", not "which year"
+        ("Where did we meet?", False),
+    ],
+)
+def test_a_question_asking_when_is_told_apart(text: str, asks: bool) -> None:
+    assert asks_when(text) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "tells"),
+    [
+        ("Yes, last Saturday!", True),
+        ("I went to the group yesterday and it was powerful", True),
+        ("We moved here 3 years ago", True),
+        ("The launch is in June 2023", True),
+        ("See you on 12/5", True),
+        ("先週、東京に行きました", True),
+        ("3月1日に決めた", True),
+        ("我们明天见", True),
+        # "may" and "march" alone are words; a week or a year alone is how long, not when
+        ("I may go to the beach", False),
+        ("We decided to march on", False),
+        ("It took a week of rest", False),
+        ("I love painting sunsets", False),
+    ],
+)
+def test_a_text_saying_when_is_told_apart(text: str, tells: bool) -> None:
+    assert tells_when(text) is tells

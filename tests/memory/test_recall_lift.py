@@ -1,7 +1,8 @@
 """Recall's helpers of the fused ranking: a hit lifts the section before it
 (`lift_previous`), never past the search's own filter; what a named person said is lifted
-(`lift_speakers`); the best hits lift the sections near them (`lift_neighbours`); and a query
-naming someone also searches what that person said (`MemoryService.people_named`)."""
+(`lift_speakers`); the best hits lift the sections near them (`lift_neighbours`); a question
+asking when lifts what says when (`lift_when`); and a query naming someone also searches what
+that person said (`MemoryService.people_named`)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,13 @@ from hub.memory.recall import (
     NEIGHBOUR_WEIGHT,
     PREVIOUS_WEIGHT,
     SPEAKER_WEIGHT,
+    WHEN_WEIGHT,
     WITHIN_WEIGHT,
     RecallScope,
     lift_neighbours,
     lift_previous,
     lift_speakers,
+    lift_when,
     lift_within,
 )
 from hub.memory.service import MemoryService
@@ -89,6 +92,18 @@ def test_what_was_said_within_the_named_span_is_lifted_by_a_share_of_the_best_sc
     assert lift_within(hits, None) == hits
 
 
+def test_asked_when_what_says_when_is_lifted_by_a_share_of_the_best_score() -> None:
+    hits = [
+        Hit("best", 1.0, payload(text="The offsite was great fun")),
+        Hit("dated", 0.4, payload(text="Yes, last Saturday!")),
+        Hit("textless", 0.3, payload()),
+    ]
+    lifted = lift_when(hits, asks_when=True)
+    assert [h.id for h in lifted] == ["best", "dated", "textless"]
+    assert lifted[1].score == 0.4 + WHEN_WEIGHT * 1.0
+    assert lift_when(hits, asks_when=False) == hits
+
+
 def test_the_best_hits_lift_the_sections_within_two_of_them() -> None:
     # One conversation, s1 <- s2 <- s3 <- s4 by `prev`; s2 and s4 are among the best hits.
     chain = [Hit("s4", 1.0, payload("s3")), Hit("s2", 0.9, payload("s1"))]
@@ -126,6 +141,33 @@ async def test_a_search_naming_a_day_finds_what_was_said_that_day(tmp_path: Path
         assert "when" in day[0].why  # "from the time asked about"
         found = await service.search(scope, "What did the store find?", limit=3)
         assert items[-1].id not in [r.id for r in found]  # no day named: it is not found
+    finally:
+        await service.stop()
+
+
+async def test_a_question_asking_when_lifts_what_says_when(tmp_path: Path) -> None:
+    # The dated line shares no word with the queries, and Apart points its vector away.
+    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), Apart())
+    at = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+    said = [f"The supplier deal for the store, supplier deal news {n}" for n in range(12)]
+    said.append("We signed it last Tuesday")
+    items = [
+        memory_item(text, at, f"knowledge/{n}.md", Layer.SEMANTIC) for n, text in enumerate(said)
+    ]
+    await service.start(["aria"])
+    try:
+        await service.index_items("aria", items)
+        scope = RecallScope("aria", None, None, is_dm=False)
+
+        async def ranked(query: str) -> list[str]:
+            return [r.id for r in await service.search(scope, query, limit=len(items))]
+
+        asked_when = await ranked("When was the supplier deal done?")
+        assert asked_when.index(items[-1].id) < 5, asked_when
+        found = await service.search(scope, "When was the supplier deal done?", limit=5)
+        assert "says when" in next(r.why for r in found if r.id == items[-1].id)
+        asked_how = await ranked("How was the supplier deal done?")
+        assert asked_how[-1] == items[-1].id  # not asked when: last, as nothing lifts it
     finally:
         await service.stop()
 
