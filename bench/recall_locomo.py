@@ -54,7 +54,8 @@ from hub.memory.documents import Layer, MemoryItem, episode_path, stable_id
 from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.index import MemoryFilter, SearchMode, SparseVec, open_index
 from hub.memory.lexical import query_vector
-from hub.memory.recall import RECENCY_HALF_LIFE_DAYS, RecallScope, lift_previous, rescore
+from hub.memory.lifts import lift_previous
+from hub.memory.recall import RECENCY_HALF_LIFE_DAYS, RecallScope, rescore
 from hub.memory.service import MemoryService
 from hub.mentions import Mentions
 from hub.settings import MemorySection

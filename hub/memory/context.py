@@ -39,7 +39,7 @@ def passage_text(item: MemoryItem, file_items: FileItems, limit: int) -> str:
 
 def previous_id(item: MemoryItem, file_items: FileItems) -> str | None:
     """The section just before an episodic item in its conversation: what its vector was
-    partly made of, so a hit on the item lifts it too (hub/memory/recall.py)."""
+    partly made of, so a hit on the item lifts it too (hub/memory/lifts.py)."""
     if item.layer is not Layer.EPISODIC:
         return None
     earlier = earlier_sections(item, file_items(item.path), 1)

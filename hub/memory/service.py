@@ -48,22 +48,10 @@ from hub.memory.index import (
 from hub.memory.index_edge import EdgeIndex
 from hub.memory.indexer import EMBED_CHARS, Indexer, Progress
 from hub.memory.lexical import query_vector
+from hub.memory.lifts import Asked, lift_signals, lifted
 from hub.memory.priming import primed
 from hub.memory.profiles import Profiles, self_statements
-from hub.memory.recall import (
-    Priming,
-    Recalled,
-    RecallScope,
-    boost_at,
-    in_span,
-    lift_neighbours,
-    lift_previous,
-    lift_speakers,
-    lift_when,
-    lift_within,
-    rescore,
-    says_when,
-)
+from hub.memory.recall import Priming, Recalled, RecallScope, boost_at, rescore
 from hub.memory.reconcile import behind, changed_items, mark_synced, synced_at
 from hub.memory.redact import redact
 from hub.memory.timings import Durations
@@ -418,48 +406,49 @@ class MemoryService:
         if dense is None:
             dense = await self.embed_query(query)
         sparse = SparseVec(*query_vector(query))
-        if people is None:
-            people = self.people_named(query)
         now = self.now()
         span = named_span(query, now)
-        # At least 50 candidates: the lifts below reorder them, and reach deeper than
-        # `limit` (hybrid any@10 0.841 -> 0.850 on LoCoMo with 50 instead of 20).
-        hits = self.index.query(
+        if people is None:
+            people = self.people_named(query)
+        asked = Asked(people, span, asks_when(query))
+        # At least 50 candidates: the lifts reorder them, and reach deeper than `limit`
+        # (hybrid any@10 0.841 -> 0.850 on LoCoMo with 50 instead of 20).
+        fused = self.index.query(
             dense,
             sparse,
             flt,
             max(limit * 2, CANDIDATES),
             mode,
             boost=boost_at(now),
-            people=people,
+            people=asked.people,
             span=(span[0].timestamp(), span[1].timestamp()) if span else None,
         )
-        sources: dict[str, set[str]] = {}
-        if explain:  # the sections a hit lifts (lift_previous): the one after them matched
-            for hit in hits:
-                if isinstance(prev := hit.payload.get("prev"), str):
-                    sources.setdefault(prev, set()).add("neighbour")
-        hits = lift_previous(hits, flt, self.index.payloads)
-        when = asks_when(query)
-        hits = lift_neighbours(lift_when(lift_within(lift_speakers(hits, people), span), when))
-        if explain and (span is not None or when):
-            for hit in hits:
-                if span is not None and in_span(hit, span):
-                    sources.setdefault(hit.id, set()).add("when")
-                if when and says_when(hit):
-                    sources.setdefault(hit.id, set()).add("says when")
+        hits = lifted(fused, asked, flt, self.index.payloads)
+        sources = lift_signals(fused, hits, asked) if explain else {}
         if explain and mode is SearchMode.HYBRID:
-            for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
-                for hit in self.index.query(dense, sparse, flt, limit * 2, single):
-                    sources.setdefault(hit.id, set()).add(name)
-            if people:
-                for hit in self.index.query(dense, sparse, replace(flt, people=people), limit):
-                    sources.setdefault(hit.id, set()).add("person")
+            self._found_alone(sources, dense, sparse, flt, asked.people, limit)
         uses = self.access(scope.anima)
         found = rescore(hits, now, sources, uses.count, boosted=True)[:limit]
         if scope.admin_scopes is None:  # an Anima recalled these; an admin looking is no use
             uses.touch(((r.id, r.path, r.section) for r in found), now)
         return found
+
+    def _found_alone(
+        self,
+        sources: dict[str, set[str]],
+        dense: list[float],
+        sparse: SparseVec,
+        flt: MemoryFilter,
+        people: tuple[str, ...],
+        limit: int,
+    ) -> None:
+        """Add to `sources` what each retriever alone finds: why a fused result matched."""
+        for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
+            for hit in self.index.query(dense, sparse, flt, limit * 2, single):
+                sources.setdefault(hit.id, set()).add(name)
+        if people:
+            for hit in self.index.query(dense, sparse, replace(flt, people=people), limit):
+                sources.setdefault(hit.id, set()).add("person")
 
     async def embed_query(self, text: str) -> list[float]:
         return (await asyncio.to_thread(self.embedder.embed_queries, [text[:EMBED_CHARS]]))[0]

@@ -15,20 +15,20 @@ from typing import Any
 from hub.memory.documents import Layer, MemoryItem
 from hub.memory.index import Hit, MemoryFilter, admits
 from hub.memory.index_edge import EdgeIndex
-from hub.memory.recall import (
+from hub.memory.lifts import (
     NEIGHBOUR_LIFTERS,
     NEIGHBOUR_WEIGHT,
     PREVIOUS_WEIGHT,
     SPEAKER_WEIGHT,
     WHEN_WEIGHT,
     WITHIN_WEIGHT,
-    RecallScope,
     lift_neighbours,
     lift_previous,
     lift_speakers,
     lift_when,
     lift_within,
 )
+from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
 from hub.mentions import Mentions
 from hub.settings import MemorySection

@@ -1,0 +1,164 @@
+"""Recall's lifts after the engine's fusion: what a query asks beyond its words (the people and
+the time it names, whether it asks when) and where a hit sits (the sections before and near it)
+reorder the fused candidates, each by a bounded share of a score, so relevance still leads.
+
+In order (`lifted`): the section before each hit, what the named people said, what lies within
+the named time, what says when if asked when, then the sections near the best hits. Each
+weight below was measured on LoCoMo (`bench/README.md`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hub.memory.dates import Span, tells_when
+from hub.memory.index import Hit, MemoryFilter, admits
+
+# A hit lifts the section before it by this share of its score: an episode's vector is made
+# with its earlier sections (hub/memory/context.py), so it often matches because of what
+# the one before said ("Yes, last Saturday!" after the question it answers, or a reply that
+# repeats the news it answers). On LoCoMo, with the people retriever, hybrid any@10 rose
+# 0.817 → 0.828 at 0.5 (0.820 at 0.35, 0.824 at 0.7; bench/README.md).
+PREVIOUS_WEIGHT = 0.5
+# A hit said by a person the query names gains this share of the best hit's score: asked
+# about Caroline, her own words answer more often than others' mentions of her (on LoCoMo,
+# 95 % of such questions' evidence is the named speaker's). Hybrid any@10 0.837 → 0.850 in
+# bench/fusion_study.py's data, every conversation up or level for 0.1-0.3; 0.5 lost.
+SPEAKER_WEIGHT = 0.3
+# Each of the best NEIGHBOUR_LIFTERS hits lifts the sections within NEIGHBOUR_REACH of it in
+# its conversation (the `prev` chain) by this share of its score: what answers a question
+# sits in a few nearby turns. On LoCoMo with the date lift below (recall_locomo.py), 0.05 gave
+# hybrid any/all@10 0.874 / 0.747 and 0.1 gave 0.869 / 0.745 with multi-hop any@10 0.779 vs
+# 0.761; a reach of one section gained nothing in fusion_study.py's data (the
+# previous-section lift has it).
+NEIGHBOUR_WEIGHT = 0.05
+NEIGHBOUR_REACH = 2
+NEIGHBOUR_LIFTERS = 20
+# A query naming a span of time ("on 1 February, 2023", "last Saturday"; hub/memory/dates.py)
+# lifts what was said within it by this share of the best hit's score, as it searches that
+# span as well (VectorIndex.query). On LoCoMo 149 of 1,226 questions name one, and 84 % of
+# those have an evidence turn within it; in fusion_study.py's data the lift took their any@10
+# 0.745 -> 0.826 (0.3 and up alike; 0.1 gave 0.792), hybrid any@10 overall +1.0 point.
+WITHIN_WEIGHT = 0.3
+# A question asking when ("When did Caroline go to the support group?") lifts what says when
+# (hub/memory/dates.py `tells_when`) by this share of the best hit's score: the answer is a
+# time. On LoCoMo 214 of 1,226 questions ask when; in fusion_study.py's data temporal any@10
+# rose 0.863 -> 0.887 and overall 0.874 -> 0.879, every conversation up or level, the same for
+# any weight from 0.3 to 1.0.
+WHEN_WEIGHT = 0.5
+Payloads = Callable[[list[str]], dict[str, dict[str, object]]]
+
+
+def lift_previous(hits: list[Hit], flt: MemoryFilter, fetch: Payloads) -> list[Hit]:
+    """The hits, each section before one (payload "prev") lifted by PREVIOUS_WEIGHT × that
+    hit's score, best first; one that was no hit is fetched and joins if the filter admits
+    it."""
+    lifts: dict[str, float] = {}
+    for hit in hits:
+        prev = hit.payload.get("prev")
+        if isinstance(prev, str):
+            lifts[prev] = lifts.get(prev, 0.0) + PREVIOUS_WEIGHT * hit.score
+    known = {hit.id for hit in hits}
+    missing = [i for i in lifts if i not in known]
+    joined = [
+        Hit(i, 0.0, payload)
+        for i, payload in (fetch(missing) if missing else {}).items()
+        if admits(flt, payload)
+    ]
+    lifted = [Hit(h.id, h.score + lifts.get(h.id, 0.0), h.payload) for h in [*hits, *joined]]
+    return sorted(lifted, key=lambda h: h.score, reverse=True)
+
+
+def lift_speakers(hits: list[Hit], people: tuple[str, ...]) -> list[Hit]:
+    """The hits, those said by one of `people` lifted by SPEAKER_WEIGHT × the best score,
+    best first."""
+    if not people:
+        return hits
+    return _lift_matching(hits, SPEAKER_WEIGHT, lambda h: h.payload.get("person") in people)
+
+
+def lift_within(hits: list[Hit], span: Span | None) -> list[Hit]:
+    """The hits, those from within the span of time the query names lifted by WITHIN_WEIGHT ×
+    the best score, best first."""
+    if span is None:
+        return hits
+    return _lift_matching(hits, WITHIN_WEIGHT, lambda h: in_span(h, span))
+
+
+def lift_when(hits: list[Hit], asks_when: bool) -> list[Hit]:
+    """The hits, those that say when (`tells_when`) lifted by WHEN_WEIGHT × the best score
+    if the query asks when, best first."""
+    if not asks_when:
+        return hits
+    return _lift_matching(hits, WHEN_WEIGHT, says_when)
+
+
+def says_when(hit: Hit) -> bool:
+    text = hit.payload.get("text")
+    return isinstance(text, str) and tells_when(text)
+
+
+def in_span(hit: Hit, span: Span) -> bool:
+    ts = hit.payload.get("ts", 0.0)
+    return isinstance(ts, int | float) and span[0].timestamp() <= ts < span[1].timestamp()
+
+
+def _lift_matching(hits: list[Hit], weight: float, matches: Callable[[Hit], bool]) -> list[Hit]:
+    if not hits:
+        return hits
+    bonus = weight * max(h.score for h in hits)
+    lifted = [Hit(h.id, h.score + bonus, h.payload) if matches(h) else h for h in hits]
+    return sorted(lifted, key=lambda h: h.score, reverse=True)
+
+
+def lift_neighbours(hits: list[Hit]) -> list[Hit]:
+    """The hits (given best first), each lifted by NEIGHBOUR_WEIGHT × the score of every one
+    of the best NEIGHBOUR_LIFTERS within NEIGHBOUR_REACH sections of it, as far as the hits'
+    `prev` links tell; best first."""
+    prev = {h.id: p for h in hits if isinstance(p := h.payload.get("prev"), str)}
+    lifters = {h.id: h.score for h in hits[:NEIGHBOUR_LIFTERS]}
+    lifts: dict[str, float] = {}
+    for hit in hits:
+        earlier = hit.id
+        for _step in range(NEIGHBOUR_REACH):
+            if earlier not in prev:
+                break
+            earlier = prev[earlier]
+            for lifted, lifter in ((hit.id, earlier), (earlier, hit.id)):
+                if lifter in lifters:
+                    lifts[lifted] = lifts.get(lifted, 0.0) + NEIGHBOUR_WEIGHT * lifters[lifter]
+    lifted_hits = [Hit(h.id, h.score + lifts.get(h.id, 0.0), h.payload) for h in hits]
+    return sorted(lifted_hits, key=lambda h: h.score, reverse=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """What a query asks beyond its words: the people it names (ids), the span of time it
+    names, and whether it asks when."""
+
+    people: tuple[str, ...] = ()
+    span: Span | None = None
+    when: bool = False
+
+
+def lifted(hits: list[Hit], asked: Asked, flt: MemoryFilter, fetch: Payloads) -> list[Hit]:
+    """The fused hits after every lift, best first."""
+    hits = lift_previous(hits, flt, fetch)
+    hits = lift_within(lift_speakers(hits, asked.people), asked.span)
+    return lift_neighbours(lift_when(hits, asked.when))
+
+
+def lift_signals(fused: list[Hit], final: list[Hit], asked: Asked) -> dict[str, set[str]]:
+    """Why hits were lifted, as explain codes: `neighbour` for the section before a fused hit
+    (the one after it matched), `when` within the named time, `says when` asked when."""
+    signals: dict[str, set[str]] = {}
+    for hit in fused:
+        if isinstance(prev := hit.payload.get("prev"), str):
+            signals.setdefault(prev, set()).add("neighbour")
+    for hit in final:
+        if asked.span is not None and in_span(hit, asked.span):
+            signals.setdefault(hit.id, set()).add("when")
+        if asked.when and says_when(hit):
+            signals.setdefault(hit.id, set()).add("says when")
+    return signals
