@@ -4,10 +4,9 @@ beside it.
 Recall knows which retrievers found a result (`Recalled.why`: `dense`, `lexical`, `person`
 for the retrievers run again over what the people a query names said, `neighbour` for a
 section lifted because the one after it matched) and what lifted it (`recent`,
-`important`, `when` for what lies within a time the query names, `says when` for what
-says when, asked when); a profile fact is
-`profile`. This says so for a person reading, and names the
-words a lexical match shares with the query, as the lexical index sees words (stemmed,
+`important`, `when` for what lies within a time the query names, `says when` for what says
+when, asked when); a profile fact is `profile`. This says so for a person reading, and names
+the words a lexical match shares with the query, as the lexical index sees words (stemmed,
 case-folded: "meetings" matches "meeting").
 """
 

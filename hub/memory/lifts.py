@@ -48,6 +48,7 @@ WITHIN_WEIGHT = 0.3
 # 0.863 -> 0.875, and fusion_study.py's data had every conversation up or level. A larger
 # share also lifts any dated line of a small memory over the one that matched.
 WHEN_WEIGHT = 0.3
+
 Payloads = Callable[[list[str]], dict[str, dict[str, object]]]
 
 
