@@ -157,13 +157,16 @@ _ASKS_WHEN = re.compile(
     r"什么时候|甚麼時候|什麼時候|何时|哪天|哪一天|几号|幾號|哪年",
     re.IGNORECASE,
 )
-# Words and forms that say when something happened. Not "may" or "march" alone (words
-# first), nor "week" or "year" without "last" or "next", which say how long, not when.
+# Month names and abbreviations that are also words or names ("I may", "to mar", Jan, Jun),
+# so alone they do not say when.
+_MONTHS_ALSO_WORDS = frozenset({"may", "mar", "march", "jun", "jan", "sep"})
+# Words and forms that say when something happened. Not a month that is also a word, nor
+# "week" or "year" without "last" or "next", which say how long, not when.
 _TELLS_WHEN = re.compile(
     r"\b(?:yesterday|today|tomorrow|tonight|ago|last|next|weekend|"
     + "|".join(_WEEKDAYS)
     + "|"
-    + "|".join(m for m in _MONTHS if m not in {"may", "mar", "march", "jun", "jan", "sep"})
+    + "|".join(m for m in _MONTHS if m not in _MONTHS_ALSO_WORDS)
     + r"|(?:19|20)\d\d|\d{1,2}/\d{1,2})\b|[0-3]?\d\s*日|[01]?\d\s*月|"
     + "|".join(_CJK_WORDS)
     + r"|明日|明天|来週|下周|下週|来月|下个月|下個月|来年|明年|週末|周末|前に|以前|之前",
