@@ -51,7 +51,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.faults import FaultPolicy, RateLimit
-from tests.fakes.listener import Listener
+from tests.fakes.listener import Listener, Served
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
@@ -131,7 +131,7 @@ class Chat:
     members: set[str] = field(default_factory=set)
 
 
-class FakeLine:
+class FakeLine(Served):
     def __init__(
         self,
         *,
@@ -190,24 +190,6 @@ class FakeLine:
             await self._http.close()
             self._http = None
         await self._listener.close()
-
-    async def __aenter__(self) -> FakeLine:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def running(self) -> bool:
-        return self._listener.running
-
-    @property
-    def url(self) -> str:
-        return self._listener.url
-
-    @property
-    def port(self) -> int:
-        return self._listener.port
 
     # the account -------------------------------------------------------------------------
 

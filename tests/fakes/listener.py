@@ -6,7 +6,7 @@ that was down comes back; the adapter under test never learns a new URL.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -37,3 +37,35 @@ class Listener:
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"
+
+
+class Served:
+    """What every fake platform shares around its `Listener`: `async with` starts and stops
+    it, and it says where it listens. A fake sets `_listener` and writes `start` (routes,
+    then `self._listener.serve(app)`) and `stop`."""
+
+    _listener: Listener
+
+    async def start(self) -> Self:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._listener.running
+
+    @property
+    def url(self) -> str:
+        return self._listener.url
+
+    @property
+    def port(self) -> int:
+        return self._listener.port

@@ -83,7 +83,7 @@ from typing import Any, Literal
 from aiohttp import web
 
 from tests.fakes.faults import FaultPolicy, RateLimit
-from tests.fakes.listener import Listener
+from tests.fakes.listener import Listener, Served
 
 JSON = dict[str, Any]
 Kind = Literal["pages.create", "pages.update", "pages.update_markdown", "data_sources.query"]
@@ -276,7 +276,7 @@ def _path_id(raw: str, name: str) -> str:
     return found
 
 
-class FakeNotion:
+class FakeNotion(Served):
     def __init__(
         self,
         *,
@@ -324,24 +324,10 @@ class FakeNotion:
     async def stop(self) -> None:
         await self._listener.close()
 
-    async def __aenter__(self) -> FakeNotion:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def running(self) -> bool:
-        return self._listener.running
-
     @property
     def url(self) -> str:
         """The SDK's `base_url` (it adds `/v1/` itself)."""
         return self._listener.url
-
-    @property
-    def port(self) -> int:
-        return self._listener.port
 
     # the workspace -----------------------------------------------------------------------
 

@@ -56,7 +56,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.faults import FaultPolicy, RateLimit
-from tests.fakes.listener import HOST, Listener
+from tests.fakes.listener import HOST, Listener, Served
 
 log = logging.getLogger(__name__)
 JSON = dict[str, Any]
@@ -125,7 +125,7 @@ class _Failure:
     status: int
 
 
-class FakeSlack:
+class FakeSlack(Served):
     def __init__(
         self,
         *,
@@ -189,24 +189,6 @@ class FakeSlack:
             await self._http.close()
             self._http = None
         await self._listener.close()
-
-    @property
-    def running(self) -> bool:
-        return self._listener.running
-
-    async def __aenter__(self) -> FakeSlack:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def url(self) -> str:
-        return self._listener.url
-
-    @property
-    def port(self) -> int:
-        return self._listener.port
 
     @property
     def api_url(self) -> str:

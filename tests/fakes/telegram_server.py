@@ -55,7 +55,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.faults import FaultPolicy, RateLimit
-from tests.fakes.listener import Listener
+from tests.fakes.listener import Listener, Served
 from tests.fakes.telegram_html import EntityError, parse, u16
 
 log = logging.getLogger(__name__)
@@ -147,7 +147,7 @@ class _Failure:
     description: str
 
 
-class FakeTelegram:
+class FakeTelegram(Served):
     def __init__(
         self,
         *,
@@ -216,20 +216,6 @@ class FakeTelegram:
             await self._http.close()
             self._http = None
         await self._listener.close()
-
-    async def __aenter__(self) -> FakeTelegram:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    @property
-    def url(self) -> str:
-        return self._listener.url
-
-    @property
-    def port(self) -> int:
-        return self._listener.port
 
     @property
     def base_url(self) -> str:
