@@ -7,6 +7,7 @@ benchmark that drifted from an interface it wraps (bench/README.md has the real 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,42 +43,61 @@ def test_priming_latency_runs(tmp_path: Path) -> None:
     assert result["sizes"][0]["stored_points"] == 400
 
 
+SMALL_CONVERSATION = {
+    "speaker_a": "Caroline",
+    "speaker_b": "Melanie",
+    "session_1_date_time": "1:56 pm on 8 May, 2023",
+    "session_1": [
+        {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to a support group."},
+        {"speaker": "Melanie", "dia_id": "D1:2", "text": "When was that?"},
+        {"speaker": "Caroline", "dia_id": "D1:3", "text": "Last Saturday, it was great."},
+    ],
+    "session_2_date_time": "10:00 am on 20 May, 2023",
+    "session_2": [
+        {"speaker": "Melanie", "dia_id": "D2:1", "text": "I painted a lake at sunrise."},
+    ],
+    "qa": [
+        {
+            "question": "When did Caroline go to the support group?",
+            "answer": "Saturday",
+            "evidence": ["D1:3"],
+            "category": 2,
+        },
+        {
+            "question": "What did Melanie paint?",
+            "answer": "a lake",
+            "evidence": ["D2:1"],
+            "category": 4,
+        },
+    ],
+}
+
+
 def test_recall_locomo_runs_on_a_small_conversation(tmp_path: Path) -> None:
-    conversation = {
-        "speaker_a": "Caroline",
-        "speaker_b": "Melanie",
-        "session_1_date_time": "1:56 pm on 8 May, 2023",
-        "session_1": [
-            {"speaker": "Caroline", "dia_id": "D1:1", "text": "I went to a support group."},
-            {"speaker": "Melanie", "dia_id": "D1:2", "text": "When was that?"},
-            {"speaker": "Caroline", "dia_id": "D1:3", "text": "Last Saturday, it was great."},
-        ],
-        "session_2_date_time": "10:00 am on 20 May, 2023",
-        "session_2": [
-            {"speaker": "Melanie", "dia_id": "D2:1", "text": "I painted a lake at sunrise."},
-        ],
-        "qa": [
-            {
-                "question": "When did Caroline go to the support group?",
-                "answer": "Saturday",
-                "evidence": ["D1:3"],
-                "category": 2,
-            },
-            {
-                "question": "What did Melanie paint?",
-                "answer": "a lake",
-                "evidence": ["D2:1"],
-                "category": 4,
-            },
-        ],
-    }
     data = tmp_path / "locomo"
     data.mkdir()
-    (data / "conv-test.json").write_text(json.dumps(conversation))
+    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
     out = tmp_path / "locomo.json"
     text = run_bench("bench/recall_locomo.py", "--data", str(data), "--json", str(out))
     assert "| hybrid | **overall** | 2 |" in text
     assert json.loads(out.read_text())
+
+
+def test_sparse_head_study_runs_on_a_small_conversation(tmp_path: Path) -> None:
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
+    hub = {"D1:1": {"hub": [0, 1.0]}, "D2:1": {"hub": [1, 0.5]}}
+    rows = [
+        {"conv": "conv-test", "category": 2, "evidence": ["D1:3"], "unmapped": 0, "cands": hub},
+        {"conv": "conv-test", "category": 4, "evidence": ["D2:1"], "unmapped": 0, "cands": hub},
+    ]
+    (tmp_path / "rows.json").write_text(json.dumps(rows))
+    args = ["--data", str(data), "--rows", str(tmp_path / "rows.json")]
+    text = run_bench("bench/sparse_head_study.py", *args)
+    # the hub's rows miss D1:3; the sparse head ranks all four turns, so it finds both
+    assert re.search(r"^the hub +any@10 0\.500 ", text, re.M)
+    assert re.search(r"^the sparse head alone +any@10 1\.000 ", text, re.M)
 
 
 def test_hub_overhead_runs(tmp_path: Path) -> None:
