@@ -113,9 +113,20 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         for line in relevant(ctx.text, ctx.recalled_lines)
         if asked not in " ".join(line.split()).casefold()  # the same question asked before
     ]
+    # What this conversation said that recall does not show yet: a turn is indexed in the
+    # background, a few hundred ms after its reply, so a quick follow-up asks before it is.
+    said_here = [
+        t
+        for t in relevant(ctx.text, earlier)
+        if asked not in " ".join(t.split()).casefold()
+        and not any(" ".join(t.split()) in " ".join(line.split()) for line in found)
+    ]
     lines: list[str] = []
     if _BACK.search(ctx.text) and earlier:  # "what did I ask?": the conversation itself
         lines += ["Before this, you said:", *(f"- “{_quote(t)}”" for t in earlier[-3:]), ""]
+    elif said_here:
+        lines += ["Earlier here, you said:", *(f"- “{_quote(t)}”" for t in said_here[:_SHOWN])]
+        lines += [""]
     if about:
         lines += ["What I know about you:", *(f"- {_quote(f, 200)}" for f in about[:_SHOWN]), ""]
     if found:

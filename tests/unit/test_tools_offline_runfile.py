@@ -104,6 +104,15 @@ def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> N
     )
     assert "The budget code is TANGO-7731.\n" in again  # without the offline placeholder
     assert again.count("What was the budget code?") == 1  # the question, not its echo
+    # Said a moment ago in this conversation, before recall has it: the conversation answers.
+    quick = compose(context("When do we ship the beta?", ["hi", "We ship the beta on Friday."]))
+    assert "Earlier here, you said:\n- “We ship the beta on Friday.”" in quick
+    assert "I don't know" not in quick and "“hi”" not in quick
+    shown = ["[2026-12-01 09:30] **Alice** (a DM): We ship the beta on Friday."]
+    both = compose(
+        context("When is the beta?", ["We ship the beta on Friday."], recalled_lines=shown)
+    )
+    assert both.count("We ship the beta on Friday.") == 1  # recalled already: said once
     told = compose(context("The release is on Friday.", ["hi"], recalled_lines=recalled))
     assert "I don't know" not in told  # not a question: noted, nothing to confess
 
