@@ -137,7 +137,7 @@ def write_session(folder: Path, session: Session) -> None:
 def note_sentences(folder: Path, paths: list[str]) -> list[tuple[str, str]]:
     """(note path, sentence) for every sentence of the notes at `paths`, titles included."""
     wanted = set(paths)
-    found = []
+    found: list[tuple[str, str]] = []
     for note in load_notes(folder):
         if note.path not in wanted:
             continue

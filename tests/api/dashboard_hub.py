@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 from sqlmodel import select
 
-from hub.adapter import Capabilities, HubPort, discover
+from hub.adapter import AdapterFactory, Capabilities, HubPort, discover
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import ManualClock
@@ -87,7 +87,10 @@ async def open_hub(home: Path, clock: ManualClock, platform: FakePlatform) -> As
         # Only a wake-up sends: a retry that forgot to wake the outbox would wait a minute.
         outbox={"poll_interval_s": 60, "backoff_base_s": 30},
     )
-    factories = {"web": discover(["web"])["web"].build, "fake": lambda _settings: platform}
+    factories: dict[str, AdapterFactory] = {
+        "web": discover(["web"])["web"].build,
+        "fake": lambda _settings: platform,
+    }
     hub = Hub(settings, clock=clock, adapter_factories=factories)
     await hub.start()
     add_demo_animas(hub)

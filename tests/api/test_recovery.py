@@ -50,7 +50,7 @@ async def test_unfinished_inbox_and_pending_delivery_survive_a_restart(home: Pat
     events = [e async for e in first.subscribe(receipt.inbox_id)]
     assert events[-1].type == "done"
     # A second message is accepted but its turn never runs (the process "dies" now).
-    first.runtime.mailboxes.put = lambda job, limit: None  # type: ignore[method-assign]
+    first.runtime.mailboxes.put = lambda job, max_concurrent: None  # type: ignore[method-assign]
     second = await first.receive(inbound("e2", "second message"))
     await first.stop()
     with first.db.session() as session:
@@ -90,7 +90,7 @@ async def _accepted_not_run(home: Path) -> str:
     first = Hub(make_settings(home))
     await first.start()
     add_demo_animas(first)
-    first.runtime.mailboxes.put = lambda job, limit: None  # type: ignore[method-assign]
+    first.runtime.mailboxes.put = lambda job, max_concurrent: None  # type: ignore[method-assign]
     receipt = await first.receive(inbound("e1", "cut off mid-turn"))
     await first.stop()
     return receipt.inbox_id

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +22,7 @@ import uvicorn
 from nacl.signing import SigningKey
 
 from adapters.discord import DiscordAdapter
-from hub.adapter import Adapter
+from hub.adapter import AdapterFactory
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.messages import Address, AddressKind
@@ -243,7 +243,7 @@ async def open_harness(
     tmp_path: Path,
     *,
     fake: FakeDiscord | None = None,
-    factory: Callable[[Settings], Adapter | None] = DiscordAdapter.from_settings,
+    factory: AdapterFactory = DiscordAdapter.from_settings,
     platform_down: bool = False,
     with_web: bool = False,
     **discord: Any,

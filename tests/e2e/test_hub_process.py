@@ -71,9 +71,9 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
     logs = cli(home, "logs", "aria")
     assert logs.returncode == 0, logs.stderr
     # in words: who, where, how long, the model, what was recalled
-    said = re.search(r"answered (\S+) in (.+?) in [\d.]+ s \((.+?); (\d+) memor", logs.stdout)
-    assert said is not None, logs.stdout
-    assert said.group(1) == "alice" and "web" in said.group(2) and said.group(3) == "offline mode"
+    line = re.search(r"answered (\S+) in (.+?) in [\d.]+ s \((.+?); (\d+) memor", logs.stdout)
+    assert line is not None, logs.stdout
+    assert line.group(1) == "alice" and "web" in line.group(2) and line.group(3) == "offline mode"
 
 
 def test_second_hub_on_same_data_root_is_refused(tmp_path: Path) -> None:

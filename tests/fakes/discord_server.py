@@ -53,8 +53,12 @@ HEARTBEAT_INTERVAL_MS = 41_250
 EPHEMERAL = 1 << 6
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-BODY = web.RequestKey("body", Any)  # the parsed JSON body
-BOT = web.RequestKey("bot", Any)  # the bot user the Authorization header names
+# the parsed JSON body: an object, an array or None (`RequestKey("body", Any)` would give
+# mypy a key that no annotated read accepts)
+BODY = web.RequestKey[Any]("body")
+# the bot user the Authorization header names; unset on the routes that carry their token
+# in the URL (interactions, webhooks) when no bot's token came with them
+BOT = web.RequestKey("bot", JSON)
 
 
 def iso(moment: datetime | None = None) -> str:
@@ -237,7 +241,7 @@ class FakeDiscord:
         return self.users[name]
 
     def add_text_channel(self, name: str, position: int = 0) -> JSON:
-        channel = {
+        channel: JSON = {
             "id": self.snowflake(),
             "type": 0,
             "guild_id": self.guild_id,
@@ -263,7 +267,7 @@ class FakeDiscord:
     def dm_channel(self, user: JSON) -> str:
         """The DM channel between the main bot and a person, opened on first use."""
         if user["id"] not in self.dm_channels:
-            channel = {
+            channel: JSON = {
                 "id": self.snowflake(),
                 "type": 1,
                 "last_message_id": None,
@@ -503,7 +507,9 @@ class FakeDiscord:
         token_in_url = "/interactions/" in pattern or "/webhooks/" in pattern
         if not token_in_url and token not in self.bots:
             return error(401, "401: Unauthorized", 0)
-        request[BOT] = self.bots.get(token or "")
+        bot = self.bots.get(token or "")
+        if bot is not None:
+            request[BOT] = bot
         limit = self._rate_limits.get((request.method, pattern))
         if limit is not None and limit.times > 0:
             limit.times -= 1

@@ -51,7 +51,7 @@ def consolidator(memory: MemoryService, fake_openai: Any) -> Consolidator:
     return Consolidator(memory, lambda _anima: make_distiller(llm(fake_openai), "openai/fake"))
 
 
-def facts(*entries: dict[str, Any]) -> str:
+def facts(*entries: object) -> str:  # what the model says: facts, and what is not one
     return json.dumps({"facts": list(entries)})
 
 

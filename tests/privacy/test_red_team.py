@@ -296,8 +296,8 @@ def _assert_nothing_changed(world: World, before: Before) -> None:
     users = hub.settings.home / "shared" / "users"
     for person, profile in before.profiles.items():
         assert (users / f"{person}.md").read_bytes() == profile, f"{person}'s profile changed"
-    for profile in users.glob("*.md"):
-        assert "0000" not in profile.read_text(), f"{profile.name} got a fact about another person"
+    for path in users.glob("*.md"):
+        assert "0000" not in path.read_text(), f"{path.name} got a fact about another person"
     assert world.telegram.downloads.count(OFFER_FILE) == before.downloads
 
 

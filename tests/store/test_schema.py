@@ -14,6 +14,7 @@ from sqlmodel import SQLModel, col, select
 
 import hub.store.models  # noqa: F401  (registers every table on SQLModel.metadata)
 from hub.deliveries import as_utc
+from hub.messages import DeliveryKind
 from hub.store.db import MIGRATIONS, Database
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Person
 
@@ -130,7 +131,7 @@ def test_json_columns_round_trip(db: Database) -> None:
                 channel_key="slack:T1/C1",
                 address_kind="channel",
                 text="reply",
-                kind="reply",
+                kind=DeliveryKind.REPLY,
                 anima="aria",
                 chunks=["one", "twö", ""],
                 message_ids=["m1", "m2"],
@@ -203,7 +204,7 @@ def test_nullable_datetime_round_trips_none_and_value(db: Database) -> None:
                     channel_key="slack:T1/C1",
                     address_kind="channel",
                     text="t",
-                    kind="reply",
+                    kind=DeliveryKind.REPLY,
                     anima="aria",
                     sent_at=sent_at,
                 )

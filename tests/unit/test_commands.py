@@ -165,7 +165,7 @@ def bindings(db: Database) -> dict[str, str]:
         return {b.channel_key: b.anima for b in session.exec(select(ChannelBinding)).all()}
 
 
-def inbox_row(db: Database, address: Address, anima: str | None, status: str) -> str:
+def inbox_row(db: Database, address: Address, anima: str | None, status: InboxStatus) -> str:
     ingress = Ingress(db, 32 * 1024)
     row, _ = ingress.accept(Inbound(f"m-{next(_ids)}", address, ALICE, "hello"))
     with db.session() as session:
@@ -204,11 +204,11 @@ async def test_list_without_animas_says_how_to_create_one(parts: Parts) -> None:
 async def test_status_reports_model_state_bindings_counts_and_heartbeat(parts: Parts) -> None:
     db = parts.db
     await run(parts, "/anima bind aria")
-    inbox_row(db, CHANNEL, "aria", "received")
-    inbox_row(db, CHANNEL, "aria", "processing")
+    inbox_row(db, CHANNEL, "aria", InboxStatus.RECEIVED)
+    inbox_row(db, CHANNEL, "aria", InboxStatus.PROCESSING)
     inbox_row(db, CHANNEL, "aria", InboxStatus.HELD)
-    inbox_row(db, CHANNEL, "aria", "done")  # finished: not counted
-    inbox_row(db, CHANNEL, "kai", "received")  # another Anima's
+    inbox_row(db, CHANNEL, "aria", InboxStatus.DONE)  # finished: not counted
+    inbox_row(db, CHANNEL, "kai", InboxStatus.RECEIVED)  # another Anima's
     with db.session() as session:
         session.add(
             Turn(
@@ -588,7 +588,7 @@ async def test_hold_keeps_the_message_and_tells_each_sender_once_per_channel(
 ) -> None:
     db = parts.db
     dm = Address("slack", "T1", "D1", kind=AddressKind.DM)
-    rows = [inbox_row(db, a, None, "received") for a in (CHANNEL, CHANNEL, dm)]
+    rows = [inbox_row(db, a, None, InboxStatus.RECEIVED) for a in (CHANNEL, CHANNEL, dm)]
     assert parts.states.hold(TurnJob(rows[0], "aria", str(CHANNEL), "p1")) is None  # running
 
     await run(parts, "/anima pause aria")
@@ -613,7 +613,7 @@ async def test_hold_keeps_the_message_and_tells_each_sender_once_per_channel(
     # A new pause is a new notice.
     await run(parts, "/anima resume aria")
     await run(parts, "/anima pause aria")
-    later = inbox_row(db, CHANNEL, None, "received")
+    later = inbox_row(db, CHANNEL, None, InboxStatus.RECEIVED)
     assert parts.states.hold(TurnJob(later, "aria", "c", None)) == paused_notice("aria")
     with db.session() as session:
         assert len(session.exec(select(DeliveryRow)).all()) == 3

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hub.mailbox import Mailbox, Mailboxes, TurnJob
+from hub.mailbox import Job, Mailbox, Mailboxes, TurnJob
 
 
 async def drained(box: Mailbox) -> None:
@@ -20,7 +20,7 @@ async def test_turns_of_one_conversation_run_one_at_a_time_in_order() -> None:
     done: list[str] = []
     overlap = False
 
-    async def handler(job: TurnJob) -> None:
+    async def handler(job: Job) -> None:
         nonlocal overlap
         overlap = overlap or any(j.startswith("c1") for j in running)
         running.append(job.inbox_id)
@@ -41,7 +41,7 @@ async def test_different_conversations_run_concurrently_up_to_the_limit() -> Non
     peak = 0
     release = asyncio.Event()
 
-    async def handler(job: TurnJob) -> None:
+    async def handler(job: Job) -> None:
         nonlocal active, peak
         active += 1
         peak = max(peak, active)
@@ -62,7 +62,7 @@ async def test_different_conversations_run_concurrently_up_to_the_limit() -> Non
 async def test_a_crashing_turn_does_not_stop_the_lane() -> None:
     done: list[str] = []
 
-    async def handler(job: TurnJob) -> None:
+    async def handler(job: Job) -> None:
         if job.inbox_id == "bad":
             raise RuntimeError("boom")
         done.append(job.inbox_id)
@@ -77,7 +77,7 @@ async def test_a_crashing_turn_does_not_stop_the_lane() -> None:
 async def test_mailboxes_are_per_anima_and_close_cancels() -> None:
     started = asyncio.Event()
 
-    async def handler(job: TurnJob) -> None:
+    async def handler(job: Job) -> None:
         started.set()
         await asyncio.sleep(60)
 

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from hub.adapter import (
+    Caller,
     Capabilities,
+    ConversationEntry,
     HubPort,
     PlatformState,
     PlatformUnauthorized,
@@ -19,7 +21,7 @@ from hub.adapter import (
     TranscriptEntry,
     TurnEvent,
 )
-from hub.messages import Address, Inbound, OutboundChunk
+from hub.messages import Address, Inbound, OutboundChunk, PlatformUser
 from hub.platforms import Platforms
 from hub.supervise import Backoff
 from tests.contract.harness import eventually
@@ -68,7 +70,15 @@ class NoHub:
     def anima_names(self) -> list[str]:
         return []
 
+    def speaker(self, caller: Caller, platform: str, user: str | None) -> PlatformUser:
+        raise AssertionError("not used")
+
     def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
+        return []
+
+    def conversations(
+        self, address: Address, limit: int, text: str = ""
+    ) -> list[ConversationEntry]:
         return []
 
     def report(self, platform: str, state: PlatformState, reason: str = "") -> None:

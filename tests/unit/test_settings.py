@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from adapters.slack import SlackSettings
+from adapters.web import WebSettings
 from hub.settings import (
     CONFIG_NAME,
     DEFAULT_PORT,
@@ -36,8 +37,9 @@ def write_secrets(home: Path, text: str, mode: int) -> Path:
     return path
 
 
-def config_error(home: Path, **overrides: object) -> str:
-    """The ConfigError text for these settings, checked to be a single line."""
+def config_error(home: Path, **overrides: Any) -> str:
+    """The ConfigError text for these settings (`load_settings`'s keywords, `sections`
+    among them), checked to be a single line."""
     with pytest.raises(ConfigError) as caught:
         load_settings(home, **overrides)
     message = str(caught.value)
@@ -57,7 +59,7 @@ def test_defaults(home: Path) -> None:
     assert settings.server.api_token is None
     assert settings.database_url == f"sqlite:///{home / 'hub.db'}"
     assert settings.llm.model == ""
-    assert settings.web.channels == ["general"]
+    assert settings.platform("web", WebSettings).channels == ["general"]
 
 
 def test_storage_database_url_replaces_the_sqlite_default(home: Path) -> None:
@@ -96,7 +98,7 @@ channels = ["general", "random"]
     assert settings.server.port == 9100
     assert settings.llm.model == "openai/gpt-4o"
     assert settings.llm.api_base == "http://llm.local/v1"
-    assert settings.web.channels == ["general", "random"]
+    assert settings.platform("web", WebSettings).channels == ["general", "random"]
 
 
 def test_home_from_environment_finds_its_hub_toml(
@@ -134,7 +136,7 @@ channels = ["general"]
 
     assert settings.llm.model == "env-model"
     assert settings.server.port == 9200
-    assert settings.web.channels == ["a", "b"]
+    assert settings.platform("web", WebSettings).channels == ["a", "b"]
     # The environment replaces single keys; the rest of the TOML section survives.
     assert settings.llm.api_base == "http://llm.local/v1"
 
