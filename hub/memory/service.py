@@ -47,7 +47,7 @@ from hub.memory.index import (
 )
 from hub.memory.index_edge import EdgeIndex
 from hub.memory.indexer import EMBED_CHARS, Indexer, Progress
-from hub.memory.lexical import query_vector
+from hub.memory.lexical import query_vector, tokenize
 from hub.memory.lifts import Asked, lift_signals, lifted
 from hub.memory.priming import primed
 from hub.memory.profiles import Profiles, self_statements
@@ -410,7 +410,7 @@ class MemoryService:
         span = named_span(query, now)
         if people is None:
             people = self.people_named(query)
-        asked = Asked(people, span, asks_when(query))
+        asked = Asked(people, span, asks_when(query), frozenset(tokenize(query)))
         # At least 50 candidates: the lifts reorder them, and reach deeper than `limit`
         # (hybrid any@10 0.841 -> 0.850 on LoCoMo with 50 instead of 20).
         fused = self.index.query(

@@ -73,6 +73,18 @@ async def test_a_secret_told_in_a_dm_stays_with_that_person(
     assert all(SECRET not in r["text"] for r in as_bob.json()["results"])
 
 
+async def test_of_two_statements_in_a_row_the_one_asked_about_comes_first(
+    client: httpx.AsyncClient, hub: Hub
+) -> None:
+    assert hub.memory is not None
+    for said in ("My office door code is 7720.", "My garage door code is 3141."):
+        await chat(client, "aria", message=said, user="alice", session_id="codes")
+    await hub.memory.drain()
+    for asked, code in (("garage door code", "3141"), ("office door code", "7720")):
+        found = await client.get("/api/memory/aria/search", params={"query": asked})
+        assert code in found.json()["results"][0]["text"], found.json()["results"][:2]
+
+
 async def test_turns_are_recorded_to_episodes_with_secrets_redacted(
     client: httpx.AsyncClient, hub: Hub, settings: Settings
 ) -> None:

@@ -15,9 +15,11 @@ from typing import Any
 from hub.memory.documents import Layer, MemoryItem
 from hub.memory.index import Hit, MemoryFilter, admits
 from hub.memory.index_edge import EdgeIndex
+from hub.memory.lexical import tokenize
 from hub.memory.lifts import (
     NEIGHBOUR_LIFTERS,
     NEIGHBOUR_WEIGHT,
+    PREVIOUS_CAP,
     PREVIOUS_WEIGHT,
     SPEAKER_WEIGHT,
     WHEN_WEIGHT,
@@ -52,6 +54,34 @@ def test_a_hit_lifts_its_previous_section_whether_or_not_it_was_a_hit() -> None:
     scores = {h.id: h.score for h in lift_previous(hits, FLT, fetch)}
     assert asked == [["c"]]  # only what was no hit is fetched
     assert scores == {"b": 1.0, "a": 0.2 + PREVIOUS_WEIGHT, "d": 0.5, "c": 0.5 * PREVIOUS_WEIGHT}
+
+
+def test_a_hit_matching_by_its_own_words_stays_above_the_section_it_lifts() -> None:
+    # "My office door code is 7720." then "My garage door code is 3141.", asked about the
+    # garage: the office line matches nearly as well, and half the garage's score on top
+    # would put it first.
+    terms = frozenset(tokenize("What is my garage door code?"))
+    office = Hit("office", 0.8, payload(text="My office door code is 7720."))
+    garage = Hit("garage", 1.0, payload(prev="office", text="My garage door code is 3141."))
+    lifted = lift_previous([garage, office], FLT, lambda ids: {}, terms)
+    assert [h.id for h in lifted] == ["garage", "office"]
+    assert lifted[1].score == PREVIOUS_CAP * 1.0
+    # A reply that matched by its context, not its words, hands the statement before it
+    # half its score, and the statement goes first.
+    terms = frozenset(tokenize("When did Caroline go to the support group?"))
+    news = Hit("news", 0.8, payload(text="Caroline: I went to the support group"))
+    reply = Hit("reply", 1.0, payload(prev="news", text="Melanie: Wow, that's great!"))
+    lifted = lift_previous([reply, news], FLT, lambda ids: {}, terms)
+    assert [h.id for h in lifted] == ["news", "reply"]
+    assert lifted[0].score == 0.8 + PREVIOUS_WEIGHT * 1.0
+    # Above its lifter already, a section passes no one: it gains the whole lift.
+    ahead = lift_previous(
+        [Hit("b", 0.5, payload(prev="a", text="the support group")), Hit("a", 0.9, payload())],
+        FLT,
+        lambda ids: {},
+        terms,
+    )
+    assert {h.id: h.score for h in ahead} == {"a": 0.9 + PREVIOUS_WEIGHT * 0.5, "b": 0.5}
 
 
 def test_a_fetched_section_outside_the_filter_does_not_join() -> None:
