@@ -65,7 +65,7 @@ def lift_previous(
     """The hits, each section before one (payload "prev") lifted by PREVIOUS_WEIGHT × that
     hit's score, best first; one that was no hit is fetched and joins if the filter admits
     it. A section stays below a hit that lifts it when that hit's own words share as many of
-    the query's `terms` as the section's do, and some (`_holds_below`)."""
+    the query's `terms` as the section's do, and some (`_SharedTerms.holds_below`)."""
     lifts: dict[str, float] = {}
     lifters: dict[str, list[Hit]] = {}
     for hit in hits:
