@@ -108,7 +108,7 @@ _message_fields: dict[str, st.SearchStrategy[Any]] = dict(
     team=nasty_text(8),
 )
 inner_message = shaped(ts=ts, **_message_fields)
-# What a person's message looks like (tests/fakes/slack_server.py message_event), text aside.
+# What a person's message looks like (tests/fakes/slack/state.py message_event), text aside.
 realistic = st.fixed_dictionaries(
     {
         "type": st.just("message"),
