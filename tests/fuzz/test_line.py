@@ -89,7 +89,7 @@ _user = st.sampled_from(["U" + "a" * 32, "U" + "d" * 32])
 
 @st.composite
 def realistic(draw: st.DrawFn) -> JSON:
-    """A text or media message as LINE sends it (tests/fakes/line_server.py)."""
+    """A text or media message as LINE sends it (tests/fakes/line/events.py)."""
     text_message: JSON = {
         "type": "text",
         "id": str(draw(st.integers(1, 2**60))),
