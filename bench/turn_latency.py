@@ -52,6 +52,9 @@ apart (`first turn`): what a fresh hub's first priming and model call cost.
 Other work on the machine inflates every figure; each level reports the CPU other processes
 used meanwhile, in cores.
 
+The load (the messages, the fake model's process, the driver) is in `turn_load.py`, the CPU
+accounting and the timing wrappers in `turn_probe.py`; this file runs the levels and reports.
+
     .venv/bin/python bench/turn_latency.py [--turns 300] [--levels 1,10,100] [--workers 1]
         [--gate hub|serial|fifo] [--json out.json]
 """
@@ -63,17 +66,11 @@ import asyncio
 import json
 import math
 import os
-import random
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,378 +78,21 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
 from adapters.web import WebAdapter
 from hub.app import Hub
-from hub.deliveries import Delivery
 from hub.memory.embedder import Embedder
-from hub.memory.index import VectorIndex
-from hub.memory.service import MemoryService
-from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.settings import load_settings
 
-ROOT = Path(__file__).resolve().parents[1]
-ANIMA = "aria"
-TICK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-TOPICS = (
-    "budget review",
-    "release checklist",
-    "onboarding plan",
-    "database migration",
-    "customer survey",
-    "offsite in Lisbon",
-    "hiring loop",
-    "billing outage",
-    "Q3 roadmap",
-    "design system",
-    "security audit",
-    "load test",
+from turn_load import ANIMA, Driver, fake_model
+from turn_probe import (
+    ForeignLoad,
+    Probe,
+    SerialGate,
+    ThreadClasses,
+    TimedEmbedder,
+    _cpu_s,
+    instrument,
 )
-NAMES = ("Dana", "Kai", "Mika", "Priya", "Tomás", "Yuki", "Omar", "Lena")
-DAYS = ("Monday", "Tuesday", "Thursday", "Friday", "next week", "the end of the month")
-TEMPLATES = (
-    "Can you remind me what we decided about the {topic}?",
-    "{name} said the {topic} slipped to {day}; what does that change for us?",
-    "I'm working on the {topic} today, anything I should know before I start?",
-    "What did I tell you last time about the {topic}?",
-    "Please note: {name} owns the {topic} from now on.",
-    "How is the {topic} going? I have not heard from {name} since {day}.",
-    "Quick one: when is the {topic} review, and who is in it?",
-    "The {topic} failed again this morning and {name} is looking at it.",
-    "I prefer short summaries, bullet points, no more than five of them.",
-    "Draft a two-line update on the {topic} for {name}, please.",
-    "{topic}の件、{name}さんと{day}に話しました。次は何をすればいいですか？",
-    "关于{topic}，{name}说{day}之前能完成吗？",
-)
-
-
-def message(rng: random.Random) -> str:
-    return rng.choice(TEMPLATES).format(
-        topic=rng.choice(TOPICS), name=rng.choice(NAMES), day=rng.choice(DAYS)
-    )
-
-
-# ------------------------------------------------------------------ CPU accounting
-
-
-def _thread_cpu() -> dict[int, tuple[str, float]]:
-    """Every thread of this process: its name and CPU seconds so far (/proc/self/task)."""
-    out: dict[int, tuple[str, float]] = {}
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            comm = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
-            fields = Path(f"/proc/self/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:  # the thread ended meanwhile
-            continue
-        out[int(tid)] = (comm, (int(fields[11]) + int(fields[12])) / TICK)
-    return out
-
-
-def _cpu_s(pids: Sequence[int]) -> float:
-    """CPU seconds (user + system) these processes have used so far, from /proc."""
-    total = 0.0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / TICK
-    return total
-
-
-class ForeignLoad:
-    """CPU the rest of the machine used meanwhile (/proc/stat busy less this process and the
-    processes given), in cores."""
-
-    def __init__(self, pids: Sequence[int] = ()) -> None:
-        self.pids = list(pids)
-        self.start = self._sample()
-
-    def _sample(self) -> tuple[float, float, float]:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-        ticks = [int(f) for f in fields]
-        busy = (sum(ticks[:8]) - ticks[3] - ticks[4]) / TICK
-        mine = time.process_time() + _cpu_s(self.pids)
-        return busy, mine, time.perf_counter()
-
-    def cores(self) -> float:
-        busy, mine, wall = self._sample()
-        foreign = (busy - self.start[0]) - (mine - self.start[1])
-        return round(max(0.0, foreign) / (wall - self.start[2]), 2)
-
-
-@dataclass
-class Probe:
-    """What the wrapped memory objects saw during one level."""
-
-    embed_cpu: float = 0.0  # thread CPU inside embed_queries / embed_passages
-    index_cpu: float = 0.0  # thread CPU inside VectorIndex calls
-    index_calls: dict[str, int] = field(default_factory=dict)
-    queries: list[str] = field(default_factory=list)
-    passages: list[str] = field(default_factory=list)
-    query_s: list[float] = field(default_factory=list)  # embed_queries, the call
-    query_wait_s: list[float] = field(default_factory=list)  # … less the model's own time
-    behind_passages: int = 0  # queries that arrived while a passage batch was embedding
-    embed_query_s: list[float] = field(default_factory=list)  # MemoryService.embed_query
-    prime_s: list[float] = field(default_factory=list)  # MemoryService.prime
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def reset(self) -> None:
-        fresh = Probe()
-        for name in self.__dataclass_fields__:
-            if name != "lock":
-                setattr(self, name, getattr(fresh, name))
-
-
-class TimedEmbedder:
-    """The hub's embedder, timed: thread CPU and wall per call, and inside it the model's
-    own time (`_run`, which the embedder calls under its gate), so what a query waited at
-    the gate is the call less the model's time."""
-
-    def __init__(self, inner: Any, probe: Probe) -> None:
-        self.inner, self.probe = inner, probe
-        self.model_id: str = inner.model_id
-        self.dim: int = inner.dim
-        self._local = threading.local()
-        self._passage_batches = 0  # passage batches in the model now (0 or 1: the gate)
-        run = getattr(inner, "_run", None)
-        if run is not None:
-
-            def timed_run(batch: list[str], is_query: bool) -> list[list[float]]:
-                if not is_query:
-                    self._passage_batches += 1
-                start = time.perf_counter()
-                try:
-                    rows: list[list[float]] = run(batch, is_query)
-                    return rows
-                finally:
-                    self._local.model_s = getattr(self._local, "model_s", 0.0) + (
-                        time.perf_counter() - start
-                    )
-                    if not is_query:
-                        self._passage_batches -= 1
-
-            inner._run = timed_run
-
-    @contextmanager
-    def _timed(self) -> Iterator[None]:
-        cpu = time.thread_time()
-        try:
-            yield
-        finally:
-            spent = time.thread_time() - cpu
-            with self.probe.lock:
-                self.probe.embed_cpu += spent
-
-    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        behind = self._passage_batches > 0
-        self._local.model_s = 0.0
-        start = time.perf_counter()
-        with self._timed():
-            rows: list[list[float]] = self.inner.embed_queries(texts)
-        wall = time.perf_counter() - start
-        with self.probe.lock:
-            self.probe.queries.extend(texts)
-            self.probe.query_s.append(wall)
-            self.probe.query_wait_s.append(max(0.0, wall - self._local.model_s))
-            self.probe.behind_passages += behind
-        return rows
-
-    def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
-        with self._timed():
-            rows: list[list[float]] = self.inner.embed_passages(texts)
-        with self.probe.lock:
-            self.probe.passages.extend(texts)
-        return rows
-
-
-class TimedIndex:
-    """The hub's index, every call timed in thread CPU (whatever the index's methods are)."""
-
-    def __init__(self, inner: VectorIndex, probe: Probe) -> None:
-        self.inner, self.probe = inner, probe
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if not callable(attr):
-            return attr
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            cpu = time.thread_time()
-            try:
-                return attr(*args, **kwargs)
-            finally:
-                spent = time.thread_time() - cpu
-                with self.probe.lock:
-                    self.probe.index_cpu += spent
-                    self.probe.index_calls[name] = self.probe.index_calls.get(name, 0) + 1
-
-        return timed
-
-
-def instrument(memory: MemoryService, probe: Probe) -> None:
-    """Time the service's embedder, index, `embed_query` and `prime` (instance attributes:
-    the runtime calls the same object; its indexer shares the embedder and the index)."""
-    memory.embedder = memory.indexer.embedder = TimedEmbedder(memory.embedder, probe)
-    memory.index = memory.indexer.index = TimedIndex(memory.index, probe)
-    embed_query, prime = memory.embed_query, memory.prime
-
-    async def timed_embed_query(text: str) -> list[float]:
-        start = time.perf_counter()
-        try:
-            return await embed_query(text)
-        finally:
-            probe.embed_query_s.append(time.perf_counter() - start)
-
-    async def timed_prime(*args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        try:
-            return await prime(*args, **kwargs)
-        finally:
-            probe.prime_s.append(time.perf_counter() - start)
-
-    memory.embed_query = timed_embed_query  # type: ignore[method-assign]
-    memory.prime = timed_prime  # type: ignore[method-assign]
-
-
-class SerialGate:
-    """`--gate serial`: the gate before issue 13's fix, one batch (queries or passages) at a
-    time, a waiting query before waiting passages, so a query waits for the passage batch in
-    flight."""
-
-    def __init__(self, priority: bool = True) -> None:
-        self._cond = threading.Condition()
-        self._busy = False
-        self._queries = 0  # queries waiting
-        self._priority = priority
-
-    @contextmanager
-    def hold(self, *, urgent: bool) -> Iterator[None]:
-        urgent = urgent and self._priority
-        with self._cond:
-            self._queries += urgent
-            try:
-                while self._busy or (not urgent and self._queries):
-                    self._cond.wait()
-            finally:
-                self._queries -= urgent
-            self._busy = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._busy = False
-                self._cond.notify_all()
-
-
-class ThreadClasses:
-    """Which native threads are the embedder's (OpenMP workers: not Python threads, not
-    Qdrant Edge's, absent before embedding started) and which are the index's (`edge-*`)."""
-
-    def __init__(self) -> None:
-        self.before = set(_thread_cpu())  # taken before the hub embeds anything
-
-    def split(self) -> dict[str, float]:
-        python = {t.native_id for t in threading.enumerate()}
-        cpu = {"embed": 0.0, "index": 0.0}
-        for tid, (name, spent) in _thread_cpu().items():
-            if name.startswith("edge-"):
-                cpu["index"] += spent
-            elif tid not in python and tid not in self.before:
-                cpu["embed"] += spent
-        return cpu
-
-
-# ------------------------------------------------------------------ the fake model
-
-
-@contextmanager
-def fake_model() -> Iterator[tuple[str, int]]:
-    """tests/fakes/openai_server.py in its own process: (its URL, its pid)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", "0"],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    if not line.startswith("READY "):
-        proc.kill()
-        raise RuntimeError(f"the fake model server did not start: {line!r}")
-    try:
-        yield line.split()[1], proc.pid
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-
-
-# ------------------------------------------------------------------ running turns
-
-
-@dataclass
-class Turns:
-    first_text: list[float] = field(default_factory=list)
-    done: list[float] = field(default_factory=list)
-    without_text: int = 0  # turns whose stream had no text event before it ended
-
-
-class Driver:
-    """Sends turns through `Hub.receive()` and waits for what the web adapter gets."""
-
-    def __init__(self, hub: Hub, seed: int) -> None:
-        self.hub = hub
-        self.rng = random.Random(seed)
-        self._sent: dict[str, asyncio.Future[float]] = {}
-        hub.outbox.on_sent(self._on_sent)
-        self._level = 0
-
-    def _on_sent(self, row: Delivery) -> None:
-        future = self._sent.get(row.inbox_id or "")
-        if future is not None and not future.done():
-            future.set_result(time.perf_counter())
-
-    async def _first_text(self, inbox_id: str) -> float | None:
-        async for event in self.hub.subscribe(inbox_id):  # what the web adapter relays
-            if event.type == "text" and event.text:
-                return time.perf_counter()
-        return None
-
-    async def turn(self, index: int, turns: Turns) -> None:
-        user = PlatformUser("web", f"user{index}", f"User {index}")
-        address = Address(
-            "web", "local", f"dm:{ANIMA}:user{index}", f"bench{self._level}", AddressKind.DM
-        )
-        inbound = Inbound(
-            event_id=str(uuid.uuid4()),
-            address=address,
-            sender=user,
-            text=message(self.rng),
-            mentions=(ANIMA,),
-        )
-        start = time.perf_counter()
-        receipt = await self.hub.receive(inbound)
-        done = self._sent[receipt.inbox_id] = asyncio.get_running_loop().create_future()
-        first = asyncio.create_task(self._first_text(receipt.inbox_id))
-        try:
-            done_at = await asyncio.wait_for(done, 120)
-        finally:
-            del self._sent[receipt.inbox_id]
-        first_at = await first
-        turns.done.append(done_at - start)
-        if first_at is None:
-            turns.without_text += 1
-        else:
-            turns.first_text.append(first_at - start)
-
-    async def level(self, conversations: int, per_conversation: int) -> Turns:
-        self._level += 1
-        turns = Turns()
-
-        async def conversation(index: int) -> None:
-            for _ in range(per_conversation):
-                await self.turn(index, turns)
-
-        await asyncio.gather(*(conversation(i) for i in range(conversations)))
-        return turns
 
 
 def raw_embedder(
