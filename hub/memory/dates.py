@@ -16,6 +16,7 @@ from __future__ import annotations
 import calendar
 import re
 from datetime import date, datetime, time, timedelta, tzinfo
+from functools import lru_cache
 
 Span = tuple[datetime, datetime]  # [start, end)
 
@@ -167,10 +168,9 @@ _TELLS_WHEN = re.compile(
     + "|".join(_WEEKDAYS)
     + "|"
     + "|".join(m for m in _MONTHS if m not in _MONTHS_ALSO_WORDS)
-    + r"|(?:19|20)\d\d|\d{1,2}/\d{1,2})\b|[0-3]?\d\s*日|[01]?\d\s*月|"
+    + r"|(?:19|20)\d\d|\d{1,2}/\d{1,2})\b|\d\s*[日月]|"
     + "|".join(_CJK_WORDS)
-    + r"|明日|明天|来週|下周|下週|来月|下个月|下個月|来年|明年|週末|周末|前に|以前|之前",
-    re.IGNORECASE,
+    + r"|明日|明天|来週|下周|下週|来月|下个月|下個月|来年|明年|週末|周末|前に|以前|之前"
 )
 
 
@@ -179,7 +179,10 @@ def asks_when(text: str) -> bool:
     return _ASKS_WHEN.search(text) is not None
 
 
+@lru_cache(maxsize=16384)  # recall asks it of the same stored sections search after search
 def tells_when(text: str) -> bool:
     """Whether `text` says when something happened or will ("last Saturday", "in June
     2023", "3 days ago", "先週")."""
-    return _TELLS_WHEN.search(text) is not None
+    # Lowered here rather than matched with IGNORECASE, which made the search 2-4 times
+    # slower; recall asks this of every candidate when the query asks when.
+    return _TELLS_WHEN.search(text.lower()) is not None

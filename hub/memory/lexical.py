@@ -104,9 +104,18 @@ def tokenize(text: str) -> list[str]:
     tokens: list[str] = []
     for match in _SEGMENT.finditer(text):
         cjk = match.group("cjk")
-        found = _cjk_grams(cjk) if cjk else dict.fromkeys(_compound(match.group("word")))
-        tokens.extend(t for t in found if len(t) <= MAX_TOKEN_CHARS)
+        if cjk:
+            tokens.extend(t for t in _cjk_grams(cjk) if len(t) <= MAX_TOKEN_CHARS)
+        else:
+            tokens.extend(_word_tokens(match.group("word")))
     return tokens
+
+
+@lru_cache(maxsize=65536)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    """One space-free run's tokens, without repeats. Cached: words recur (Zipf), and
+    recall's lifts tokenize a few stored sections on every search."""
+    return tuple(t for t in dict.fromkeys(_compound(word)) if len(t) <= MAX_TOKEN_CHARS)
 
 
 def _cjk_grams(run: str) -> list[str]:
