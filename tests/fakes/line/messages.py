@@ -18,8 +18,6 @@ from tests.fakes.line.objects import JSON, MAX_MESSAGES, MAX_TEXT, SentMessage, 
 from tests.fakes.line.state import LineState
 from tests.fakes.line.wire import Wire
 
-_BAD_BODY = "The request body has 1 error(s)"
-
 
 def bad_messages(body: JSON) -> str | None:
     messages = body.get("messages")
@@ -53,13 +51,9 @@ class Messages:
 
     async def reply(self, request: web.Request) -> web.Response:
         wire = self._wire
-        body = await wire.body(request)
-        index = wire.record(request, body)
-        refused = wire.refusal(index, request, "reply")
+        index, body, refused = await wire.begin(request, "reply")
         if refused is not None:
             return refused
-        if body is None:
-            return wire.answer(index, {"message": _BAD_BODY}, 400)
         token = self._state.tokens.get(str(body.get("replyToken") or ""))
         fresh = token is not None and not token.used
         ttl = self._state.reply_token_ttl_s
@@ -82,13 +76,9 @@ class Messages:
 
     async def push(self, request: web.Request) -> web.Response:
         wire = self._wire
-        body = await wire.body(request)
-        index = wire.record(request, body)
-        refused = wire.refusal(index, request, "push")
+        index, body, refused = await wire.begin(request, "push")
         if refused is not None:
             return refused
-        if body is None:
-            return wire.answer(index, {"message": _BAD_BODY}, 400)
         key = request.headers.get("X-Line-Retry-Key")
         if key is not None:
             repeated = self._retry_key(index, key)

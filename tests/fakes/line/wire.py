@@ -2,9 +2,10 @@
 
 Every request is recorded (with the status it was answered, once it is); a wrong access token
 gets 401; before a reply or push is carried out, the faults a test set answer first: an
-ordinary 429 (:meth:`Wire.rate_limit`), the monthly-limit 429 on push, the fault policy. The
-knobs for the faults that hit after the checks (a dropped answer, a failing reply) live here
-too; the handlers consult them.
+ordinary 429 (:meth:`Wire.rate_limit`), the monthly-limit 429 on push, the fault policy; then a
+body that is no JSON object gets 400 (:meth:`Wire.begin` is that prelude of both). The knobs
+for the faults that hit after the checks (a dropped answer, a failing reply) live here too; the
+handlers consult them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ RATE_MESSAGE = "The API rate limit has been exceeded. Try again later."
 AUTH_MESSAGE = (
     "Authentication failed. Confirm that the access token in the authorization header is valid."
 )
+BAD_BODY_MESSAGE = "The request body has 1 error(s)"
 
 
 @dataclass
@@ -83,6 +85,16 @@ class Wire:
         except json.JSONDecodeError:
             return None
         return data if isinstance(data, dict) else None
+
+    async def begin(self, request: web.Request, kind: str) -> tuple[int, JSON, web.Response | None]:
+        """Record a reply or push; refuse it (:meth:`refusal`), then a body that is no JSON
+        object (400). The body is {} whenever the request is refused."""
+        body = await self.body(request)
+        index = self.record(request, body)
+        refused = self.refusal(index, request, kind)
+        if refused is None and body is None:
+            refused = self.answer(index, {"message": BAD_BODY_MESSAGE}, 400)
+        return index, body or {}, refused
 
     def refusal(self, index: int, request: web.Request, kind: str) -> web.Response | None:
         """401, 429 or the quota 429 before anything is sent."""
