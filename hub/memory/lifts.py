@@ -93,7 +93,7 @@ def lift_previous(
 
 class _SharedTerms:
     """How many of the query's terms a hit's own text holds, counted only for the few hits a
-    lift would put past their lifter (tokenizing costs ~0.2 ms a text)."""
+    lift would put past their lifter (tokenizing costs ~0.07 ms a LoCoMo turn)."""
 
     def __init__(self, terms: frozenset[str]) -> None:
         self.terms = terms
