@@ -56,11 +56,27 @@ def _terms(text: str) -> set[str]:
     return {t for t in tokenize(text) if t not in _FILLER}
 
 
+# What a recalled line or a profile fact holds but did not say: when ("[2026-12-04 09:30]")
+# and where ("(a direct conversation on web)") before it, or who noted it when
+# ("_(mika, 2026-12-01)_") after. Matched, "12 March" would find every line of a 12th, and
+# "web" every web turn. Who said it stays: a question naming Priya asks about her words.
+_HEADER = re.compile(
+    r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?(?:\*\*(?P<who>[^*\n]{1,40})\*\*(?: \([^)\n]{1,80}\))?:)?"
+)
+_NOTED_BY = re.compile(r"\s*_\([^)\n]{1,80}\)_\s*$")
+
+
+def _said(line: str) -> str:
+    """The line as said: its speaker and words."""
+    line = _HEADER.sub(lambda m: f"{m['who']}:" if m["who"] else "", line, count=1)
+    return _NOTED_BY.sub("", line, count=1)
+
+
 def relevant(text: str, lines: Sequence[str]) -> list[str]:
-    """The lines that share a search term with `text` (question words aside), most shared
-    first, each once."""
+    """The lines whose words or speaker (not their time or place) share a search term with
+    `text` (question words aside), most shared first, each once."""
     wanted = _terms(text)
-    scored = [(len(wanted & set(tokenize(line))), i, line) for i, line in enumerate(lines)]
+    scored = [(len(wanted & set(tokenize(_said(line)))), i, line) for i, line in enumerate(lines)]
     kept = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
     return list(dict.fromkeys(line for _, _, line in kept))
 
@@ -92,9 +108,12 @@ def compose(ctx: TurnContext) -> str:
 def _follow_up(ctx: TurnContext, earlier: list[str]) -> str:
     """After the first time: what was asked, what memory holds about it, one line on being
     offline."""
+    name, quoted = ctx.person.display_name, f"“{_quote(ctx.text, 300)}”"
     return "\n".join(
         [
-            f"Noted, {ctx.person.display_name}: “{_quote(ctx.text, 300)}”",
+            f"{name}, you asked: {quoted}"
+            if _QUESTION.search(ctx.text)
+            else f"Noted, {name}: {quoted}",
             "",
             *_left_off(ctx),
             *_answer(ctx, earlier),

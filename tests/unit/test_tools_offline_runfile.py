@@ -115,6 +115,29 @@ def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> N
     assert both.count("We ship the beta on Friday.") == 1  # recalled already: said once
     told = compose(context("The release is on Friday.", ["hi"], recalled_lines=recalled))
     assert "I don't know" not in told  # not a question: noted, nothing to confess
+    assert told.startswith("Noted, Alice: “The release")
+    assert asked.startswith("Alice, you asked: “What was the budget code?”")
+
+
+def test_offline_matching_ignores_when_and_where_a_line_was_said() -> None:
+    recalled = [
+        "[2026-12-12 09:30] **Priya** (a direct conversation on web): I went hiking.",
+        "[2026-12-01 09:30] **Alice** (a direct conversation on web): The garage code is 3141.",
+    ]
+    about = ["I prefer short status updates _(mika, 2026-12-12)_"]
+    # "12" and "web" are in the lines' time and place, not in what was said.
+    told = compose(
+        context(
+            "The offsite is on 12 March, on the web.",
+            ["hi"],
+            recalled_lines=recalled,
+            about_person=about,
+        )
+    )
+    assert "From my memory" not in told and "What I know about you" not in told
+    # Who said it still counts: a question naming Priya asks about her words.
+    named = compose(context("What did Priya say?", ["hi"], recalled_lines=recalled))
+    assert "From my memory:\n- [2026-12-12 09:30] **Priya**" in named and "garage" not in named
 
 
 def test_model_errors_are_classified_for_retry() -> None:
