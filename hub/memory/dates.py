@@ -179,7 +179,7 @@ def asks_when(text: str) -> bool:
     return _ASKS_WHEN.search(text) is not None
 
 
-@lru_cache(maxsize=16384)  # recall asks it of the same stored sections search after search
+@lru_cache(maxsize=4096)  # recall asks it of the same stored sections, search after search
 def tells_when(text: str) -> bool:
     """Whether `text` says when something happened or will ("last Saturday", "in June
     2023", "3 days ago", "先週")."""
