@@ -9,6 +9,9 @@ from pydantic import SecretStr, model_validator
 from hub.adapter import SettingsSection
 
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")  # what setWebhook accepts as secret_token
+# A token from @BotFather: the bot's id, a colon, the secret ("123456789:AAHd-x_…"). Checked
+# here so a mistyped one is named at start, not retried as an unreachable Bot API.
+_TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]+")
 
 
 class TelegramSettings(SettingsSection):
@@ -33,6 +36,11 @@ class TelegramSettings(SettingsSection):
             return self
         if self.bot_token is None:
             raise ValueError("enabled needs bot_token (set ANIMAHUB_TELEGRAM__BOT_TOKEN)")
+        if not _TOKEN.fullmatch(self.bot_token.get_secret_value()):
+            raise ValueError(
+                "bot_token is not a bot token: @BotFather gives one like 123456789:AAHd-x_…"
+                " (the bot's id, a colon, then letters, digits, _ and -)"
+            )
         if self.public_url:
             if self.webhook_secret is None:
                 raise ValueError(

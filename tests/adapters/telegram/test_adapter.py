@@ -157,6 +157,11 @@ async def test_start_registers_commands_and_the_webhook_with_its_secret(tmp_path
 def test_settings_need_a_token_and_a_webhook_secret() -> None:
     with pytest.raises(ValueError, match="ANIMAHUB_TELEGRAM__BOT_TOKEN"):
         TelegramSettings(enabled=True)
+    # A mistyped token is named at start, not retried as an unreachable Bot API.
+    for typo in ("bad", "123456", "123456:", "abc:DEF", "123456:ABC DEF", " 123456:ABC"):
+        with pytest.raises(ValueError, match="not a bot token"):
+            TelegramSettings(enabled=True, bot_token=typo)
+    assert TelegramSettings(enabled=True, bot_token="123456789:AAHd-x_9").bot_token is not None
     with pytest.raises(ValueError, match="webhook_secret"):
         TelegramSettings(enabled=True, bot_token="1:x", public_url="https://h.example.com")
     with pytest.raises(ValueError, match="A-Z"):
