@@ -57,11 +57,12 @@ def _terms(text: str) -> set[str]:
 
 
 # What a recalled line or a profile fact holds but did not say: when ("[2026-12-04 09:30]")
-# and where ("(a direct conversation on web)") before it, or who noted it when
+# and where ("(a direct conversation on web)", or a session summary's "(…, 6 turns)") before
+# it, or who noted it when
 # ("_(mika, 2026-12-01)_") after. Matched, "12 March" would find every line of a 12th, and
 # "web" every web turn. Who said it stays: a question naming Priya asks about her words.
 _HEADER = re.compile(
-    r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?(?:\*\*(?P<who>[^*\n]{1,40})\*\*(?: \([^)\n]{1,80}\))?:)?"
+    r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?(?:\*\*(?P<who>[^*\n]{1,40})\*\*(?: \([^)\n]{1,80}\))?:?)?"
 )
 _NOTED_BY = re.compile(r"\s*_\([^)\n]{1,80}\)_\s*$")
 

@@ -123,6 +123,8 @@ def test_offline_matching_ignores_when_and_where_a_line_was_said() -> None:
     recalled = [
         "[2026-12-12 09:30] **Priya** (a direct conversation on web): I went hiking.",
         "[2026-12-01 09:30] **Alice** (a direct conversation on web): The garage code is 3141.",
+        "[2026-12-01 09:40] **Session summary** (a direct conversation on web, 09:30–09:40 UTC,"
+        " 12 turns) **Alice**: The garage code is 3141.",
     ]
     about = ["I prefer short status updates _(mika, 2026-12-12)_"]
     # "12" and "web" are in the lines' time and place, not in what was said.
