@@ -35,9 +35,14 @@ _FILLER = frozenset(
     | {"how", "where", "whi", "wonder", "mention", "recal", "ever", "again", "yet", "just"}
 )
 _QUESTION = re.compile(
-    r"\?\s*$|^\s*(what|who|whom|whose|when|where|which|why|how|do|does|did|is|are|can|could)\b",
+    r"[?？]\s*$|(?:ですか|ますか|吗)[。.]?\s*$"
+    r"|^\s*(what|who|whom|whose|when|where|which|why|how|do|does|did|is|are|can|could)\b",
     re.IGNORECASE,
 )
+# A bigram of Japanese or Chinese grammar alone (です, ます, どこ; 我们, 什么, 的是) is in
+# nearly every sentence: sharing one says nothing about the subject.
+_HIRAGANA = re.compile(r"[\u3041-\u309f]+")
+_ZH_FUNCTION = frozenset("的了是在吗呢吧么什哪里怎我你他她它们这那有和也都就不")
 _BACK = re.compile(
     r"\b(what|which)\b.*\b(did|have)\s+i\b.*\b(ask|say|said|tell|told|write|wrote|mention)",
     re.IGNORECASE,
@@ -53,7 +58,11 @@ def _quote(text: str, limit: int = 120) -> str:
 
 
 def _terms(text: str) -> set[str]:
-    return {t for t in tokenize(text) if t not in _FILLER}
+    return {t for t in tokenize(text) if t not in _FILLER and not _grammar_only(t)}
+
+
+def _grammar_only(term: str) -> bool:
+    return bool(_HIRAGANA.fullmatch(term)) or all(c in _ZH_FUNCTION for c in term)
 
 
 # What a recalled line or a profile fact holds but did not say: when ("[2026-12-04 09:30]")

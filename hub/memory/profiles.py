@@ -32,9 +32,20 @@ _SELF_STATEMENT = re.compile(
 )
 
 
+# The same in Japanese and Chinese, which need no space after a sentence: 「私はお茶が好きです」,
+# 「私の名前は健二です」, 「我喜欢喝茶」, 「我住在北京」.
+_CJK_SELF_STATEMENT = re.compile(
+    r"(?:^|(?<=[。！？!?.]))\s*(?![^。！？\n]*[？?])"  # a sentence that is not a question
+    r"((?:私|僕|わたし)(?:は|の[^。！？\n]{1,12}は)[^。！？\n]{1,100}?"
+    r"(?:好き|嫌い|苦手|住んで|働いて|勤めて|使って|です)[^。！？\n]{0,12}"
+    r"|我(?:喜欢|爱|不喜欢|讨厌|住在|在|是|叫|用|的[^。！？\n]{1,12}是)[^。！？\n]{2,100})",
+)
+
+
 def self_statements(text: str) -> list[str]:
     """Sentences in which a person says something about themselves."""
-    return [m.group(1).strip() for m in _SELF_STATEMENT.finditer(text)]
+    found = [m.group(1).strip() for m in _SELF_STATEMENT.finditer(text)]
+    return found + [m.group(1).strip() for m in _CJK_SELF_STATEMENT.finditer(text)]
 
 
 @dataclass(frozen=True, slots=True)

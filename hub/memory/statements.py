@@ -4,7 +4,8 @@ Beyond "X is Y" and marked sentences, a sentence is kept as knowledge when it is
 
 - a decision: "we decided / agreed / chose to X", "X was decided", 「…ことに決めました」,
   「决定…」;
-- a plan: "next Tuesday we will X", "we're going to X", "the team plans to X";
+- a plan: "next Tuesday we will X", "we're going to X", "the team plans to X",
+  「来週…します」, 「下周…去…」;
 - a shared preference or habit: "we prefer X", "we always X", "the team never X";
 - a first-person event: "I went to / visited / started / joined … X", kept as
   "<person> went to X" (what a person says of their own day);
@@ -60,6 +61,18 @@ _EVENT = re.compile(
 )
 _JA_DECISION = re.compile(r"^(?P<what>.{2,}?)(?:ことに)?(?:決めました|決定しました|決まりました)")
 _ZH_DECISION = re.compile(r"^(?:我们|大家)?(?:决定|同意)(?P<what>.{2,})")
+# A plan says when and then what, filed under the what: 「来週の火曜日にチームで京都へ出張します」
+# (チームで京都へ出張), 「我们下周去北京出差」 (去北京出差).
+_JA_WHEN = r"来週|再来週|今週|明日|明後日|あした|来月|今月|今度|週末|次回"
+_JA_PLAN = re.compile(
+    rf"^(?:{_JA_WHEN})(?:の[^にはで、]{{1,6}}(?=[にはで、]))?(?:に|は|、)?"
+    r"(?P<what>.{2,}?)(?:します|する予定です|の予定です|予定です|つもりです|ます)。?$"
+)
+_ZH_WHEN = r"下周|下星期|下个月|明天|后天|这周|本周|周末|下次"
+_ZH_PLAN = re.compile(
+    rf"^(?=.*(?:{_ZH_WHEN}))(?:{_ZH_WHEN})?(?:我们|大家|团队)(?:{_ZH_WHEN})?"
+    r"(?P<what>(?:要|会|打算|计划|准备|去|开).{2,}?)。?$"
+)
 _NOT_KEY = frozenset(
     {"the", "a", "an", "our", "this", "that", "these", "those", "its", "their", "to", "on"}
     | {"at", "in", "by", "for", "from", "with", "of", "next", "before", "after", "until"}
@@ -93,10 +106,15 @@ def stated(sentence: str, who: str) -> Statement | None:
     decided = _DECIDED.match(sentence)
     if decided and (key := key_words(decided.group("what"))):
         return Statement("decision", f"decision: {key}", sentence)
-    for pattern in (_JA_DECISION, _ZH_DECISION):
+    for kind, pattern in (
+        ("decision", _JA_DECISION),
+        ("decision", _ZH_DECISION),
+        ("plan", _JA_PLAN),
+        ("plan", _ZH_PLAN),
+    ):
         cjk = pattern.match(sentence)
         if cjk:
-            return Statement("decision", f"decision: {cjk.group('what')[:12]}", sentence)
+            return Statement(kind, f"{kind}: {cjk.group('what')[:12]}", sentence)
     event = _EVENT.match(sentence)
     if event and who:
         verb = (event.group("verb") or event.group("doing")).casefold()

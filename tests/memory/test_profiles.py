@@ -60,6 +60,10 @@ def test_self_statements_are_found() -> None:
     assert self_statements(text) == ["I'm Alice from billing", "My favourite editor is vim"]
     assert self_statements("What time is it? Is the build red?") == []
     assert self_statements("I prefer tea over coffee") == ["I prefer tea over coffee"]
+    said = "こんにちは。私はコーヒーよりお茶が好きです。私の名前は健二です。"
+    assert self_statements(said) == ["私はコーヒーよりお茶が好きです", "私の名前は健二です"]
+    assert self_statements("我住在上海，在银行工作。你呢？") == ["我住在上海，在银行工作"]
+    assert self_statements("私はお茶が好きですか？我是谁呢？来週京都へ行きます。") == []
 
 
 def test_a_learned_line_reads_back_as_fact_anima_day_and_where() -> None:

@@ -23,6 +23,9 @@ CASES = [
     ("リマインダー：パスワードは毎月変わります", "パスワードは毎月変わります", S),
     ("デプロイの手順：テスト、タグ付け、プッシュ", "how to デプロイ", P),
     ("我们决定周五发布测试版", "decision: 周五发布测试版", S),
+    ("来週の火曜日にチームで京都へ出張します。", "plan: チームで京都へ出張", S),
+    ("我们下周去北京出差。", "plan: 去北京出差", S),
+    ("明天我们开会讨论预算。", "plan: 开会讨论预算", S),
 ]
 
 
@@ -41,7 +44,15 @@ def test_what_is_kept_reads_as_it_was_said() -> None:
 
 @pytest.mark.parametrize(
     "said",
-    ["I'm tired.", "What did we decide?", "We should maybe think about it?", "ok", "I think so."],
+    [
+        "I'm tired.",
+        "What did we decide?",
+        "We should maybe think about it?",
+        "ok",
+        "I think so.",
+        "来週の予定は？",
+        "明天要下雨。",
+    ],
 )
 def test_chatter_and_questions_are_not_kept(said: str) -> None:
     assert facts_in("Caroline", said, "s1") == []

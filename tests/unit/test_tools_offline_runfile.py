@@ -142,6 +142,29 @@ def test_offline_matching_ignores_when_and_where_a_line_was_said() -> None:
     assert "From my memory:\n- [2026-12-12 09:30] **Priya**" in named and "garage" not in named
 
 
+def test_offline_matching_in_japanese_and_chinese_needs_a_shared_word_not_grammar() -> None:
+    ja = [
+        "[2026-12-04 14:05] **Kenji** (a direct conversation on web): "
+        "来週の火曜日にチームで京都へ出張します。",
+        "[2026-12-04 14:06] **Kenji** (a direct conversation on web): "
+        "私はコーヒーよりお茶が好きです。",
+    ]
+    # です, どこ and か are in both the question and the tea line: grammar, not a subject.
+    asked = compose(context("出張はどこですか？", ["hi"], recalled_lines=ja))
+    assert asked.startswith("Alice, you asked: “出張はどこですか？”")
+    assert "京都へ出張します" in asked and "お茶" not in asked
+    polite = compose(context("京都の出張は何曜日ですか。", ["hi"], recalled_lines=ja))
+    assert polite.startswith("Alice, you asked:") and "お茶" not in polite
+    zh = [
+        "[2026-12-04 14:05] **Kenji** (a direct conversation on web): 我们下周去北京出差。",
+        "[2026-12-04 14:06] **Kenji** (a direct conversation on web): 我们喜欢喝茶。",
+    ]
+    where = compose(context("我们去哪里出差？", ["hi"], recalled_lines=zh))
+    assert "北京出差" in where and "喝茶" not in where
+    nothing = compose(context("我们看过什么电影吗", ["hi"], recalled_lines=zh))
+    assert "I don't know anything about that yet." in nothing
+
+
 def test_model_errors_are_classified_for_retry() -> None:
     assert classify(429, RuntimeError("slow down")).retryable
     assert classify(503, RuntimeError("busy")).retryable
