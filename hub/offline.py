@@ -39,10 +39,10 @@ _QUESTION = re.compile(
     r"|^\s*(what|who|whom|whose|when|where|which|why|how|do|does|did|is|are|can|could)\b",
     re.IGNORECASE,
 )
-# A bigram of Japanese or Chinese grammar alone (です, ます, どこ; 我们, 什么, 的是) is in
+# A bigram of Japanese or Chinese grammar alone (です, 私は, どこ; 我们, 什么, 的是) is in
 # nearly every sentence: sharing one says nothing about the subject.
-_HIRAGANA = re.compile(r"[\u3041-\u309f]+")
-_ZH_FUNCTION = frozenset("的了是在吗呢吧么什哪里怎我你他她它们这那有和也都就不")
+_HIRAGANA = range(0x3041, 0x30A0)
+_GRAMMAR_CHARS = frozenset("私僕何的了是在吗呢吧么什哪里怎我你他她它们这那有和也都就不")
 _BACK = re.compile(
     r"\b(what|which)\b.*\b(did|have)\s+i\b.*\b(ask|say|said|tell|told|write|wrote|mention)",
     re.IGNORECASE,
@@ -62,7 +62,7 @@ def _terms(text: str) -> set[str]:
 
 
 def _grammar_only(term: str) -> bool:
-    return bool(_HIRAGANA.fullmatch(term)) or all(c in _ZH_FUNCTION for c in term)
+    return all(ord(c) in _HIRAGANA or c in _GRAMMAR_CHARS for c in term)
 
 
 # What a recalled line or a profile fact holds but did not say: when ("[2026-12-04 09:30]")

@@ -153,6 +153,8 @@ def test_offline_matching_in_japanese_and_chinese_needs_a_shared_word_not_gramma
     asked = compose(context("出張はどこですか？", ["hi"], recalled_lines=ja))
     assert asked.startswith("Alice, you asked: “出張はどこですか？”")
     assert "京都へ出張します" in asked and "お茶" not in asked
+    lives = compose(context("私は東京に住んでいます。", ["hi"], recalled_lines=ja))
+    assert "From my memory" not in lives  # 私は is grammar too
     polite = compose(context("京都の出張は何曜日ですか。", ["hi"], recalled_lines=ja))
     assert polite.startswith("Alice, you asked:") and "お茶" not in polite
     zh = [
