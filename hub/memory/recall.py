@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from hub.memory.index import Boost, Hit
 from hub.tools import ToolContext
@@ -88,30 +89,33 @@ def boost_at(now: datetime) -> Boost:
     return Boost(now.timestamp(), RECENCY_HALF_LIFE_DAYS * 86400, RECENCY_WEIGHT, IMPORTANCE_WEIGHT)
 
 
+def used(hits: list[Hit], now: datetime, uses: Callable[[str], int]) -> list[Hit]:
+    """The engine's boosted hits, s × (1 + recency + importance) (`boost_at`), lifted by use
+    to s × (1 + recency + importance + use), best first. Use counts live in a sidecar file,
+    not in the index payload a formula could read. Applied before recall's lifts
+    (hub/memory/lifts.py) so the order they set between a hit and the section it lifts
+    stays: applied after, a section recalled more often than its lifter could pass it."""
+    lifted = []
+    for hit in hits:
+        lift = _lift(hit.payload, now)
+        use = USE_WEIGHT * min(math.log1p(uses(hit.id)) / math.log1p(100), 1.0)
+        lifted.append(Hit(hit.id, hit.score * (1 + use / lift), hit.payload) if use else hit)
+    return sorted(lifted, key=lambda h: h.score, reverse=True)
+
+
 def rescore(
-    hits: list[Hit],
-    now: datetime,
-    sources: dict[str, set[str]],
-    uses: Callable[[str], int] = lambda _id: 0,
-    boosted: bool = False,
+    hits: list[Hit], now: datetime, sources: dict[str, set[str]], boosted: bool = False
 ) -> list[Recalled]:
-    """Fused rank, lifted by recency, importance and use (each bounded, so relevance leads):
-    s × (1 + recency + importance + use). With `boosted`, the engine already gave
-    s × (1 + recency + importance) (`boost_at`), and only the use lift is added here: use
-    counts live in a sidecar file, not in the index payload a formula could read."""
+    """The hits as results, best first, each saying why it matched. Unless `boosted` (the
+    engine gave s × (1 + recency + importance), `boost_at`), the score is lifted here by
+    recency and importance, each bounded so relevance leads."""
     results = []
     for hit in hits:
         payload = hit.payload
-        age_days = max(0.0, (now.timestamp() - float(payload.get("ts", 0))) / 86400)
-        recency = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
-        importance = float(payload.get("importance", 0.0))
-        use = USE_WEIGHT * min(math.log1p(uses(hit.id)) / math.log1p(100), 1.0)
-        lift = 1 + RECENCY_WEIGHT * recency + IMPORTANCE_WEIGHT * importance
-        score = hit.score * (1 + use / lift) if boosted else hit.score * (lift + use)
         why = sorted(sources.get(hit.id, set()))
-        if recency > 0.8:
+        if _recency(payload, now) > 0.8:
             why.append("recent")
-        if importance >= 1.0:
+        if float(payload.get("importance", 0.0)) >= 1.0:
             why.append("important")
         results.append(
             Recalled(
@@ -120,7 +124,7 @@ def rescore(
                 path=str(payload.get("path", "")),
                 section=payload.get("section"),
                 text=str(payload.get("text", "")),
-                score=score,
+                score=hit.score if boosted else hit.score * _lift(payload, now),
                 why=why,
                 ts=float(payload.get("ts", 0)),
                 person=_person(payload.get("person")),
@@ -128,6 +132,17 @@ def rescore(
         )
     results.sort(key=lambda r: r.score, reverse=True)
     return results
+
+
+def _recency(payload: dict[str, Any], now: datetime) -> float:
+    age_days = max(0.0, (now.timestamp() - float(payload.get("ts", 0))) / 86400)
+    return float(0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS))
+
+
+def _lift(payload: dict[str, Any], now: datetime) -> float:
+    """1 + recency + importance: the engine's boost (`boost_at`), computed here."""
+    importance = float(payload.get("importance", 0.0))
+    return 1 + RECENCY_WEIGHT * _recency(payload, now) + IMPORTANCE_WEIGHT * importance
 
 
 def _person(value: object) -> str | None:

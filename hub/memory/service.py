@@ -51,7 +51,7 @@ from hub.memory.lexical import query_vector, tokenize
 from hub.memory.lifts import Asked, lift_signals, lifted
 from hub.memory.priming import primed
 from hub.memory.profiles import Profiles, self_statements
-from hub.memory.recall import Priming, Recalled, RecallScope, boost_at, rescore
+from hub.memory.recall import Priming, Recalled, RecallScope, boost_at, rescore, used
 from hub.memory.reconcile import behind, changed_items, mark_synced, synced_at
 from hub.memory.redact import redact
 from hub.memory.timings import Durations
@@ -423,12 +423,12 @@ class MemoryService:
             people=asked.people,
             span=(span[0].timestamp(), span[1].timestamp()) if span else None,
         )
-        hits = lifted(fused, asked, flt, self.index.payloads)
+        uses = self.access(scope.anima)
+        hits = lifted(used(fused, now, uses.count), asked, flt, self.index.payloads)
         sources = lift_signals(fused, hits, asked) if explain else {}
         if explain and mode is SearchMode.HYBRID:
             self._found_alone(sources, dense, sparse, flt, asked.people, limit)
-        uses = self.access(scope.anima)
-        found = rescore(hits, now, sources, uses.count, boosted=True)[:limit]
+        found = rescore(hits, now, sources, boosted=True)[:limit]
         if scope.admin_scopes is None:  # an Anima recalled these; an admin looking is no use
             uses.touch(((r.id, r.path, r.section) for r in found), now)
         return found

@@ -80,6 +80,11 @@ async def test_of_two_statements_in_a_row_the_one_asked_about_comes_first(
     for said in ("My office door code is 7720.", "My garage door code is 3141."):
         await chat(client, "aria", message=said, user="alice", session_id="codes")
     await hub.memory.drain()
+    # Priming recalls the office line for the garage turn when the office turn is indexed
+    # by then: a use the ranking counts. Made certain here, and more than once.
+    alice = RecallScope("aria", "alice", "web:local/dm:aria:alice", is_dm=True)
+    for _ in range(3):
+        await hub.memory.search(alice, "office door code")
     for asked, code in (("garage door code", "3141"), ("office door code", "7720")):
         found = await client.get("/api/memory/aria/search", params={"query": asked})
         assert code in found.json()["results"][0]["text"], found.json()["results"][:2]

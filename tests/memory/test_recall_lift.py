@@ -30,7 +30,7 @@ from hub.memory.lifts import (
     lift_when,
     lift_within,
 )
-from hub.memory.recall import RecallScope
+from hub.memory.recall import RecallScope, rescore, used
 from hub.memory.service import MemoryService
 from hub.mentions import Mentions
 from hub.settings import MemorySection
@@ -82,6 +82,24 @@ def test_a_hit_matching_by_its_own_words_stays_above_the_section_it_lifts() -> N
         terms,
     )
     assert {h.id: h.score for h in ahead} == {"a": 0.9 + PREVIOUS_WEIGHT * 0.5, "b": 0.5}
+
+
+def test_a_section_recalled_more_often_than_its_lifter_still_stays_below_it() -> None:
+    # The office line was recalled while the garage line's turn was primed, many times: its
+    # use lift must not undo the order the previous-section lift keeps.
+    now = datetime(2026, 12, 5, tzinfo=UTC)
+    terms = frozenset(tokenize("garage door code"))
+    office = Hit("office", 0.8, payload(text="My office door code is 7720.", ts=now.timestamp()))
+    garage = Hit(
+        "garage",
+        1.0,
+        payload(prev="office", text="My garage door code is 3141.", ts=now.timestamp()),
+    )
+    counts = {"office": 100}
+    hits = used([garage, office], now, lambda i: counts.get(i, 0))
+    assert hits[1].score > 0.8  # the lift is there, and it is the office's
+    ranked = rescore(lift_previous(hits, FLT, lambda ids: {}, terms), now, {}, boosted=True)
+    assert [r.id for r in ranked] == ["garage", "office"]
 
 
 def test_a_fetched_section_outside_the_filter_does_not_join() -> None:
