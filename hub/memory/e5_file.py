@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
-from tokenizers import Tokenizer
-from tokenizers.models import Unigram
+
+from hub.memory.e5_tokenizer import unigram_tokenizer
 
 Q4_BLOCK = 32
 _Q4_BYTES = 18  # a float16 scale and 16 bytes of nibbles
@@ -60,19 +60,14 @@ class E5File:
         )
         self.eps = at.float32()
         at.ints(1)  # the block size, always 32
-        pieces, self.bos, self.eos, _pad, self.unk = at.ints(5)
+        pieces, self.bos, self.eos, pad, self.unk = at.ints(5)
         blob_len = at.uint64()
-        offsets = at.array(np.uint32, pieces + 1)
-        scores = at.array(np.float32, pieces)
+        offsets = at.array(np.uint32, pieces + 1).tolist()
+        scores = at.array(np.float32, pieces).tolist()
         blob = bytes(at.take(blob_len))
         self._normalize = _read_normalization(at)
-        vocab = [
-            (blob[offsets[i] : offsets[i + 1]].decode("utf-8", "replace"), float(scores[i]))
-            for i in range(pieces)
-        ]
-        # The engine's Viterbi: the best-scoring split, an unknown char scoring min - 10, as
-        # Hugging Face's Unigram does (the same ids on 1,955 LoCoMo texts; tests check counts).
-        self._tokenizer = Tokenizer(Unigram(vocab, unk_id=self.unk, byte_fallback=False))
+        vocab = [blob[offsets[i] : offsets[i + 1]] for i in range(pieces)]
+        self._tokenizer = unigram_tokenizer(vocab, scores, self.unk, (self.bos, self.eos, pad))
         self._tensors = _read_directory(at)
 
     def content_ids(self, text: str) -> list[int]:
@@ -80,9 +75,7 @@ class E5File:
         normalized = _SPACES.sub(" ", text.translate(self._normalize))
         if not normalized.startswith(" "):
             normalized = " " + normalized
-        ids: list[int] = self._tokenizer.encode(
-            normalized.replace(" ", _METASPACE), add_special_tokens=False
-        ).ids
+        ids: list[int] = self._tokenizer.encode(normalized.replace(" ", _METASPACE))
         return ids
 
     def float32(self, name: str) -> NDArray[np.float32]:
