@@ -105,8 +105,9 @@ _engines_lock = threading.Lock()
 
 def shared_engine(threads: int | None = None) -> E5Onnx:
     """One engine a process for each thread count: it is stateless and reentrant, and each
-    holds ~300 MB (the graph's weights, ONNX Runtime's packed copies) that a process does
-    not get back once freed."""
+    holds ~230 MB (the tokenizer, the graph's weights, ONNX Runtime's packed copies and
+    buffers) that a process does not get back once freed (bench/README.md, "The engine's
+    memory")."""
     with _engines_lock:
         if threads not in _engines:
             _engines[threads] = E5Onnx(threads=threads)

@@ -83,6 +83,24 @@ def test_recall_locomo_runs_on_a_small_conversation(tmp_path: Path) -> None:
     assert json.loads(out.read_text())
 
 
+def test_tokenizer_memory_runs_and_both_tokenizers_agree(tmp_path: Path) -> None:
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
+    text = run_bench("bench/tokenizer_memory.py", "--data", str(data))
+    assert re.search(r"^hub +holds +[\d.]+ MB", text, re.M)
+    assert "same ids: True" in text
+
+
+def test_embed_engine_runs_the_hubs_engine(tmp_path: Path) -> None:
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
+    args = ["--data", str(data), "--engines", "ort:1", "--questions", "2", "--turns", "8"]
+    text = run_bench("bench/embed_engine.py", *args)
+    assert re.search(r"^\| ort:1 \| [\d.]+ / [\d.]+ \|", text, re.M)
+
+
 def test_sparse_head_study_runs_on_a_small_conversation(tmp_path: Path) -> None:
     data = tmp_path / "locomo"
     data.mkdir()

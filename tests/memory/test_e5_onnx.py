@@ -29,7 +29,7 @@ LONG = " ".join(f"Line {n}: the deploy for service-{n % 7} moved to Friday." for
 
 @pytest.fixture(scope="module")
 def engine() -> E5Onnx:
-    return shared_engine()  # the hub's own: a second engine would hold another ~300 MB
+    return shared_engine()  # the hub's own: a second engine would hold another ~230 MB
 
 
 @pytest.fixture(scope="module")
