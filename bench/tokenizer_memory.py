@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_locomo import load_all
 
-from hub.memory.e5_file import _METASPACE, _SPACES, E5File, _Cursor, bundled_model_path
+from hub.memory.e5_file import E5File, bundled_model_path
 
 
 def _rss_mb() -> float:
@@ -42,25 +42,13 @@ def _hugging_face(f: E5File) -> Callable[[str], list[int]]:
     from tokenizers import Tokenizer
     from tokenizers.models import Unigram
 
-    at = _Cursor(f.raw, 8)
-    at.ints(7), at.float32(), at.ints(1)
-    pieces, *_specials, unk = at.ints(5)
-    blob_len = at.uint64()
-    offsets = at.array(np.uint32, pieces + 1)
-    scores = at.array(np.float32, pieces)
-    blob = bytes(at.take(blob_len))
-    vocab = [
-        (blob[offsets[i] : offsets[i + 1]].decode("utf-8", "replace"), float(scores[i]))
-        for i in range(pieces)
-    ]
-    model = Tokenizer(Unigram(vocab, unk_id=unk, byte_fallback=False))
+    vocab = f.vocabulary()
+    pairs = [(p.decode(), s) for p, s in zip(vocab.pieces, vocab.scores, strict=True)]
+    model = Tokenizer(Unigram(pairs, unk_id=vocab.unk, byte_fallback=False))
+    del vocab, pairs
 
     def ids(text: str) -> list[int]:
-        normalized = _SPACES.sub(" ", text.translate(f._normalize))
-        normalized = normalized if normalized.startswith(" ") else " " + normalized
-        found: list[int] = model.encode(
-            normalized.replace(" ", _METASPACE), add_special_tokens=False
-        ).ids
+        found: list[int] = model.encode(f.normalized(text), add_special_tokens=False).ids
         return found
 
     return ids

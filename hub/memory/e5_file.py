@@ -60,22 +60,29 @@ class E5File:
         )
         self.eps = at.float32()
         at.ints(1)  # the block size, always 32
-        pieces, self.bos, self.eos, pad, self.unk = at.ints(5)
-        blob_len = at.uint64()
-        offsets = at.array(np.uint32, pieces + 1).tolist()
-        scores = at.array(np.float32, pieces).tolist()
-        blob = bytes(at.take(blob_len))
+        vocab = _read_vocabulary(at)
+        self.bos, self.eos, self.unk = vocab.bos, vocab.eos, vocab.unk
         self._normalize = _read_normalization(at)
-        vocab = [blob[offsets[i] : offsets[i + 1]] for i in range(pieces)]
-        self._tokenizer = unigram_tokenizer(vocab, scores, self.unk, (self.bos, self.eos, pad))
+        self._tokenizer = unigram_tokenizer(
+            vocab.pieces, vocab.scores, vocab.unk, (vocab.bos, vocab.eos, vocab.pad)
+        )
         self._tensors = _read_directory(at)
 
-    def content_ids(self, text: str) -> list[int]:
-        """The engine's token ids for ``text`` (prefix included), without <s> and </s>."""
+    def vocabulary(self) -> Vocabulary:
+        """The pieces and their scores, read again (the tokenizer keeps its own copy)."""
+        return _read_vocabulary(_Cursor(self.raw, _VOCABULARY_AT))
+
+    def normalized(self, text: str) -> str:
+        """The text as the tokenizer splits it: the converter's per-codepoint normalization,
+        runs of spaces as one, a leading space, and spaces as "▁"."""
         normalized = _SPACES.sub(" ", text.translate(self._normalize))
         if not normalized.startswith(" "):
             normalized = " " + normalized
-        ids: list[int] = self._tokenizer.encode(normalized.replace(" ", _METASPACE))
+        return normalized.replace(" ", _METASPACE)
+
+    def content_ids(self, text: str) -> list[int]:
+        """The engine's token ids for ``text`` (prefix included), without <s> and </s>."""
+        ids: list[int] = self._tokenizer.encode(self.normalized(text))
         return ids
 
     def float32(self, name: str) -> NDArray[np.float32]:
@@ -129,6 +136,29 @@ class _Cursor:
     def array(self, dtype: type[np.generic], count: int) -> NDArray[np.generic]:
         size = np.dtype(dtype).itemsize * count
         return np.frombuffer(bytes(self.take(size)), dtype, count)
+
+
+_VOCABULARY_AT = 8 + 4 * 7 + 4 + 4  # after the magic, 7 sizes, the epsilon, the block size
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    pieces: list[bytes]
+    scores: list[float]
+    bos: int
+    eos: int
+    pad: int
+    unk: int
+
+
+def _read_vocabulary(at: _Cursor) -> Vocabulary:
+    count, bos, eos, pad, unk = at.ints(5)
+    blob_len = at.uint64()
+    offsets = at.array(np.uint32, count + 1).tolist()
+    scores = at.array(np.float32, count).tolist()
+    blob = bytes(at.take(blob_len))
+    pieces = [blob[offsets[i] : offsets[i + 1]] for i in range(count)]
+    return Vocabulary(pieces, scores, bos, eos, pad, unk)
 
 
 def _read_normalization(at: _Cursor) -> dict[int, str]:

@@ -8,7 +8,7 @@ import numpy as np
 from tokenizers import Tokenizer
 from tokenizers.models import Unigram as HfUnigram
 
-from hub.memory.e5_file import _METASPACE, _SPACES, E5File, _Cursor, bundled_model_path
+from hub.memory.e5_file import E5File, bundled_model_path
 from hub.memory.e5_tokenizer import unigram_tokenizer
 
 TEXTS = [
@@ -32,20 +32,13 @@ def test_the_best_split_an_unknown_character_and_control_pieces() -> None:
 
 def test_the_same_ids_as_hugging_faces_unigram_on_the_models_vocabulary() -> None:
     f = E5File(bundled_model_path())
-    at = _Cursor(f.raw, 8)
-    at.ints(7), at.float32(), at.ints(1)
-    pieces, *_specials, unk = at.ints(5)
-    blob_len = at.uint64()
-    offsets = at.array(np.uint32, pieces + 1)
-    scores = at.array(np.float32, pieces)
-    blob = bytes(at.take(blob_len))
-    normalized = [
-        (" " + _SPACES.sub(" ", t.translate(f._normalize))).replace(" ", _METASPACE) for t in TEXTS
-    ]
+    vocab = f.vocabulary()
+    normalized = [f.normalized(t) for t in TEXTS]
     # Only the pieces these texts contain, and the lowest-scoring one (the unknown's score is
     # its score - 10): the whole vocabulary would cost this process Hugging Face's 250 MB.
-    pieces_of = [blob[offsets[i] : offsets[i + 1]].decode() for i in range(pieces)]
-    lowest = int(np.argmin(scores))
+    pieces_of = [piece.decode() for piece in vocab.pieces]
+    lowest = int(np.argmin(vocab.scores))
+    unk = vocab.unk
     kept = [
         i
         for i, piece in enumerate(pieces_of)
@@ -53,7 +46,7 @@ def test_the_same_ids_as_hugging_faces_unigram_on_the_models_vocabulary() -> Non
     ]
     hf = Tokenizer(
         HfUnigram(
-            [(pieces_of[i], float(scores[i])) for i in kept],
+            [(pieces_of[i], vocab.scores[i]) for i in kept],
             unk_id=kept.index(unk),
             byte_fallback=False,
         )
