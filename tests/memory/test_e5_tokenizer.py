@@ -1,5 +1,5 @@
 """The model's tokenizer (SentencePiece over the file's vocabulary): the same ids as Hugging
-Face's Unigram on the real vocabulary (which the hub used before, at ~250 MB a process), an
+Face's Unigram on the real vocabulary (which the hub used before, at ~227 MB a process), an
 unknown character as the unknown piece, and pieces that are control ids never matched."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def test_the_same_ids_as_hugging_faces_unigram_on_the_models_vocabulary() -> Non
     vocab = f.vocabulary()
     normalized = [f.normalized(t) for t in TEXTS]
     # Only the pieces these texts contain, and the lowest-scoring one (the unknown's score is
-    # its score - 10): the whole vocabulary would cost this process Hugging Face's 250 MB.
+    # its score - 10): the whole vocabulary would cost this process Hugging Face's ~227 MB.
     pieces_of = [piece.decode() for piece in vocab.pieces]
     lowest = int(np.argmin(vocab.scores))
     unk = vocab.unk
