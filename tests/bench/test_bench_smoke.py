@@ -101,6 +101,16 @@ def test_embed_engine_runs_the_hubs_engine(tmp_path: Path) -> None:
     assert re.search(r"^\| ort:1 \| [\d.]+ / [\d.]+ \|", text, re.M)
 
 
+def test_late_interaction_study_runs_on_a_small_conversation(tmp_path: Path) -> None:
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
+    for context in ([], ["--context"]):
+        text = run_bench("bench/late_interaction_study.py", "--data", str(data), *context)
+        assert re.search(r"^ +0\.00 \| [01]\.\d{3} \| ", text, re.M), text
+        assert re.search(r"^ alone \| ", text, re.M), text
+
+
 def test_sparse_head_study_runs_on_a_small_conversation(tmp_path: Path) -> None:
     data = tmp_path / "locomo"
     data.mkdir()
