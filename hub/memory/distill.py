@@ -134,6 +134,9 @@ _NAMED_PROCEDURE = re.compile(
     r"playbook|steps)\s*[:：\-–]\s*(?P<steps>.+)$",
     re.IGNORECASE | re.DOTALL,
 )
+# What comes before a named procedure's name ("We decided the", "Here is our"): the name is
+# what follows the last determiner.
+_LEAD_IN = re.compile(r"^.*\b(?:the|our|this|my)\s+", re.IGNORECASE)
 _CJK_PROCEDURE = re.compile(
     r"^(?P<task>[^:：\n]{1,20}?)(?:の手順|手順|的步骤|的流程|流程|步骤)\s*[:：]\s*(?P<steps>.+)$",
     re.DOTALL,
@@ -253,8 +256,11 @@ def _procedure(plain: str) -> tuple[str, list[str]] | None:
         found = pattern.match(plain)
         if found:
             steps = _steps(found.group("steps"), commas)
+            task = found.group("task")
+            if pattern is _NAMED_PROCEDURE:  # "We decided the release procedure: …"
+                task = _LEAD_IN.sub("", task)
             if len(steps) >= 2:
-                return " ".join(found.group("task").casefold().split()), steps
+                return " ".join(task.casefold().split()), steps
     return None
 
 

@@ -14,6 +14,8 @@ CASES = [
     ("The team agreed on weekly releases.", "decision: weekly releases", S),
     ("The release date was decided yesterday: March 3.", "decision: release date", S),
     ("The deploy procedure: run tests, tag, push, announce in #general", "how to deploy", P),
+    ("We decided the release procedure: run tests, tag, push, announce", "how to release", P),
+    ("Here is our release process: build, sign, upload", "how to release", P),
     ("Reminder: the staging database password rotates monthly", "staging database password", S),
     ("Next Tuesday we will demo the dashboard to the board.", "plan: demo dashboard board", S),
     ("We're going to move the standup to 10am.", "plan: move standup 10am", S),
