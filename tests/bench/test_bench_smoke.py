@@ -111,6 +111,15 @@ def test_late_interaction_study_runs_on_a_small_conversation(tmp_path: Path) -> 
         assert re.search(r"^ alone \| ", text, re.M), text
 
 
+def test_passage_query_study_runs_on_a_small_conversation(tmp_path: Path) -> None:
+    data = tmp_path / "locomo"
+    data.mkdir()
+    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
+    text = run_bench("bench/passage_query_study.py", "--data", str(data))
+    assert re.search(r"^ +0\.00 \| [01]\.\d{3} \| ", text, re.M), text
+    assert re.search(r"^ alone \| ", text, re.M), text
+
+
 def test_sparse_head_study_runs_on_a_small_conversation(tmp_path: Path) -> None:
     data = tmp_path / "locomo"
     data.mkdir()
