@@ -97,9 +97,12 @@ def used(hits: list[Hit], now: datetime, uses: Callable[[str], int]) -> list[Hit
     stays: applied after, a section recalled more often than its lifter could pass it."""
     lifted = []
     for hit in hits:
-        lift = _lift(hit.payload, now)
-        use = USE_WEIGHT * min(math.log1p(uses(hit.id)) / math.log1p(100), 1.0)
-        lifted.append(Hit(hit.id, hit.score * (1 + use / lift), hit.payload) if use else hit)
+        count = uses(hit.id)
+        if not count:  # most candidates were never recalled: nothing to compute
+            lifted.append(hit)
+            continue
+        use = USE_WEIGHT * min(math.log1p(count) / math.log1p(100), 1.0)
+        lifted.append(Hit(hit.id, hit.score * (1 + use / _lift(hit.payload, now)), hit.payload))
     return sorted(lifted, key=lambda h: h.score, reverse=True)
 
 
