@@ -23,7 +23,6 @@ import asyncio
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,17 +36,14 @@ from recall_locomo import (
     ANIMA,
     UNRECORDED_SCOPE,
     Conversation,
+    indexed,
     load_all,
-    memory_items,
-    mentions,
 )
 
 from hub.memory.embedder import Embedder, make_embedder
-from hub.memory.index import Hit, MemoryFilter, SearchMode, SparseVec, open_index
+from hub.memory.index import Hit, MemoryFilter, SearchMode, SparseVec
 from hub.memory.lexical import query_vector
 from hub.memory.recall import Recalled
-from hub.memory.service import MemoryService
-from hub.settings import MemorySection
 
 K = 5.0
 N = 50
@@ -64,15 +60,9 @@ def turn_of(dia: str) -> int:
 
 
 async def collect(conv: Conversation, embedder: Embedder) -> list[Row]:
-    items = memory_items(conv)
-    dia_of = {item.id: item.title for item in items}
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp)
-        service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
-        service.people_named = mentions(conv).named_in
-        await service.start([ANIMA])
-        await service.index_items(ANIMA, items)
+    async with indexed(conv, embedder) as memory:
+        service, dia_of, items = memory.service, memory.dia_of, memory.items
         await service.drain()
         scope = UNRECORDED_SCOPE
         flt = MemoryFilter(anima=ANIMA, scopes=scope.filter_scopes())

@@ -45,6 +45,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -189,6 +191,33 @@ def memory_items(conv: Conversation) -> list[MemoryItem]:
     ]
 
 
+@dataclass
+class Indexed:
+    service: MemoryService
+    items: list[MemoryItem]  # the conversation's turns
+    dia_of: dict[str, str]  # item id -> LoCoMo dia id
+    ingest_s: float  # the seconds `index_items` took
+
+
+@asynccontextmanager
+async def indexed(conv: Conversation, embedder: Embedder) -> AsyncIterator[Indexed]:
+    """A fresh service in a temporary folder, knowing the conversation's speakers as the
+    hub's people, with every turn indexed; stopped on the way out."""
+    items = memory_items(conv)
+    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
+        home = Path(tmp)
+        service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
+        service.people_named = mentions(conv).named_in
+        try:
+            await service.start([ANIMA])
+            started = time.perf_counter()
+            await service.index_items(ANIMA, items)
+            ingest = time.perf_counter() - started
+            yield Indexed(service, items, {item.id: item.title for item in items}, ingest)
+        finally:
+            await service.stop()
+
+
 # --- measuring ---------------------------------------------------------------------------
 
 
@@ -276,38 +305,27 @@ async def evaluate(
     explain: bool,
 ) -> float:
     """Index one conversation in a fresh service and ask its questions; the ingest seconds."""
-    items = memory_items(conv)
-    dia_of = {item.id: item.title for item in items}
     late = max(t.at for t in conv.turns) + timedelta(days=1)
     check.widen(conv.turns, datetime.now(UTC), late)
-    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        home = Path(tmp)
-        service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
-        service.people_named = mentions(conv).named_in
-        try:
-            await service.start([ANIMA])
-            started = time.perf_counter()
-            await service.index_items(ANIMA, items)
-            ingest = time.perf_counter() - started
-            for question in conv.questions:
-                for mode in MODES:
-                    recalled: dict[int, set[str]] = {}
-                    seconds: list[float] = []
-                    for k in ks:
-                        started = time.perf_counter()
-                        found = await service.search(
-                            scope, question.text, limit=k, mode=mode, explain=explain
-                        )
-                        seconds.append(time.perf_counter() - started)
-                        recalled[k] = {dia_of[r.id] for r in found}
-                        if mode is SearchMode.HYBRID and k == TARGET_K:
-                            ids = [r.id for r in found]
-                            await check_recency(service, question, ids, dia_of, late, check)
-                    for cell in (CATEGORIES[question.category], OVERALL):
-                        tallies[mode.value][cell].add(question, recalled, seconds)
-        finally:
-            await service.stop()
-    return ingest
+    async with indexed(conv, embedder) as memory:
+        service, dia_of = memory.service, memory.dia_of
+        for question in conv.questions:
+            for mode in MODES:
+                recalled: dict[int, set[str]] = {}
+                seconds: list[float] = []
+                for k in ks:
+                    started = time.perf_counter()
+                    found = await service.search(
+                        scope, question.text, limit=k, mode=mode, explain=explain
+                    )
+                    seconds.append(time.perf_counter() - started)
+                    recalled[k] = {dia_of[r.id] for r in found}
+                    if mode is SearchMode.HYBRID and k == TARGET_K:
+                        ids = [r.id for r in found]
+                        await check_recency(service, question, ids, dia_of, late, check)
+                for cell in (CATEGORIES[question.category], OVERALL):
+                    tallies[mode.value][cell].add(question, recalled, seconds)
+    return memory.ingest_s
 
 
 async def run(

@@ -6,7 +6,6 @@ multi-hop all@10, any@10 per conversation: a gain must hold across them, not in 
 from __future__ import annotations
 
 import sys
-import tempfile
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -17,20 +16,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import (
-    ANIMA,
-    UNRECORDED_SCOPE,
-    Conversation,
-    Question,
-    load_all,
-    memory_items,
-    mentions,
-)
+from recall_locomo import UNRECORDED_SCOPE, Conversation, Question, indexed, load_all
 
 from hub.memory.embedder import Embedder
-from hub.memory.index import open_index
 from hub.memory.service import MemoryService
-from hub.settings import MemorySection
 
 CANDIDATES = 50
 K = 10
@@ -52,25 +41,15 @@ Other = Callable[[MemoryService, Question, list[str], dict[str, str]], Awaitable
 
 async def asked_in(conv: Conversation, embedder: Embedder, other: Other) -> list[Asked]:
     """Each question of `conv` with the hub's top CANDIDATES and the study's order."""
-    items = memory_items(conv)
-    dia_of = {item.id: item.title for item in items}
     asked: list[Asked] = []
-    with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
-        home = Path(tmp)
-        service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
-        service.people_named = mentions(conv).named_in
-        try:
-            await service.start([ANIMA])
-            await service.index_items(ANIMA, items)
-            for q in conv.questions:
-                found = await service.search(
-                    UNRECORDED_SCOPE, q.text, limit=CANDIDATES, explain=False
-                )
-                hub = [dia_of[r.id] for r in found]
-                theirs = await other(service, q, hub, dia_of)
-                asked.append(Asked(conv.name, q.category, q.evidence, hub, theirs))
-        finally:
-            await service.stop()
+    async with indexed(conv, embedder) as memory:
+        for q in conv.questions:
+            found = await memory.service.search(
+                UNRECORDED_SCOPE, q.text, limit=CANDIDATES, explain=False
+            )
+            hub = [memory.dia_of[r.id] for r in found]
+            theirs = await other(memory.service, q, hub, memory.dia_of)
+            asked.append(Asked(conv.name, q.category, q.evidence, hub, theirs))
     return asked
 
 

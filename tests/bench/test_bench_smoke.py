@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -73,64 +75,56 @@ SMALL_CONVERSATION = {
 }
 
 
-def test_recall_locomo_runs_on_a_small_conversation(tmp_path: Path) -> None:
+@pytest.fixture
+def small_locomo(tmp_path: Path) -> Path:
+    """A LoCoMo data folder holding SMALL_CONVERSATION."""
     data = tmp_path / "locomo"
     data.mkdir()
     (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
+    return data
+
+
+def test_recall_locomo_runs_on_a_small_conversation(small_locomo: Path, tmp_path: Path) -> None:
     out = tmp_path / "locomo.json"
-    text = run_bench("bench/recall_locomo.py", "--data", str(data), "--json", str(out))
+    text = run_bench("bench/recall_locomo.py", "--data", str(small_locomo), "--json", str(out))
     assert "| hybrid | **overall** | 2 |" in text
     assert json.loads(out.read_text())
 
 
-def test_tokenizer_memory_runs_and_both_tokenizers_agree(tmp_path: Path) -> None:
-    data = tmp_path / "locomo"
-    data.mkdir()
-    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
-    text = run_bench("bench/tokenizer_memory.py", "--data", str(data))
+def test_tokenizer_memory_runs_and_both_tokenizers_agree(small_locomo: Path) -> None:
+    text = run_bench("bench/tokenizer_memory.py", "--data", str(small_locomo))
     assert re.search(r"^hub +holds +[\d.]+ MB", text, re.M)
     assert "same ids: True" in text
 
 
-def test_embed_engine_runs_the_hubs_engine(tmp_path: Path) -> None:
-    data = tmp_path / "locomo"
-    data.mkdir()
-    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
-    args = ["--data", str(data), "--engines", "ort:1", "--questions", "2", "--turns", "8"]
+def test_embed_engine_runs_the_hubs_engine(small_locomo: Path) -> None:
+    sizes = ["--questions", "2", "--turns", "8"]
+    args = ["--data", str(small_locomo), "--engines", "ort:1", *sizes]
     text = run_bench("bench/embed_engine.py", *args)
     assert re.search(r"^\| ort:1 \| [\d.]+ / [\d.]+ \|", text, re.M)
 
 
-def test_late_interaction_study_runs_on_a_small_conversation(tmp_path: Path) -> None:
-    data = tmp_path / "locomo"
-    data.mkdir()
-    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
+def test_late_interaction_study_runs_on_a_small_conversation(small_locomo: Path) -> None:
     for context in ([], ["--context"]):
-        text = run_bench("bench/late_interaction_study.py", "--data", str(data), *context)
+        text = run_bench("bench/late_interaction_study.py", "--data", str(small_locomo), *context)
         assert re.search(r"^ +0\.00 \| [01]\.\d{3} \| ", text, re.M), text
         assert re.search(r"^ alone \| ", text, re.M), text
 
 
-def test_passage_query_study_runs_on_a_small_conversation(tmp_path: Path) -> None:
-    data = tmp_path / "locomo"
-    data.mkdir()
-    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
-    text = run_bench("bench/passage_query_study.py", "--data", str(data))
+def test_passage_query_study_runs_on_a_small_conversation(small_locomo: Path) -> None:
+    text = run_bench("bench/passage_query_study.py", "--data", str(small_locomo))
     assert re.search(r"^ +0\.00 \| [01]\.\d{3} \| ", text, re.M), text
     assert re.search(r"^ alone \| ", text, re.M), text
 
 
-def test_sparse_head_study_runs_on_a_small_conversation(tmp_path: Path) -> None:
-    data = tmp_path / "locomo"
-    data.mkdir()
-    (data / "conv-test.json").write_text(json.dumps(SMALL_CONVERSATION))
+def test_sparse_head_study_runs_on_a_small_conversation(small_locomo: Path, tmp_path: Path) -> None:
     hub = {"D1:1": {"hub": [0, 1.0]}, "D2:1": {"hub": [1, 0.5]}}
     rows = [
         {"conv": "conv-test", "category": 2, "evidence": ["D1:3"], "unmapped": 0, "cands": hub},
         {"conv": "conv-test", "category": 4, "evidence": ["D2:1"], "unmapped": 0, "cands": hub},
     ]
     (tmp_path / "rows.json").write_text(json.dumps(rows))
-    args = ["--data", str(data), "--rows", str(tmp_path / "rows.json")]
+    args = ["--data", str(small_locomo), "--rows", str(tmp_path / "rows.json")]
     text = run_bench("bench/sparse_head_study.py", *args)
     # the hub's rows miss D1:3; the sparse head ranks all four turns, so it finds both
     assert re.search(r"^the hub +any@10 0\.500 ", text, re.M)
