@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from sqlalchemy.exc import OperationalError
 
 from hub.animas import AnimaError, AnimaRegistry
+from hub.cli_console import HELP_MARKUP, console, err, fail, print_error, styled
 from hub.cli_mcp import mcp
 from hub.cli_memory import consolidate, memory_app
 from hub.cli_people import pairing_app, people_app, token_app
@@ -29,11 +30,14 @@ from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
 from hub.settings import CONFIG_NAME, ConfigError, Settings, load_settings
 
 app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
     help="AnimaHub: persistent AI colleagues on your team's chat.",
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
-anima_app = typer.Typer(help="Create and list Animas.", no_args_is_help=True)
+anima_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="Create and list Animas.", no_args_is_help=True
+)
 app.add_typer(anima_app, name="anima")
 app.add_typer(memory_app, name="memory")
 app.add_typer(people_app, name="people")
@@ -42,15 +46,8 @@ app.add_typer(pairing_app, name="pairing")
 app.add_typer(task_app, name="task")
 app.command()(mcp)
 app.command("consolidate")(consolidate)
-console = Console()
-err = Console(stderr=True, soft_wrap=True)
 
 DEMO = (("mika", "manager", None), ("aria", "researcher", "mika"), ("kai", "engineer", "mika"))
-
-
-def fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code)
 
 
 def settings_or_exit(**overrides: Any) -> Settings:
@@ -84,7 +81,7 @@ def init(
     if demo:
         for name, role, supervisor in DEMO:
             _ensure_anima(settings_or_exit(), name, role, supervisor)
-    console.print(f"data folder ready: [bold]{home}[/]")
+    console.print(styled("data folder ready: ", (str(home), "bold")))
 
 
 def _ask_owner() -> str:
@@ -125,7 +122,7 @@ def _create_anima(settings: Settings, name: str, role: str, supervisor: str | No
                 registry.create(name, role, supervisor)
             except AnimaError as exc:
                 raise fail(str(exc)) from None
-    console.print(f"created Anima [bold]{name}[/] ({role})")
+    console.print(styled("created Anima ", (name, "bold"), f" ({role})"))
 
 
 @app.command()
@@ -152,8 +149,8 @@ def start(
     try:
         with hold_data_root(settings.home, url), hold_database(settings.database_url):
             listening = _listen(settings.server.host, settings.server.port)
-            console.print(f"AnimaHub on [bold]{url}[/] (data: {settings.home})")
-            console.print(f"Open [bold]{url}/[/] to chat; API docs at {url}/docs")
+            console.print(styled("AnimaHub on ", (url, "bold"), f" (data: {settings.home})"))
+            console.print(styled("Open ", (f"{url}/", "bold"), f" to chat; API docs at {url}/docs"))
             config = uvicorn_config(create_app(Hub(settings)), settings.server)
             uvicorn.Server(config).run(sockets=[listening])
     except HubBusy as exc:
@@ -197,11 +194,12 @@ def anima_list() -> None:
     settings = settings_or_exit()
     registry = AnimaRegistry(settings.home / "animas", load_roles())
     for problem in registry.load():
-        err.print(f"[yellow]warning:[/] {problem}")
+        err.print(styled(("warning:", "yellow"), f" {problem}"))
     table = Table("name", "role", "supervisor", "model")
     for anima in registry.all():
-        model = anima.spec.model or settings.llm.model or "[dim]offline[/]"
-        table.add_row(anima.name, anima.spec.role, anima.spec.supervisor or "", model)
+        model = anima.spec.model or settings.llm.model
+        shown = Text(model) if model else Text("offline", style="dim")
+        table.add_row(anima.name, anima.spec.role, anima.spec.supervisor or "", shown)
     console.print(table)
 
 
@@ -357,7 +355,7 @@ def heartbeat(
         result = asyncio.run(run())
     except HubBusy as exc:
         raise fail(str(exc)) from None
-    console.print(f"[bold]{result['outcome']}[/]", highlight=False)
+    console.print(result["outcome"], style="bold", highlight=False)
     if result["posted"]:
         console.print(result["text"], highlight=False)
 
@@ -388,7 +386,7 @@ def logs(
     if not (settings.home / "animas" / name).is_dir():
         raise fail(f"no Anima named {name!r} in {settings.home}")
     if not path.exists():
-        console.print(f"[dim]{name} has no log entries yet ({path})[/]")
+        console.print(f"{name} has no log entries yet ({path})", style="dim")
         if not follow:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -418,9 +416,5 @@ def main() -> None:
         app()
     except OperationalError as exc:  # no database server, wrong password, ...: one line
         detail = str(exc.orig or exc).strip().splitlines()[0]
-        err.print(
-            f"[bold red]error:[/] the database cannot be reached ({detail}); "
-            "check \\[storage] database_url",
-            highlight=False,
-        )
+        print_error(f"the database cannot be reached ({detail}); check [storage] database_url")
         raise SystemExit(1) from None

@@ -20,8 +20,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from hub import __version__
+from hub.cli_console import print_error
 from hub.cli_memory import animas_in
-from hub.cli_people import cli_settings, err
+from hub.cli_people import cli_settings
 from hub.runfile import HubBusy
 
 
@@ -69,10 +70,10 @@ def mcp(
 ) -> None:
     """Serve an Anima's memory to an MCP client over stdio (Claude Code, Codex, Cursor)."""
     if name not in animas_in(cli_settings()):
-        err.print(f"[bold red]error:[/] no Anima named {name!r}", highlight=False)
+        print_error(f"no Anima named {name!r}")
         raise typer.Exit(1)
     try:
         asyncio.run(serve(name, token or os.environ.get("ANIMAHUB_TOKEN")))
     except HubBusy as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        print_error(str(exc))
         raise typer.Exit(1) from None

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
-from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -27,6 +26,7 @@ from rich.progress import (
 from rich.table import Table
 
 from hub.animas import AnimaRegistry
+from hub.cli_console import HELP_MARKUP, console, fail
 from hub.client import auth_headers
 from hub.logs import to_files
 from hub.roles import load_roles
@@ -38,10 +38,10 @@ if TYPE_CHECKING:
     from hub.memory.service import MemoryService
 
 memory_app = typer.Typer(
-    help="Search an Anima's memory, restore what was forgotten.", no_args_is_help=True
+    rich_markup_mode=HELP_MARKUP,
+    help="Search an Anima's memory, restore what was forgotten.",
+    no_args_is_help=True,
 )
-console = Console()
-err = Console(stderr=True, soft_wrap=True)
 
 
 def animas_in(settings: Settings) -> list[str]:
@@ -129,7 +129,7 @@ def memory_search(
     if scope in SEARCH_LAYERS and scope != "all":  # --scope knowledge: a layer, as REST takes it
         scope, layer = "all", scope
     if layer not in SEARCH_LAYERS:
-        raise _fail(f"--layer {layer!r}: use {', '.join(SEARCH_LAYERS)}", code=2)
+        raise fail(f"--layer {layer!r}: use {', '.join(SEARCH_LAYERS)}", code=2)
     settings: Settings = ctx.obj
     running = running_hub(settings.home)
     if running is not None:
@@ -166,11 +166,6 @@ async def _search_locally(
 # consolidation and forgetting -------------------------------------------------------------
 
 
-def _fail(message: str, code: int = 1) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
-    return typer.Exit(code)
-
-
 def _answer(response: httpx.Response) -> dict[str, Any]:
     """The JSON of a hub's answer, or the hub's error message as a CLI error."""
     if response.is_success:
@@ -180,7 +175,7 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
         detail = response.json().get("detail", response.text)
     except ValueError:
         detail = response.text
-    raise _fail(f"{detail} (HTTP {response.status_code})")
+    raise fail(f"{detail} (HTTP {response.status_code})")
 
 
 @asynccontextmanager
@@ -217,17 +212,17 @@ def consolidate(
     try:
         settings = load_settings()
     except ConfigError as exc:
-        raise _fail(f"config: {exc}", code=2) from None
+        raise fail(f"config: {exc}", code=2) from None
     daily = daily or today or day is not None
     stages = [s for s, on in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if on]
     if not stages:
-        raise _fail("choose at least one of --daily, --weekly, --monthly", code=2)
+        raise fail("choose at least one of --daily, --weekly, --monthly", code=2)
     try:
         one_day = date.fromisoformat(day) if day else None
     except ValueError:
-        raise _fail(f"--day {day!r} is not a day: use YYYY-MM-DD", code=2) from None
+        raise fail(f"--day {day!r} is not a day: use YYYY-MM-DD", code=2) from None
     if name not in animas_in(settings):
-        raise _fail(f"no Anima named {name!r} in {settings.home}")
+        raise fail(f"no Anima named {name!r} in {settings.home}")
     running = running_hub(settings.home)
     if running is not None:
         for stage in stages:
@@ -243,7 +238,7 @@ def consolidate(
     try:
         summaries = asyncio.run(_consolidate_locally(settings, name, stages, one_day, today))
     except HubBusy as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     for line in summaries:
         console.print(line, highlight=False)
 
@@ -279,7 +274,7 @@ def memory_restore(
     """Bring back a note that monthly forgetting moved to archive/forgotten/."""
     settings: Settings = ctx.obj
     if name not in animas_in(settings):
-        raise _fail(f"no Anima named {name!r} in {settings.home}")
+        raise fail(f"no Anima named {name!r} in {settings.home}")
     running = running_hub(settings.home)
     if running is not None:
         response = httpx.post(
@@ -293,7 +288,7 @@ def memory_restore(
         try:
             restored = asyncio.run(_restore_locally(settings, name, path))
         except HubBusy as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None
     console.print(f"{name}: restored {restored}", highlight=False)
 
 
@@ -304,4 +299,4 @@ async def _restore_locally(settings: Settings, name: str, path: str) -> str:
         try:
             return await consolidator.restore(name, path)
         except (MemoryPathError, FileNotFoundError, FileExistsError) as exc:
-            raise _fail(str(exc)) from None
+            raise fail(str(exc)) from None

@@ -10,29 +10,32 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from hub.cli_console import HELP_MARKUP, console, err, print_error, styled
 from hub.runfile import HubBusy
 from hub.settings import ConfigError, Settings, load_settings
 
 people_app = typer.Typer(
-    help="The owner, linked accounts, sign-in links and sessions.", no_args_is_help=True
+    rich_markup_mode=HELP_MARKUP,
+    help="The owner, linked accounts, sign-in links and sessions.",
+    no_args_is_help=True,
 )
-token_app = typer.Typer(help="People's own API tokens.", no_args_is_help=True)
+token_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP, help="People's own API tokens.", no_args_is_help=True
+)
 pairing_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
     help="Strangers waiting to be let in to DMs ([people] dm_policy = pairing).",
     no_args_is_help=True,
 )
-console = Console()
-err = Console(stderr=True, soft_wrap=True)
 
 
 def cli_settings() -> Settings:
     try:
         return load_settings()
     except ConfigError as exc:
-        err.print(f"[bold red]error:[/] config: {exc}", highlight=False)
+        print_error(f"config: {exc}")
         raise typer.Exit(2) from None
 
 
@@ -48,14 +51,14 @@ def call(method: str, path: str, body: dict[str, Any] | None = None, ok: int = 2
                 detail = response.json().get("detail", response.text)
             except ValueError:
                 detail = response.text
-            err.print(f"[bold red]error:[/] {detail}", highlight=False)
+            print_error(str(detail))
             raise typer.Exit(1)
         return response.json()
 
     try:
         return asyncio.run(run())
     except HubBusy as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        print_error(str(exc))
         raise typer.Exit(1) from None
 
 
@@ -94,7 +97,7 @@ def people_list() -> None:
 
 
 def _print_person(person: dict[str, Any]) -> None:
-    console.print(f"[bold]{person['name']}[/] ({person['id']})", highlight=False)
+    console.print(styled((person["name"], "bold"), f" ({person['id']})"), highlight=False)
     console.print(f"roles: {', '.join(person['roles']) or 'none'}", highlight=False)
     if person["aliases"]:
         console.print(f"merged in: {', '.join(person['aliases'])}", highlight=False)
@@ -139,7 +142,7 @@ def people_link(
     """Link a platform account to a person (whoever it was before is merged in)."""
     platform, _, user_id = account.partition(":")
     if not platform or not user_id:
-        err.print("[bold red]error:[/] the account is PLATFORM:USER_ID", highlight=False)
+        print_error("the account is PLATFORM:USER_ID")
         raise typer.Exit(2)
     body = {"platform": platform, "user_id": user_id}
     _print_person(call("POST", f"/api/people/{_name(name)}/accounts", body))
@@ -192,7 +195,7 @@ def people_owner(
         owner = call("GET", "/api/people/owner")
     else:
         owner = call("PUT", "/api/people/owner", {"name": name})
-    console.print(f"owner: [bold]{owner['name']}[/] ({owner['id']})", highlight=False)
+    console.print(styled("owner: ", (owner["name"], "bold"), f" ({owner['id']})"), highlight=False)
 
 
 @people_app.command("invite")

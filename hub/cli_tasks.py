@@ -7,11 +7,16 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hub.cli_people import call, cli_settings, console, short_time
+from hub.cli_console import HELP_MARKUP, console, styled
+from hub.cli_people import call, cli_settings, short_time
 from hub.runfile import running_hub
 
 WAITS = " (no hub is running: it starts when the hub does, `animahub start`)"
-task_app = typer.Typer(help="The task board: what managers delegated.", no_args_is_help=True)
+task_app = typer.Typer(
+    rich_markup_mode=HELP_MARKUP,
+    help="The task board: what managers delegated.",
+    no_args_is_help=True,
+)
 
 
 @task_app.command("list")
@@ -93,7 +98,7 @@ def task_cancel(
 
 
 def _print_task(task: dict[str, Any]) -> None:
-    console.print(f"[bold]task {task['id']}[/]: {task['title']}", highlight=False)
+    console.print(styled((f"task {task['id']}", "bold"), f": {task['title']}"), highlight=False)
     console.print(
         f"{task['state']} · {task['manager']} → {task['assignee']} · tries {task['attempts']}"
         + (f" · due {short_time(task['due_at'])}" if task["due_at"] else ""),

@@ -61,3 +61,24 @@ def test_repair_rag_full_for_one_anima_leaves_the_others(
     assert knowledge.exit_code == 0 and "rotates monthly" not in knowledge.output  # an episode
     wrong = runner.invoke(app, ["memory", "search", "aria", "x", "--layer", "dreams"])
     assert wrong.exit_code == 2 and "--layer 'dreams'" in wrong.output
+
+
+def test_brackets_in_a_memory_and_in_help_are_printed_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rich markup once read "[/]" in a memory as a closing tag (`memory search` failed with
+    MarkupError) and "[people]" in help text as a style (it vanished)."""
+    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    for args in (
+        ["init", "--demo", "--owner", "Sam"],
+        ["chat", "aria", "The wiki markup for bold is [b]text[/b] and [/] closes any tag."],
+    ):
+        done = runner.invoke(app, args)
+        assert done.exit_code == 0, done.output
+    wide = {"COLUMNS": "250"}
+    found = runner.invoke(app, ["memory", "search", "aria", "wiki markup bold"], env=wide)
+    assert found.exit_code == 0, found.output
+    assert "[b]text[/b] and [/] closes" in found.output
+    shown = runner.invoke(app, ["pairing", "--help"], env=wide)
+    assert "([people] dm_policy = pairing)" in shown.output

@@ -1,0 +1,33 @@
+"""The CLI's two consoles, and the few styled words it prints.
+
+Markup is off: names, memories, task titles and error messages are printed exactly as they
+are. With it on, "[llm]" in a hint vanished and a memory containing "[/]" made
+`memory search` fail with a MarkupError. The CLI's own emphasis is a `Text` with a style."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+console = Console(markup=False)
+err = Console(stderr=True, soft_wrap=True, markup=False)
+
+
+def styled(*parts: str | tuple[str, str]) -> Text:
+    """Plain strings and (text, style) pairs, none of them read as markup."""
+    return Text.assemble(*parts)
+
+
+def print_error(message: str) -> None:
+    err.print(styled(("error:", "bold red"), " ", message), highlight=False)
+
+
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print `error: message` on stderr; the Exit to raise."""
+    print_error(message)
+    return typer.Exit(code)
+
+
+# Help text as written, too: "[people] dm_policy" is a config section, not a style.
+HELP_MARKUP = None
