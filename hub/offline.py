@@ -82,6 +82,12 @@ def _said(line: str) -> str:
     return _NOTED_BY.sub("", line, count=1)
 
 
+def _words(line: str) -> str:
+    """What a line says, without who said it, when, where, case and punctuation."""
+    said = _NOTED_BY.sub("", _HEADER.sub("", line, count=1), count=1)
+    return " ".join(re.findall(r"\w+", said.casefold()))
+
+
 def relevant(text: str, lines: Sequence[str]) -> list[str]:
     """The lines whose words or speaker (not their time or place) share a search term with
     `text` (question words aside), most shared first, each once."""
@@ -150,6 +156,9 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         if asked not in " ".join(t.split()).casefold()
         and not any(" ".join(t.split()) in " ".join(line.split()) for line in found)
     ]
+    # A fact the person told about themselves is also the turn they told it in: said once.
+    known = {_words(fact) for fact in about[:_SHOWN]}
+    found = [line for line in found if _words(line) not in known]
     lines: list[str] = []
     if _BACK.search(ctx.text) and earlier:  # "what did I ask?": the conversation itself
         lines += ["Before this, you said:", *(f"- “{_quote(t)}”" for t in earlier[-3:]), ""]

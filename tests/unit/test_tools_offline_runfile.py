@@ -119,6 +119,27 @@ def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> N
     assert asked.startswith("Alice, you asked: “What was the budget code?”")
 
 
+def test_a_fact_from_the_profile_is_not_repeated_as_the_turn_that_told_it() -> None:
+    about = ["My dentist appointment is on Tuesday at 3pm _(aria, 2026-12-05, in a DM)_"]
+    recalled = [
+        "[2026-12-05 20:15] **Alice** (a direct conversation on web): My dentist appointment"
+        " is on Tuesday at 3pm.",
+        "[2026-12-05 20:16] **Alice** (a direct conversation on web): The dentist moved"
+        " to Elm Street.",
+    ]
+    asked = compose(
+        context(
+            "When is my dentist appointment?",
+            ["hi"],
+            recalled_lines=recalled,
+            about_person=about,
+        )
+    )
+    assert asked.count("on Tuesday at 3pm") == 1
+    assert "What I know about you:\n- My dentist appointment is on Tuesday at 3pm" in asked
+    assert "From my memory:\n- [2026-12-05 20:16] **Alice**" in asked  # other words stay
+
+
 def test_offline_matching_ignores_when_and_where_a_line_was_said() -> None:
     recalled = [
         "[2026-12-12 09:30] **Priya** (a direct conversation on web): I went hiking.",
