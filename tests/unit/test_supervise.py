@@ -20,7 +20,7 @@ from hub.outbox import Outbox
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.supervise import Backoff, Part, Supervisor
-from tests.store.test_outbox import SETTINGS, FakeAdapter, FakeClock
+from tests.store.outbox_helpers import SETTINGS, FakeAdapter, FakeClock
 
 HERE = Address("fake", "W1", "C1")
 QUICK = Backoff(base_s=0.01, max_s=0.05)
