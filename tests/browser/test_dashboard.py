@@ -6,11 +6,15 @@ control while the API refuses their admin calls. Screenshots land in artifacts/.
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.conftest import OWNER, BrowserPages, RunningHub, Screenshot
 from tests.browser.test_web_chat import open_anima, send
+from tests.e2e.hubproc import HubProcess, cli, free_port
 
 pytestmark = pytest.mark.browser
 
@@ -140,3 +144,31 @@ def test_a_person_sees_no_admin_controls_and_is_refused_admin_calls(
     dana.click("#mem-search-form button")
     expect(dana.locator("#mem-results")).to_contain_text("blue notebook")
     expect(dana.locator("#mem-results")).not_to_contain_text("9911")  # the owner's DM
+
+
+def test_a_platform_that_is_down_is_named_on_each_anima(
+    browser: BrowserPages, tmp_path: Path, screenshot: Screenshot
+) -> None:
+    """Telegram's API cannot be reached: each card says "telegram down", not a bare
+    "platform down", since the Anima still answers on the web."""
+    home = tmp_path / "home"
+    assert cli(home, "init", "--demo", "--owner", OWNER).returncode == 0
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    process = HubProcess(
+        home,
+        free_port(),
+        ANIMAHUB_TELEGRAM__ENABLED="true",
+        ANIMAHUB_TELEGRAM__BOT_TOKEN="123456:ABCdef",
+        ANIMAHUB_TELEGRAM__API_URL=closed,
+    ).start()
+    try:
+        page = browser.new_page("platform-down")
+        page.goto(f"{process.url}/dashboard#animas")
+        expect(page.locator("#live")).to_have_text("live")
+        expect(page.locator("#platforms")).to_contain_text("telegram: down")
+        status = card(page, "aria").locator("header .status")
+        expect(status).to_have_text("telegram down")
+        expect(status).to_have_attribute("title", re.compile("every other platform works"))
+        screenshot("cards", page=page)
+    finally:
+        process.stop()

@@ -195,6 +195,14 @@
 
   // Animas ------------------------------------------------------------------------
 
+  // "telegram down" rather than "platform down": the Anima still answers everywhere else.
+  function animaStatus(a) {
+    const cls = `status status-${a.state.replace(" ", "-")}`;
+    if (a.state !== "platform down") return h("span", { class: cls }, a.state);
+    const down = a.platforms_down.join(", ");
+    return h("span", { class: cls, title: `unreachable on ${down}; every other platform works` }, `${down} down`);
+  }
+
   async function loadAnimas() {
     const data = await api("/api/dashboard/animas");
     state.animas = data.animas;
@@ -229,7 +237,7 @@
     return h(
       "article",
       { class: `card anima depth-${Math.min(depth, 4)}`, dataset: { anima: a.name, state: a.state } },
-      h("header", {}, h("h3", {}, a.name), h("span", { class: `status status-${a.state.replace(" ", "-")}` }, a.state)),
+      h("header", {}, h("h3", {}, a.name), animaStatus(a)),
       h("p", { class: "role" }, a.title || a.role, a.supervisor ? h("span", { class: "muted" }, ` · reports to ${a.supervisor}`) : null),
       h(
         "dl",
