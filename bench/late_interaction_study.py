@@ -16,7 +16,6 @@ hub's rank and the MaxSim rank at a few weights (`rerank_kit.py`).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from numpy.typing import NDArray
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_locomo import Conversation, Question, load_all
-from rerank_kit import Asked, asked_in, report
+from rerank_kit import Asked, asked_in, report, study_parser
 
 from hub.memory.e5_onnx import E5Onnx, shared_engine
 from hub.memory.embedder import make_embedder
@@ -110,9 +109,7 @@ async def main_async(data: Path, only: str, with_context: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--only", default="", help="conversations, comma-separated")
+    parser = study_parser(__doc__)
     parser.add_argument("--context", action="store_true", help="turns read with two before")
     args = parser.parse_args()
     asyncio.run(main_async(args.data, args.only, args.context))

@@ -13,7 +13,6 @@ weights (`rerank_kit.py`).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_locomo import ANIMA, UNRECORDED_SCOPE, Question
-from rerank_kit import CANDIDATES, asked_in_all, report
+from rerank_kit import CANDIDATES, asked_in_all, report, study_parser
 
 from hub.memory.embedder import make_embedder
 from hub.memory.index import MemoryFilter, SearchMode
@@ -45,9 +44,7 @@ async def main_async(data: Path, only: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, required=True)
-    parser.add_argument("--only", default="", help="conversations, comma-separated")
+    parser = study_parser(__doc__)
     args = parser.parse_args()
     asyncio.run(main_async(args.data, args.only))
 

@@ -5,6 +5,7 @@ multi-hop all@10, any@10 per conversation: a gain must hold across them, not in 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
@@ -95,3 +96,11 @@ def report(asked: Sequence[Asked], weights: Sequence[float]) -> None:
             f"{label:>6} | {mean['all'][0]:.3f} | {mean['all'][1]:.3f} | "
             f"{mean['multi-hop'][1]:.3f} | {per}"
         )
+
+
+def study_parser(doc: str) -> argparse.ArgumentParser:
+    """A study's command line: --data (LoCoMo's folder) and --only (some conversations)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--only", default="", help="conversations, comma-separated")
+    return parser
