@@ -18,7 +18,7 @@ from rich.text import Text
 from sqlalchemy.exc import OperationalError
 
 from hub.animas import AnimaError, AnimaRegistry
-from hub.cli_console import HELP_MARKUP, console, err, fail, print_error, styled
+from hub.cli_console import HELP_MARKUP, console, err, fail, print_error, show_reply, styled
 from hub.cli_mcp import mcp
 from hub.cli_memory import consolidate, memory_app
 from hub.cli_people import pairing_app, people_app, token_app
@@ -222,9 +222,7 @@ def chat(
 
     async def run() -> None:
         async with hub_client(settings) as client:
-            async for piece in stream_chat(client, name, payload):
-                console.out(piece, end="", highlight=False)
-            console.out("")
+            await show_reply(stream_chat(client, name, payload))
 
     try:
         asyncio.run(run())

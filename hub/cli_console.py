@@ -6,8 +6,12 @@ are. With it on, "[llm]" in a hint vanished and a memory containing "[/]" made
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import typer
 from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
 from rich.text import Text
 
 console = Console(markup=False)
@@ -31,3 +35,18 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 # Help text as written, too: "[people] dm_policy" is a config section, not a style.
 HELP_MARKUP = None
+
+
+async def show_reply(pieces: AsyncIterator[str]) -> None:
+    """A streamed reply: rendered as Markdown as it grows in a terminal (replies use bold,
+    lists and code), the text as it came when piped, so scripts read what the hub sent."""
+    if not console.is_terminal:
+        async for piece in pieces:
+            console.out(piece, end="", highlight=False)
+        console.out("")
+        return
+    text = ""
+    with Live(console=console, refresh_per_second=8, vertical_overflow="visible") as live:
+        async for piece in pieces:
+            text += piece
+            live.update(Markdown(text))
