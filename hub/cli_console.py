@@ -16,6 +16,8 @@ from rich.text import Text
 
 console = Console(markup=False)
 err = Console(stderr=True, soft_wrap=True, markup=False)
+# Help text as written, too: "[people] dm_policy" is a config section, not a style.
+HELP_MARKUP = None
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:
@@ -31,10 +33,6 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     """Print `error: message` on stderr; the Exit to raise."""
     print_error(message)
     return typer.Exit(code)
-
-
-# Help text as written, too: "[people] dm_policy" is a config section, not a style.
-HELP_MARKUP = None
 
 
 async def show_reply(pieces: AsyncIterator[str]) -> None:
