@@ -203,3 +203,16 @@ def _inert(line: str) -> str:
 
 def when(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def distinct(results: list[Recalled]) -> list[Recalled]:
+    """Each text of a layer once, where it ranked best: a question asked again and again
+    (each time its own episode section) would otherwise fill the top with copies."""
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for result in results:
+        key = (result.layer, " ".join(result.text.split()).casefold())
+        if key not in seen:
+            seen.add(key)
+            kept.append(result)
+    return kept

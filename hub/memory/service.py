@@ -51,7 +51,15 @@ from hub.memory.lexical import query_vector, tokenize
 from hub.memory.lifts import Asked, lift_signals, lifted
 from hub.memory.priming import primed
 from hub.memory.profiles import Profiles, self_statements
-from hub.memory.recall import Priming, Recalled, RecallScope, boost_at, rescore, used
+from hub.memory.recall import (
+    Priming,
+    Recalled,
+    RecallScope,
+    boost_at,
+    distinct,
+    rescore,
+    used,
+)
 from hub.memory.reconcile import behind, changed_items, mark_synced, synced_at
 from hub.memory.redact import redact
 from hub.memory.timings import Durations
@@ -428,7 +436,7 @@ class MemoryService:
         sources = lift_signals(fused, hits, asked) if explain else {}
         if explain and mode is SearchMode.HYBRID:
             self._found_alone(sources, dense, sparse, flt, asked.people, limit)
-        found = rescore(hits, now, sources, boosted=True)[:limit]
+        found = distinct(rescore(hits, now, sources, boosted=True))[:limit]
         if scope.admin_scopes is None:  # an Anima recalled these; an admin looking is no use
             uses.touch(((r.id, r.path, r.section) for r in found), now)
         return found

@@ -282,3 +282,21 @@ async def test_a_start_builds_the_search_graph_once_enough_points_wait_outside_i
         assert shard.info().indexed_vectors_count == 10_000
     finally:
         await service.stop()
+
+
+async def test_the_same_words_said_again_are_recalled_once(tmp_path: Path) -> None:
+    from hub.memory.recall import RecallScope
+
+    service = await open_service(tmp_path, "m1")
+    try:
+        for n in range(3):  # asked three times: three sections of the same words
+            service.record_turn(turn(f"ask-{n}", "When is my dentist appointment?"))
+        told = service.record_turn(turn("told", "My dentist appointment is on Tuesday at 3pm."))
+        await service.drain()
+        scope = RecallScope("aria", "alice", "web:local/dm:aria:alice", True)
+        found = await service.search(scope, "dentist appointment", limit=5)
+        texts = [" ".join(r.text.split()) for r in found]
+        assert len(texts) == len(set(texts)) == 2, texts
+        assert told.id in {r.id for r in found}
+    finally:
+        await service.stop()
