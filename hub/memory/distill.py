@@ -282,15 +282,23 @@ def _subject(raw: str, who: str) -> str | None:
     return " ".join(words)
 
 
-def title_of(subject: str) -> str:
+def title_of(subject: str, said: str = "") -> str:
+    """The subject as a title, in the case `said` wrote it ("Renew the SSL", not "ssl")."""
+    words = subject.split()
+    if said and words:
+        pattern = r"\W+".join(re.escape(w) for w in words)
+        found = re.search(rf"(?<!\w){pattern}(?!\w)", said, re.IGNORECASE)
+        if found:
+            subject = found.group(0)
     return subject[:1].upper() + subject[1:]
 
 
 def _owned(sentence: str, who: str) -> str:
-    """ "My X is Y" said by Alice is kept as "Alice's X is Y"."""
+    """ "My X is Y" said by Alice is kept as "Alice's X is Y", the sentence's first letter
+    upper case whatever the case of the name as written."""
     if who and re.match(r"my\s", sentence, re.IGNORECASE):
-        return f"{who}'s {sentence[3:]}"
-    return sentence
+        sentence = f"{who}'s {sentence[3:]}"
+    return sentence[:1].upper() + sentence[1:]
 
 
 def facts_in(
@@ -326,7 +334,7 @@ def facts_in(
             found.append(Fact(Layer.SEMANTIC, key, title, said, (source,), marked_important, True))
             continue
         if kept is not None:  # a decision, a plan, a habit (or an event of no known day)
-            said = _owned(kept.text[:1].upper() + kept.text[1:], who)
+            said = _owned(kept.text, who)
             key = kept.subject
             found.append(
                 Fact(Layer.SEMANTIC, key, title_of(key), said, (source,), marked_important)
@@ -342,10 +350,9 @@ def facts_in(
             subject = " ".join(_subject_words(sentence, who)[:3]) or None
         if subject is None:
             continue
-        statement = _owned(sentence[:1].upper() + sentence[1:], who)
-        found.append(
-            Fact(Layer.SEMANTIC, subject, title_of(subject), statement, (source,), marked_important)
-        )
+        statement = _owned(sentence, who)
+        title = title_of(subject, statement)
+        found.append(Fact(Layer.SEMANTIC, subject, title, statement, (source,), marked_important))
     return found
 
 

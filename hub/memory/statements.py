@@ -81,6 +81,15 @@ _NOT_KEY = frozenset(
     | {"will", "and", "or", "it", "we", "us", "all", "some", "my", "me", "i"}
 )
 _WORD = re.compile(r"[^\W_][\w'’-]*")
+# The rest of a first-person event as said of the person: "I went to Kyoto with my sister"
+# is "Dana went to Kyoto with their sister" (their: whoever the person is).
+_THIRD = {"my": "their", "our": "their", "me": "them", "us": "them", "mine": "theirs"}
+_THIRD |= {"ours": "theirs", "myself": "themselves", "ourselves": "themselves"}
+_THIRD_PERSON = re.compile(r"\b(?:" + "|".join(_THIRD) + r")\b", re.IGNORECASE)
+
+
+def _third_person(word: re.Match[str]) -> str:
+    return _THIRD[word.group(0).casefold()]
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +135,6 @@ def stated(sentence: str, who: str) -> Statement | None:
             rest = sentence[end:]
             if re.match(r"['’]ve\b", rest):  # "I've been running" is "Melanie has been running"
                 rest = (" has" if mine else " have") + rest[3:]
-            said = sentence[:start] + name + rest
+            said = sentence[:start] + name + _THIRD_PERSON.sub(_third_person, rest)
             return Statement("event", f"{who.casefold()} {verb} {key}", said)
     return None

@@ -44,6 +44,19 @@ def test_what_is_kept_reads_as_it_was_said() -> None:
     assert procedure.text == "1. run tests\n2. tag\n3. push"
 
 
+def test_what_a_person_said_of_themselves_reads_as_said_of_them() -> None:
+    # The name as typed ("dana"), the sentence still starting upper case; their own words
+    # after the subject in the third person; a title in the case it was written.
+    (trip,) = facts_in("dana", "I went to Kyoto last weekend with my sister Emi.", "s1")
+    assert trip.text == "Dana went to Kyoto last weekend with their sister Emi."
+    (ours,) = facts_in("dana", "We celebrated our anniversary with friends of ours.", "s1")
+    assert ours.text == "Dana and others celebrated their anniversary with friends of theirs."
+    (own,) = facts_in("dana", "My dentist appointment is on Tuesday at 3pm.", "s1")
+    assert own.text == "Dana's dentist appointment is on Tuesday at 3pm."
+    (renew,) = facts_in("dana", "Reminder: renew the SSL certificate before January 5.", "s1")
+    assert (renew.subject, renew.title) == ("renew the ssl", "Renew the SSL")
+
+
 @pytest.mark.parametrize(
     "said",
     [
