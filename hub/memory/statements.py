@@ -68,6 +68,8 @@ _JA_PLAN = re.compile(
     rf"^(?:{_JA_WHEN})(?:の[^にはで、]{{1,6}}(?=[にはで、]))?(?:に|は|、)?"
     r"(?P<what>.{2,}?)(?:します|する予定です|の予定です|予定です|つもりです|ます)。?$"
 )
+# Cut at 12 characters, a key may end on a particle: 「田中さんとミーティングが」.
+_PARTICLES = "がをにはでとへのもや、"
 _ZH_WHEN = r"下周|下星期|下个月|明天|后天|这周|本周|周末|下次"
 _ZH_PLAN = re.compile(
     rf"^(?=.*(?:{_ZH_WHEN}))(?:{_ZH_WHEN})?(?:我们|大家|团队)(?:{_ZH_WHEN})?"
@@ -123,7 +125,8 @@ def stated(sentence: str, who: str) -> Statement | None:
     ):
         cjk = pattern.match(sentence)
         if cjk:
-            return Statement(kind, f"{kind}: {cjk.group('what')[:12]}", sentence)
+            what = cjk.group("what")[:12].rstrip(_PARTICLES)
+            return Statement(kind, f"{kind}: {what}", sentence)
     event = _EVENT.match(sentence)
     if event and who:
         verb = (event.group("verb") or event.group("doing")).casefold()
