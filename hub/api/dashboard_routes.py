@@ -239,14 +239,4 @@ def _changed(hub: Hub, change: Callable[[], Delivery]) -> DeliveryOut:
         raise HTTPException(404, str(exc)) from None
     except WrongState as exc:
         raise HTTPException(409, str(exc)) from None
-    return DeliveryOut(
-        id=row.id,
-        address=row.address,
-        kind=row.kind,
-        anima=row.anima,
-        status=row.status,
-        attempts=row.attempts,
-        error=row.error,
-        chunks=len(row.chunks),
-        created_at=row.created_at.isoformat(),
-    )
+    return DeliveryOut.of(row)

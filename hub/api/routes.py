@@ -11,6 +11,8 @@ from sqlalchemy.exc import DBAPIError
 from hub import __version__
 from hub.animas import Anima
 from hub.app import Hub
+from hub.deliveries import Delivery
+from hub.store.models import DeliveryRow
 
 router = APIRouter(prefix="/api")
 
@@ -97,15 +99,9 @@ class DeliveryOut(BaseModel):
     chunks: int
     created_at: str
 
-
-@router.get("/deliveries", response_model=list[DeliveryOut])
-def list_deliveries(
-    hub: HubDep,
-    status: Annotated[str | None, Query(pattern="^(pending|sent|failed|cancelled)$")] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-) -> list[DeliveryOut]:
-    return [
-        DeliveryOut(
+    @classmethod
+    def of(cls, row: Delivery | DeliveryRow) -> DeliveryOut:
+        return cls(
             id=row.id,
             address=row.address,
             kind=row.kind,
@@ -116,8 +112,15 @@ def list_deliveries(
             chunks=len(row.chunks),
             created_at=row.created_at.isoformat(),
         )
-        for row in hub.outbox.listing(status, limit)
-    ]
+
+
+@router.get("/deliveries", response_model=list[DeliveryOut])
+def list_deliveries(
+    hub: HubDep,
+    status: Annotated[str | None, Query(pattern="^(pending|sent|failed|cancelled)$")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> list[DeliveryOut]:
+    return [DeliveryOut.of(row) for row in hub.outbox.listing(status, limit)]
 
 
 @router.get("/system/health")
