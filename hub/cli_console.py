@@ -7,6 +7,7 @@ are. With it on, "[llm]" in a hint vanished and a memory containing "[/]" made
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Final
 
 import typer
 from rich.console import Console
@@ -16,8 +17,9 @@ from rich.text import Text
 
 console = Console(markup=False)
 err = Console(stderr=True, soft_wrap=True, markup=False)
-# Help text as written, too: "[people] dm_policy" is a config section, not a style.
-HELP_MARKUP = None
+# Help text is Markdown (`code` shows as code), not Rich markup: "[people] dm_policy" is a
+# config section, not a style.
+HELP_MARKUP: Final = "markdown"
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:
