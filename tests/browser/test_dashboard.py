@@ -72,8 +72,9 @@ def test_a_chat_turn_arrives_live_and_is_remembered(
     dashboard.click('.tabs a[data-view="memory"]')
     dashboard.select_option("#mem-anima", "kai")
     dashboard.click('[data-mem="episodes"]')
+    expect(dashboard.locator("#episode-text")).to_contain_text("release procedure")  # today's
     dashboard.locator("#episode-days button").first.click()
-    expect(dashboard.locator("#episode-text")).to_contain_text("release procedure")
+    expect(dashboard.locator("#episode-text h2")).to_have_text(re.compile(r"episodes/.*\.md"))
     dashboard.click('[data-mem="graph"]')
     expect(dashboard.locator("#graph canvas").first).to_be_attached()
     dashboard.click('[data-mem="search"]')

@@ -50,7 +50,7 @@
   // The API
   // ---------------------------------------------------------------------------
 
-  const state = { token: "", csrf: "", me: null, admin: false, animas: [], view: "", memView: "episodes", charts: {}, graph: null };
+  const state = { token: "", csrf: "", me: null, admin: false, animas: [], view: "", memView: "episodes", charts: {}, graph: null, episodeDay: null };
 
   try {
     state.token = window.localStorage.getItem(TOKEN_KEY) || "";
@@ -361,14 +361,23 @@
 
   async function loadEpisodes(name) {
     const data = await api(`/api/memory/${enc(name)}/episodes`);
+    const open = (day) => {
+      state.episodeDay = { name, day };
+      return readInto($("episode-text"), name, `episodes/${day}.md`).catch((e) => flash(e.message, "error"));
+    };
     clear(
       $("episode-days"),
       data.days.length
         ? data.days.map((d) =>
-            h("li", {}, h("button", { type: "button", class: "list-item", onclick: () => readInto($("episode-text"), name, `episodes/${d.day}.md`).catch((e) => flash(e.message, "error")) }, h("strong", {}, d.day), h("span", { class: "muted" }, ` · ${d.items} items`))),
+            h("li", {}, h("button", { type: "button", class: "list-item", onclick: () => open(d.day) }, h("strong", {}, d.day), h("span", { class: "muted" }, ` · ${d.items} items`))),
           )
         : h("li", { class: "muted" }, "No episodes yet."),
     );
+    // The latest day opens by itself; a day chosen stays open (and fresh) as the page re-reads.
+    const chosen = state.episodeDay?.name === name && data.days.some((d) => d.day === state.episodeDay.day);
+    const day = chosen ? state.episodeDay.day : data.days[0]?.day;
+    if (day) await open(day);
+    else clear($("episode-text"));
   }
 
   const LAYER_COLOURS = { knowledge: "#2451c9", procedures: "#1a7f37", missing: "#9aa4b2" };
