@@ -73,6 +73,7 @@ def test_a_chat_turn_arrives_live_and_is_remembered(
     dashboard.select_option("#mem-anima", "kai")
     dashboard.click('[data-mem="episodes"]')
     expect(dashboard.locator("#episode-text")).to_contain_text("release procedure")  # today's
+    expect(dashboard.locator("#episode-text")).not_to_contain_text("<!-- memory:")
     dashboard.locator("#episode-days button").first.click()
     expect(dashboard.locator("#episode-text h2")).to_have_text(re.compile(r"episodes/.*\.md"))
     dashboard.click('[data-mem="graph"]')

@@ -346,11 +346,12 @@
     await loaders[state.memView](name);
   }
 
-  /** A memory file: its body, and its front matter folded away (it is for the hub). */
+  /** A memory file: its body, its front matter folded away and each section's
+   * `<!-- memory: {…} -->` line left out (both are for the hub). */
   async function readInto(el, name, path) {
     const data = await api(`/api/memory/${enc(name)}/read?path=${enc(path)}`);
     const found = /^---\n([\s\S]*?)\n---\n?/.exec(data.content);
-    const body = found ? data.content.slice(found[0].length) : data.content;
+    const body = (found ? data.content.slice(found[0].length) : data.content).replace(/^<!-- memory: .*-->\n?/gm, "");
     clear(
       el,
       h("h2", {}, path),
