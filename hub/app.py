@@ -195,7 +195,12 @@ class Hub:
         self.runtime.run_task = self.task_runner.run
         self.outbox.on_sent(report_links(self.adapters, self.task_runner))
         self.delegation = Delegation(
-            self.tasks, self.animas, settings.tasks, self.clock.now, self.task_runner.start
+            self.tasks,
+            self.animas,
+            settings.tasks,
+            self.clock.now,
+            self.task_runner.start,
+            runs=runs_tasks,
         )
         for tool in task_tools(self.delegation, self.tasks, self.clock.now):
             self.tools.register(tool)

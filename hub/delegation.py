@@ -60,12 +60,21 @@ class Delegation:
         limits: TasksSection,
         now: Callable[[], datetime],
         start: Callable[[TaskView], None],
+        runs: bool = True,
     ) -> None:
         self._board = board
         self._animas = animas
         self._limits = limits
         self._now = now
         self._start = start
+        self._runs = runs
+
+    def starting(self, assignee: str) -> str:
+        """When a new task starts, as a reply says it: now, or, in a CLI command's
+        short-lived hub (which runs no tasks), once the hub is started."""
+        if self._runs:
+            return f"{assignee} starts now"
+        return f"{assignee} starts once the hub runs (`animahub start`)"
 
     def subordinates(self, manager: str) -> list[str]:
         return sorted(a.name for a in self._animas.all() if a.spec.supervisor == manager)

@@ -120,7 +120,8 @@ def task_tools(delegation: Delegation, board: TaskBoard, now: Callable[[], datet
         if not made.new:
             return f"already delegated: task {task.id} for {task.assignee} ({task.state.value})"
         return (
-            f"task {task.id} for {task.assignee}: {task.title}. {task.assignee} starts now; "
+            f"task {task.id} for {task.assignee}: {task.title}. "
+            f"{delegation.starting(task.assignee)}; "
             "the report is posted here"
             + (f" and to {', '.join(task.report_to)}" if task.report_to else "")
             + ", and comes back to you."

@@ -65,7 +65,8 @@ class TaskCommands:
         if not made.new:
             return f"Already delegated: task {task.id} ({task.state.value})."
         return (
-            f"Task {task.id} for {task.assignee}: {task.title}. {task.assignee} starts now; "
+            f"Task {task.id} for {task.assignee}: {task.title}. "
+            f"{self._delegation.starting(task.assignee)}; "
             "the report will be posted here."
         )
 

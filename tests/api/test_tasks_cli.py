@@ -55,3 +55,16 @@ def test_task_delegate_with_no_hub_running_waits_for_the_hub(
     assert "Check the build" in listed and "todo" in listed  # not run by the CLI's own hub
     refused = CliRunner().invoke(app, ["task", "retry", "1"])
     assert refused.exit_code == 1 and "task 1 is todo: it cannot become todo" in refused.output
+
+
+def test_a_task_delegated_with_no_hub_running_says_it_starts_with_the_hub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CLI command's short-lived hub runs no tasks: the reply must not say "starts now"."""
+    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("COLUMNS", "200")
+    run("init", "--demo", "--owner", "Sam")
+    said = run("chat", "mika", "mika, have kai check the build on ci-2")
+    assert "kai starts once the hub runs (`animahub start`)" in said, said
+    assert "starts now" not in said
+    assert "todo" in run("task", "list")
