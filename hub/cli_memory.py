@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
+from rich.markdown import Markdown
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -147,7 +148,8 @@ def memory_search(
     for row in rows:
         where = row["path"] + (f" § {row['section']}" if row.get("section") else "")
         text = " ".join(row["text"].split())
-        table.add_row(f"{row['score']:.4f}", row["layer"], where, text[:160], str(row["why"]))
+        shown = Markdown(text if len(text) <= 160 else text[:159] + "…")  # **who**: what
+        table.add_row(f"{row['score']:.4f}", row["layer"], where, shown, str(row["why"]))
     console.print(table)
 
 
