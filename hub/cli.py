@@ -154,6 +154,14 @@ def start(
             config = uvicorn_config(create_app(Hub(settings)), settings.server)
             uvicorn.Server(config).run(sockets=[listening])
     except HubBusy as exc:
+        try:
+            running = running_hub(settings.home)
+        except HubBusy:  # still starting up, or a CLI command holds it
+            running = None
+        if running is not None:
+            raise fail(
+                f"a hub already runs on {settings.home}, at {running.url} (pid {running.pid})"
+            ) from None
         raise fail(f"{exc}; is a hub already running?") from None
 
 

@@ -83,7 +83,7 @@ def test_second_hub_on_same_data_root_is_refused(tmp_path: Path) -> None:
     try:
         second = cli(home, "start", "--port", str(free_port()))
         assert second.returncode != 0
-        assert "another AnimaHub process" in second.stderr
+        assert f"a hub already runs on {home}, at {hub.url}" in second.stderr  # where it is
     finally:
         hub.stop()
 
