@@ -156,9 +156,15 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         if asked not in " ".join(t.split()).casefold()
         and not any(" ".join(t.split()) in " ".join(line.split()) for line in found)
     ]
-    # A fact the person told about themselves is also the turn they told it in: said once.
+    # A fact the person told about themselves is also the turn they told it in, and a note
+    # consolidation kept is also its episode: each said once.
     known = {_words(fact) for fact in about[:_SHOWN]}
-    found = [line for line in found if _words(line) not in known]
+    once = []
+    for line in found:
+        if (words := _words(line)) not in known:
+            known.add(words)
+            once.append(line)
+    found = once
     lines: list[str] = []
     if _BACK.search(ctx.text) and earlier:  # "what did I ask?": the conversation itself
         lines += ["Before this, you said:", *(f"- “{_quote(t)}”" for t in earlier[-3:]), ""]

@@ -119,7 +119,7 @@ def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> N
     assert asked.startswith("Alice, you asked: “What was the budget code?”")
 
 
-def test_a_fact_from_the_profile_is_not_repeated_as_the_turn_that_told_it() -> None:
+def test_an_offline_answer_says_the_same_words_once() -> None:
     about = ["My dentist appointment is on Tuesday at 3pm _(aria, 2026-12-05, in a DM)_"]
     recalled = [
         "[2026-12-05 20:15] **Alice** (a direct conversation on web): My dentist appointment"
@@ -138,6 +138,10 @@ def test_a_fact_from_the_profile_is_not_repeated_as_the_turn_that_told_it() -> N
     assert asked.count("on Tuesday at 3pm") == 1
     assert "What I know about you:\n- My dentist appointment is on Tuesday at 3pm" in asked
     assert "From my memory:\n- [2026-12-05 20:16] **Alice**" in asked  # other words stay
+    note = "[2026-12-05 20:40] 来週の月曜日に田中さんとミーティングがあります。"  # a kept note
+    turn = f"[2026-12-05 20:40] **Alice** (a DM): {note[19:]}"
+    both = compose(context("田中さんとのミーティングはいつ？", ["hi"], recalled_lines=[turn, note]))
+    assert both.count("ミーティングがあります") == 1 and "**Alice** (a DM)" in both
 
 
 def test_offline_matching_ignores_when_and_where_a_line_was_said() -> None:
