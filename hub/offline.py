@@ -157,12 +157,14 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         and not any(" ".join(t.split()) in " ".join(line.split()) for line in found)
     ]
     # A fact the person told about themselves is also the turn they told it in, and a note
-    # consolidation kept is also its episode: each said once.
-    known = {_words(fact) for fact in about[:_SHOWN]}
+    # consolidation kept is also its episode: a line whose words a line above already says
+    # is left out.
+    said = [f" {_words(fact)} " for fact in about[:_SHOWN]]
     once = []
     for line in found:
-        if (words := _words(line)) not in known:
-            known.add(words)
+        words = f" {_words(line)} "
+        if not any(words in above for above in said):
+            said.append(words)
             once.append(line)
     found = once
     lines: list[str] = []

@@ -142,6 +142,12 @@ def test_an_offline_answer_says_the_same_words_once() -> None:
     turn = f"[2026-12-05 20:40] **Alice** (a DM): {note[19:]}"
     both = compose(context("田中さんとのミーティングはいつ？", ["hi"], recalled_lines=[turn, note]))
     assert both.count("ミーティングがあります") == 1 and "**Alice** (a DM)" in both
+    turn = "[2026-12-05 20:40] **Alice** (a DM): Reminder: renew the SSL certificate by May 5."
+    note = "[2026-12-05 20:40] Renew the SSL certificate by May 5."  # the marker dropped
+    renew = compose(
+        context("When does the SSL certificate expire?", ["hi"], recalled_lines=[turn, note])
+    )
+    assert renew.count("SSL certificate by May 5") == 1 and "Reminder: renew" in renew
 
 
 def test_offline_matching_ignores_when_and_where_a_line_was_said() -> None:
