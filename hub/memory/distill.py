@@ -329,7 +329,10 @@ def facts_in(
             continue
         kept = stated(sentence, who)
         if kept is not None and kept.kind == "event" and day is not None:
-            key, title = f"{who.casefold()} {day.isoformat()}", f"{who} on {day:%-d %B %Y}"
+            key, title = (
+                f"{who.casefold()} {day.isoformat()}",
+                title_of(f"{who} on {day:%-d %B %Y}"),
+            )
             said = f"- {kept.text[:1].upper()}{kept.text[1:]}"
             found.append(Fact(Layer.SEMANTIC, key, title, said, (source,), marked_important, True))
             continue

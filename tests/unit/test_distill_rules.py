@@ -4,6 +4,8 @@ in English and, where cheap, Japanese and Chinese."""
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 
 from hub.memory.distill import facts_in
@@ -54,6 +56,8 @@ def test_what_a_person_said_of_themselves_reads_as_said_of_them() -> None:
     assert ours.text == "Dana and others celebrated their anniversary with friends of theirs."
     (own,) = facts_in("dana", "My dentist appointment is on Tuesday at 3pm.", "s1")
     assert own.text == "Dana's dentist appointment is on Tuesday at 3pm."
+    (day,) = facts_in("dana", "I went hiking.", "s1", day=date(2026, 12, 5))
+    assert (day.title, day.text) == ("Dana on 5 December 2026", "- Dana went hiking.")
     (renew,) = facts_in("dana", "Reminder: renew the SSL certificate before January 5.", "s1")
     assert (renew.subject, renew.title) == ("renew the ssl", "Renew the SSL")
 
