@@ -156,17 +156,7 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         if asked not in " ".join(t.split()).casefold()
         and not any(" ".join(t.split()) in " ".join(line.split()) for line in found)
     ]
-    # A fact the person told about themselves is also the turn they told it in, and a note
-    # consolidation kept is also its episode: a line whose words a line above already says
-    # is left out.
-    said = [f" {_words(fact)} " for fact in about[:_SHOWN]]
-    once = []
-    for line in found:
-        words = f" {_words(line)} "
-        if not any(words in above for above in said):
-            said.append(words)
-            once.append(line)
-    found = once
+    found = _said_once(found, about[:_SHOWN])
     lines: list[str] = []
     if _BACK.search(ctx.text) and earlier:  # "what did I ask?": the conversation itself
         lines += ["Before this, you said:", *(f"- “{_quote(t)}”" for t in earlier[-3:]), ""]
@@ -180,6 +170,20 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
     if not lines and _QUESTION.search(ctx.text):
         lines += ["I don't know anything about that yet.", ""]
     return lines
+
+
+def _said_once(found: list[str], about: list[str]) -> list[str]:
+    """`found` without a line whose words a fact in `about` or a line above already says:
+    a fact the person told about themselves is also the turn they told it in, and a note
+    consolidation kept is also its episode."""
+    said = [f" {_words(fact)} " for fact in about]
+    once = []
+    for line in found:
+        words = f" {_words(line)} "
+        if not any(words in above for above in said):
+            said.append(words)
+            once.append(line)
+    return once
 
 
 def _without_offline_reply(line: str) -> str:
