@@ -87,11 +87,12 @@ _WORD = re.compile(r"[^\W_][\w'’-]*")
 # is "Dana went to Kyoto with their sister" (their: whoever the person is).
 _THIRD = {"my": "their", "our": "their", "me": "them", "us": "them", "mine": "theirs"}
 _THIRD |= {"ours": "theirs", "myself": "themselves", "ourselves": "themselves"}
-_THIRD_PERSON = re.compile(r"\b(?:" + "|".join(_THIRD) + r")\b", re.IGNORECASE)
+# Lower case only: "the US" is a country, not "us".
+_THIRD_PERSON = re.compile(r"\b(?:" + "|".join(_THIRD) + r")\b")
 
 
 def _third_person(word: re.Match[str]) -> str:
-    return _THIRD[word.group(0).casefold()]
+    return _THIRD[word.group(0)]
 
 
 @dataclass(frozen=True, slots=True)

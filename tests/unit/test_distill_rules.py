@@ -52,6 +52,8 @@ def test_what_a_person_said_of_themselves_reads_as_said_of_them() -> None:
     # after the subject in the third person; a title in the case it was written.
     (trip,) = facts_in("dana", "I went to Kyoto last weekend with my sister Emi.", "s1")
     assert trip.text == "Dana went to Kyoto last weekend with their sister Emi."
+    (moved,) = facts_in("dana", "I moved to the US with my family.", "s1")
+    assert moved.text == "Dana moved to the US with their family."
     (ours,) = facts_in("dana", "We celebrated our anniversary with friends of ours.", "s1")
     assert ours.text == "Dana and others celebrated their anniversary with friends of theirs."
     (own,) = facts_in("dana", "My dentist appointment is on Tuesday at 3pm.", "s1")
