@@ -9,9 +9,10 @@ from rich.table import Table
 
 from hub.cli_console import HELP_MARKUP, console, styled
 from hub.cli_people import call, cli_settings, short_time
+from hub.delegation import STARTS_WITH_THE_HUB
 from hub.runfile import running_hub
 
-WAITS = " (no hub is running: it starts when the hub does, `animahub start`)"
+WAITS = f" (no hub is running: it {STARTS_WITH_THE_HUB})"
 task_app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
     help="The task board: what managers delegated.",

@@ -52,6 +52,10 @@ class Delegated:
     new: bool  # False: the same request was made before, and this is its task
 
 
+# A task delegated while no hub runs (through a CLI command's own short-lived hub).
+STARTS_WITH_THE_HUB = "starts when the hub does, `animahub start`"
+
+
 class Delegation:
     def __init__(
         self,
@@ -71,10 +75,8 @@ class Delegation:
 
     def starting(self, assignee: str) -> str:
         """When a new task starts, as a reply says it: now, or, in a CLI command's
-        short-lived hub (which runs no tasks), once the hub is started."""
-        if self._runs:
-            return f"{assignee} starts now"
-        return f"{assignee} starts once the hub runs (`animahub start`)"
+        short-lived hub (which runs no tasks), when the hub is started."""
+        return f"{assignee} starts now" if self._runs else f"{assignee} {STARTS_WITH_THE_HUB}"
 
     def subordinates(self, manager: str) -> list[str]:
         return sorted(a.name for a in self._animas.all() if a.spec.supervisor == manager)

@@ -16,10 +16,15 @@ from hub.tasks import NewTask
 from tests.api.test_people_cli import run
 
 
-def test_task_list_show_and_cancel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture(autouse=True)
+def demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A demo data folder, as `animahub init --demo` makes it, with no hub running."""
     monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("COLUMNS", "200")
     run("init", "--demo", "--owner", "Sam")
+
+
+def test_task_list_show_and_cancel() -> None:
 
     async def delegate() -> int:
         hub = Hub(load_settings())
@@ -42,12 +47,7 @@ def test_task_list_show_and_cancel(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "no tasks" in run("task", "list", "--state", "todo")
 
 
-def test_task_delegate_with_no_hub_running_waits_for_the_hub(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "200")
-    run("init", "--demo", "--owner", "Sam")
+def test_task_delegate_with_no_hub_running_waits_for_the_hub() -> None:
     made = run("task", "delegate", "kai", "Check the build", "--due", "in 2 hours")
     assert "task 1 for kai (reports to mika): Check the build" in made
     assert "no hub is running: it starts when the hub does" in made
@@ -57,14 +57,9 @@ def test_task_delegate_with_no_hub_running_waits_for_the_hub(
     assert refused.exit_code == 1 and "task 1 is todo: it cannot become todo" in refused.output
 
 
-def test_a_task_delegated_with_no_hub_running_says_it_starts_with_the_hub(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_task_delegated_with_no_hub_running_says_it_starts_with_the_hub() -> None:
     """A CLI command's short-lived hub runs no tasks: the reply must not say "starts now"."""
-    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("COLUMNS", "200")
-    run("init", "--demo", "--owner", "Sam")
     said = run("chat", "mika", "mika, have kai check the build on ci-2")
-    assert "kai starts once the hub runs (`animahub start`)" in said, said
+    assert "kai starts when the hub does, `animahub start`" in said, said
     assert "starts now" not in said
     assert "todo" in run("task", "list")
