@@ -205,9 +205,8 @@ def anima_list() -> None:
         err.print(styled(("warning:", "yellow"), f" {problem}"))
     table = Table("name", "role", "supervisor", "model")
     for anima in registry.all():
-        model = anima.spec.model or settings.llm.model
-        shown = Text(model) if model else Text("offline", style="dim")
-        table.add_row(anima.name, anima.spec.role, anima.spec.supervisor or "", shown)
+        model = anima.spec.model or settings.llm.model or Text("offline", style="dim")
+        table.add_row(anima.name, anima.spec.role, anima.spec.supervisor or "", model)
     console.print(table)
 
 
