@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recall_locomo import UNRECORDED_SCOPE, Conversation, Question, indexed, load_all
 
 from hub.memory.embedder import Embedder
+from hub.memory.search import CANDIDATES  # the studies rerank the hub's own candidates
 from hub.memory.service import MemoryService
 
-CANDIDATES = 50
 K = 10
 RRF_K = 5.0
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from hub.files import atomic_write
 from hub.memory.access import AccessLog
 from hub.memory.context import PASSAGE_FORMAT
-from hub.memory.dates import asks_when, named_span
 from hub.memory.documents import (
     UNREADABLE,
     Layer,
@@ -38,30 +37,15 @@ from hub.memory.documents import (
 from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.graph import KnowledgeGraph
-from hub.memory.index import (
-    MemoryFilter,
-    SearchMode,
-    SparseVec,
-    VectorIndex,
-    open_index,
-)
+from hub.memory.index import MemoryFilter, SearchMode, VectorIndex, open_index
 from hub.memory.index_edge import EdgeIndex
 from hub.memory.indexer import EMBED_CHARS, Indexer, Progress
-from hub.memory.lexical import query_vector, tokenize
-from hub.memory.lifts import Asked, lift_signals, lifted
 from hub.memory.priming import primed
 from hub.memory.profiles import Profiles, self_statements
-from hub.memory.recall import (
-    Priming,
-    Recalled,
-    RecallScope,
-    boost_at,
-    distinct,
-    rescore,
-    used,
-)
+from hub.memory.recall import Priming, Recalled, RecallScope
 from hub.memory.reconcile import behind, changed_items, mark_synced, synced_at
 from hub.memory.redact import redact
+from hub.memory.search import Wanted, asked_in, ranked
 from hub.memory.timings import Durations
 from hub.settings import MemorySection
 
@@ -72,7 +56,6 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-CANDIDATES = 50  # what a search fetches from the index at least, before its lifts
 _FLUSH_S = 60.0  # access counts reach disk at least this often
 STOP_GRACE_S = 10.0  # a stop waits this long for queued indexing; start-up does the rest
 WRITABLE = ("episodes", "knowledge", "procedures", "skills")
@@ -413,50 +396,15 @@ class MemoryService:
         )
         if dense is None:
             dense = await self.embed_query(query)
-        sparse = SparseVec(*query_vector(query))
         now = self.now()
-        span = named_span(query, now)
         if people is None:
             people = self.people_named(query)
-        asked = Asked(people, span, asks_when(query), frozenset(tokenize(query)))
-        # At least 50 candidates: the lifts reorder them, and reach deeper than `limit`
-        # (hybrid any@10 0.841 -> 0.850 on LoCoMo with 50 instead of 20).
-        fused = self.index.query(
-            dense,
-            sparse,
-            flt,
-            max(limit * 2, CANDIDATES),
-            mode,
-            boost=boost_at(now),
-            people=asked.people,
-            span=(span[0].timestamp(), span[1].timestamp()) if span else None,
-        )
         uses = self.access(scope.anima)
-        hits = lifted(used(fused, now, uses.count), asked, flt, self.index.payloads)
-        sources = lift_signals(fused, hits, asked) if explain else {}
-        if explain and mode is SearchMode.HYBRID:
-            self._found_alone(sources, dense, sparse, flt, asked.people, limit)
-        found = distinct(rescore(hits, now, sources, boosted=True))[:limit]
+        wanted = Wanted(query, dense, asked_in(query, now, people), limit, mode, explain)
+        found = ranked(self.index, flt, wanted, now, uses.count)
         if scope.admin_scopes is None:  # an Anima recalled these; an admin looking is no use
             uses.touch(((r.id, r.path, r.section) for r in found), now)
         return found
-
-    def _found_alone(
-        self,
-        sources: dict[str, set[str]],
-        dense: list[float],
-        sparse: SparseVec,
-        flt: MemoryFilter,
-        people: tuple[str, ...],
-        limit: int,
-    ) -> None:
-        """Add to `sources` what each retriever alone finds: why a fused result matched."""
-        for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
-            for hit in self.index.query(dense, sparse, flt, limit * 2, single):
-                sources.setdefault(hit.id, set()).add(name)
-        if people:
-            for hit in self.index.query(dense, sparse, replace(flt, people=people), limit):
-                sources.setdefault(hit.id, set()).add("person")
 
     async def embed_query(self, text: str) -> list[float]:
         return (await asyncio.to_thread(self.embedder.embed_queries, [text[:EMBED_CHARS]]))[0]
