@@ -33,7 +33,7 @@ from typing import Protocol, runtime_checkable
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
 from hub.memory.handoff import HandoffNote, offline_handoff
 from hub.memory.lexical import tokenize
-from hub.memory.statements import stated
+from hub.memory.statements import said_of_them, stated
 from hub.memory.text import clip, is_placeholder
 
 log = logging.getLogger(__name__)
@@ -294,10 +294,10 @@ def title_of(subject: str, said: str = "") -> str:
 
 
 def _owned(sentence: str, who: str) -> str:
-    """ "My X is Y" said by Alice is kept as "Alice's X is Y", the sentence's first letter
-    upper case whatever the case of the name as written."""
+    """ "My X is Y and I Z" said by Alice is kept as "Alice's X is Y and they Z", the
+    sentence's first letter upper case whatever the case of the name as written."""
     if who and re.match(r"my\s", sentence, re.IGNORECASE):
-        sentence = f"{who}'s {sentence[3:]}"
+        sentence = f"{who}'s {said_of_them(sentence[3:])}"
     return sentence[:1].upper() + sentence[1:]
 
 

@@ -86,13 +86,32 @@ _WORD = re.compile(r"[^\W_][\w'’-]*")
 # The rest of a first-person event as said of the person: "I went to Kyoto with my sister"
 # is "Dana went to Kyoto with their sister" (their: whoever the person is).
 _THIRD = {"my": "their", "our": "their", "me": "them", "us": "them", "mine": "theirs"}
-_THIRD |= {"ours": "theirs", "myself": "themselves", "ourselves": "themselves"}
+_THIRD |= {"ours": "theirs", "myself": "themselves", "ourselves": "themselves", "we": "they"}
 # Lower case only: "the US" is a country, not "us".
 _THIRD_PERSON = re.compile(r"\b(?:" + "|".join(_THIRD) + r")\b")
+# "I" is "they" too (singular, as "their" is), whose verb is the plural one: "and I prefer
+# tea" is "and they prefer tea", "I am" "they are", "I'm" "they're".
+_I = re.compile(r"\bI(?:(?P<be>\s+(?:am|was))\b|(?P<tail>['’](?:m|ve|ll|d))\b|\b)")
+_BE = {"am": "are", "was": "were"}
 
 
 def _third_person(word: re.Match[str]) -> str:
     return _THIRD[word.group(0)]
+
+
+def _they(found: re.Match[str]) -> str:
+    if found["be"]:
+        return f"they {_BE[found['be'].split()[0]]}"
+    if found["tail"]:
+        mark, tail = found["tail"][0], found["tail"][1:]
+        return f"they{mark}{'re' if tail == 'm' else tail}"
+    return "they"
+
+
+def said_of_them(rest: str) -> str:
+    """The rest of a sentence a person said of themselves, after their name: in the third
+    person ("with my sister, whom I visit" is "with their sister, whom they visit")."""
+    return _I.sub(_they, _THIRD_PERSON.sub(_third_person, rest))
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +158,6 @@ def stated(sentence: str, who: str) -> Statement | None:
             rest = sentence[end:]
             if re.match(r"['’]ve\b", rest):  # "I've been running" is "Melanie has been running"
                 rest = (" has" if mine else " have") + rest[3:]
-            said = sentence[:start] + name + _THIRD_PERSON.sub(_third_person, rest)
+            said = sentence[:start] + name + said_of_them(rest)
             return Statement("event", f"{who.casefold()} {verb} {key}", said)
     return None

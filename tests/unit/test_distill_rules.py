@@ -58,6 +58,14 @@ def test_what_a_person_said_of_themselves_reads_as_said_of_them() -> None:
     assert ours.text == "Dana and others celebrated their anniversary with friends of theirs."
     (own,) = facts_in("dana", "My dentist appointment is on Tuesday at 3pm.", "s1")
     assert own.text == "Dana's dentist appointment is on Tuesday at 3pm."
+    (both,) = facts_in("dana", "My locker code is 4521 and I prefer tea over coffee.", "s1")
+    assert both.text == "Dana's locker code is 4521 and they prefer tea over coffee."
+    (moods,) = facts_in(
+        "dana", "My flat is in Leeds, I'm happy there and I was born in York.", "s1"
+    )
+    assert moods.text == "Dana's flat is in Leeds, they're happy there and they were born in York."
+    (went,) = facts_in("dana", "I went to Iceland and I am going back, as I've said.", "s1")
+    assert went.text == "Dana went to Iceland and they are going back, as they've said."
     (day,) = facts_in("dana", "I went hiking.", "s1", day=date(2026, 12, 5))
     assert (day.title, day.text) == ("Dana on 5 December 2026", "- Dana went hiking.")
     (renew,) = facts_in("dana", "Reminder: renew the SSL certificate before January 5.", "s1")
