@@ -20,10 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from recall_locomo import ANIMA, UNRECORDED_SCOPE, Question
-from rerank_kit import CANDIDATES, asked_in_all, report, study_parser
+from rerank_kit import asked_in_all, report, study_parser
 
 from hub.memory.embedder import make_embedder
 from hub.memory.index import MemoryFilter, SearchMode
+from hub.memory.search import CANDIDATES
 from hub.memory.service import MemoryService
 
 WEIGHTS = (0.0, 0.25, 0.5, 1.0)

@@ -28,7 +28,7 @@ from rich.table import Table
 
 from hub.animas import AnimaRegistry
 from hub.cli_console import HELP_MARKUP, console, fail
-from hub.client import auth_headers
+from hub.client import auth_headers, refusal
 from hub.logs import to_files
 from hub.roles import load_roles
 from hub.runfile import HubBusy, hold_data_root, running_hub
@@ -78,8 +78,7 @@ def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
                     headers=auth_headers(settings),
                     timeout=None,
                 )
-            response.raise_for_status()
-            console.print(f"{name}: {response.json()['items']} items re-indexed")
+            console.print(f"{name}: {_answer(response)['items']} items re-indexed")
         return
     # --full with --anima: that Anima's points are dropped and rebuilt (as always); the
     # whole index is emptied only when every Anima is rebuilt.
@@ -122,28 +121,35 @@ def memory_search(
     layer: Annotated[
         str, typer.Option(help="What kind: all, episodes, knowledge, procedures, skills, people.")
     ] = "all",
-    limit: Annotated[int, typer.Option(help="How many results.")] = 10,
+    limit: Annotated[int, typer.Option(min=1, max=100, help="How many results.")] = 10,
 ) -> None:
     """Search an Anima's memory as an admin (every privacy scope unless --scope says)."""
-    from hub.memory.documents import SEARCH_LAYERS
+    from hub.memory.admin_search import scopes_and_layer
 
-    if scope in SEARCH_LAYERS and scope != "all":  # --scope knowledge: a layer, as REST takes it
-        scope, layer = "all", scope
-    if layer not in SEARCH_LAYERS:
-        raise fail(f"--layer {layer!r}: use {', '.join(SEARCH_LAYERS)}", code=2)
+    try:  # --scope knowledge: a layer, as REST takes it
+        scopes, layer = scopes_and_layer(scope, layer)
+    except ValueError as exc:
+        raise fail(str(exc), code=2) from None
     settings: Settings = ctx.obj
     running = running_hub(settings.home)
     if running is not None:
         response = httpx.get(
             f"{running.url}/api/memory/{name}/search",
-            params={"query": query, "scope": scope, "layer": layer, "limit": limit},
+            params={
+                "query": query,
+                "scope": ",".join(scopes) or "all",
+                "layer": layer,
+                "limit": limit,
+            },
             headers=auth_headers(settings),
             timeout=60,
         )
-        response.raise_for_status()
-        rows = response.json()["results"]
+        rows = _answer(response)["results"]
     else:
-        rows = asyncio.run(_search_locally(settings, name, query, scope, layer, limit))
+        rows = asyncio.run(_search_locally(settings, name, query, scopes, layer, limit))
+    if not rows:
+        console.print(f"nothing in {name}'s memory matches that", highlight=False)
+        return
     table = Table("score", "layer", "where", "text", "why")
     for row in rows:
         where = row["path"] + (f" § {row['section']}" if row.get("section") else "")
@@ -154,13 +160,12 @@ def memory_search(
 
 
 async def _search_locally(
-    settings: Settings, name: str, query: str, scope: str, layer: str, limit: int
+    settings: Settings, name: str, query: str, scopes: tuple[str, ...], layer: str, limit: int
 ) -> list[dict[str, Any]]:
     if name not in animas_in(settings):
         raise typer.BadParameter(f"no Anima named {name!r}")
     from hub.memory.admin_search import search_rows
 
-    scopes = () if scope in ("", "all") else tuple(s.strip() for s in scope.split(","))
     async with local_memory(settings) as memory:
         return await search_rows(memory, name, query, scopes, layer, limit)
 
@@ -173,11 +178,7 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     if response.is_success:
         body: dict[str, Any] = response.json()
         return body
-    try:
-        detail = response.json().get("detail", response.text)
-    except ValueError:
-        detail = response.text
-    raise fail(f"{detail} (HTTP {response.status_code})")
+    raise fail(f"{refusal(response)} (HTTP {response.status_code})")
 
 
 @asynccontextmanager

@@ -104,8 +104,22 @@ async def stream_chat(
 
 
 def _detail(response: httpx.Response) -> str:
+    return f"HTTP {response.status_code}: {refusal(response)}"
+
+
+def refusal(response: httpx.Response) -> str:
+    """What a hub's error answer says: its `detail`, for a request that failed validation
+    each field with its problem ("limit: Input should be greater than or equal to 1")."""
     try:
-        detail = response.json().get("detail")
+        body = response.json()
     except json.JSONDecodeError:
-        detail = response.text
-    return f"HTTP {response.status_code}: {detail}"
+        return response.text
+    detail = body.get("detail", response.text) if isinstance(body, dict) else body
+    if isinstance(detail, list):  # FastAPI's validation errors: where, after query/body
+        return "; ".join(
+            f"{'.'.join(str(part) for part in error.get('loc', ())[1:])}: {error.get('msg')}"
+            if isinstance(error, dict)
+            else str(error)
+            for error in detail
+        )
+    return str(detail)

@@ -19,9 +19,9 @@ from hub.api.people_routes import CallerDep
 from hub.api.routes import HubDep
 from hub.app import Hub
 from hub.mcp_tools import MemoryTools, Reader, item_lines
-from hub.memory.admin_search import recall, rows, search_rows
+from hub.memory.admin_search import recall, rows, scopes_and_layer, search_rows
 from hub.memory.consolidation import Consolidator
-from hub.memory.documents import SEARCH_LAYERS, UNREADABLE
+from hub.memory.documents import UNREADABLE
 from hub.memory.files import MemoryPathError
 from hub.memory.service import MemoryService
 
@@ -56,17 +56,6 @@ def name_of(hub: Hub) -> Callable[[str], str]:
     return lambda person_id: hub.identity.by_id(person_id).display_name
 
 
-def _scopes(scope: str) -> tuple[str, ...]:
-    """ "all" (or empty) searches every scope; otherwise a comma-separated list."""
-    if scope in ("", "all"):
-        return ()
-    parts = tuple(p.strip() for p in scope.split(",") if p.strip())
-    for part in parts:
-        if part != "shared" and not part.startswith(("person:", "channel:")):
-            raise HTTPException(422, f"bad scope {part!r}: use shared, person:ID or channel:KEY")
-    return parts
-
-
 @router.get("/{name}/search")
 async def search(
     name: str,
@@ -83,16 +72,14 @@ async def search(
     (`?scope=knowledge`, as clients of the first API wrote it) is taken as the layer. Each
     result's `why` says in words why it matched, `signals` the same as codes."""
     tools, reader = reader_of(hub, caller, name)
-    if scope in SEARCH_LAYERS and scope != "all":
-        scope, layer = "all", scope
-    if layer not in SEARCH_LAYERS:
-        raise HTTPException(422, f"bad layer {layer!r}: use {', '.join(SEARCH_LAYERS)}")
+    try:
+        scopes, layer = scopes_and_layer(scope, layer)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
     if reader.admin:
-        found = await search_rows(
-            tools.memory, name, query, _scopes(scope), layer, limit, name_of(hub)
-        )
+        found = await search_rows(tools.memory, name, query, scopes, layer, limit, name_of(hub))
         return {"results": found}
-    if scope not in ("", "all"):
+    if scopes:
         raise HTTPException(403, "a person searches what a DM with them recalls: no scope")
     recalled = await recall(tools.memory, reader.scope(), query, layer, limit)
     return {"results": rows(recalled, query, name_of(hub))}

@@ -17,6 +17,24 @@ NameOf = Callable[[str], str]
 """A person's display name from their id; unknown ids answer the id itself."""
 
 
+def scopes_and_layer(scope: str, layer: str) -> tuple[tuple[str, ...], str]:
+    """The privacy scopes ("all" or empty: every one; else comma-separated shared,
+    person:ID, channel:KEY) and the layer a search names. A layer's name given as the scope
+    (`?scope=knowledge`, as clients of the first API wrote it) is the layer. ValueError
+    says what is wrong."""
+    if scope in SEARCH_LAYERS and scope != "all":
+        scope, layer = "all", scope
+    if layer not in SEARCH_LAYERS:
+        raise ValueError(f"bad layer {layer!r}: use {', '.join(SEARCH_LAYERS)}")
+    if scope in ("", "all"):
+        return (), layer
+    parts = tuple(p.strip() for p in scope.split(",") if p.strip())
+    for part in parts:
+        if part != "shared" and not part.startswith(("person:", "channel:")):
+            raise ValueError(f"bad scope {part!r}: use all, shared, person:ID or channel:KEY")
+    return parts, layer
+
+
 async def recall(
     memory: MemoryService,
     scope: RecallScope,

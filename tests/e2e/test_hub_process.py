@@ -52,6 +52,18 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
         assert hub.url in status.stdout and "aria, kai, mika, wren" in status.stdout
         assert "offline mode" in status.stdout and "2 sent" in status.stdout
         assert "model workers" not in status.stdout
+
+        # Memory search through the hub: results, or the hub's refusal in one line.
+        found = cli(home, "memory", "search", "aria", "launch", COLUMNS="200")
+        assert found.returncode == 0 and "launch is on Friday" in found.stdout, found.stderr
+        nobody = cli(home, "memory", "search", "nobody", "launch")
+        assert nobody.returncode == 1 and "Traceback" not in nobody.stderr, nobody.stderr
+        assert nobody.stderr.strip() == "error: no Anima named 'nobody' (HTTP 404)"
+        nothing = cli(home, "memory", "search", "aria", "launch", "--layer", "procedures")
+        assert nothing.returncode == 0
+        assert nothing.stdout.strip() == "nothing in aria's memory matches that"
+        wrong = cli(home, "memory", "search", "aria", "launch", "--scope", "friends")
+        assert wrong.returncode == 2 and "bad scope 'friends'" in wrong.stderr
     finally:
         hub.stop()
     # uvicorn re-raises SIGTERM after a graceful shutdown, so look for the shutdown itself.

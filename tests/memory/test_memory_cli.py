@@ -59,8 +59,12 @@ def test_repair_rag_full_for_one_anima_leaves_the_others(
         app, ["memory", "search", "aria", "staging password", "--layer", "knowledge"], env=wide
     )
     assert knowledge.exit_code == 0 and "rotates monthly" not in knowledge.output  # an episode
+    assert "nothing in aria's memory matches that" in knowledge.output
     wrong = runner.invoke(app, ["memory", "search", "aria", "x", "--layer", "dreams"])
-    assert wrong.exit_code == 2 and "--layer 'dreams'" in wrong.output
+    assert wrong.exit_code == 2 and "bad layer 'dreams'" in wrong.output
+    # Scopes are checked with no hub running too: a wrong one once found nothing, silently.
+    wrong = runner.invoke(app, ["memory", "search", "aria", "x", "--scope", "friends"])
+    assert wrong.exit_code == 2 and "bad scope 'friends'" in wrong.output
 
 
 def test_brackets_in_a_memory_and_in_help_are_printed_as_written(
