@@ -104,7 +104,7 @@ async def stream_chat(
 
 
 def _detail(response: httpx.Response) -> str:
-    return f"HTTP {response.status_code}: {refusal(response)}"
+    return f"{refusal(response)} (HTTP {response.status_code})"
 
 
 def refusal(response: httpx.Response) -> str:

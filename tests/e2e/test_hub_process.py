@@ -59,6 +59,8 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
         nobody = cli(home, "memory", "search", "nobody", "launch")
         assert nobody.returncode == 1 and "Traceback" not in nobody.stderr, nobody.stderr
         assert nobody.stderr.strip() == "error: no Anima named 'nobody' (HTTP 404)"
+        to_nobody = cli(home, "chat", "nobody", "hello")  # every refusal in the same words
+        assert to_nobody.returncode == 1 and to_nobody.stderr == nobody.stderr
         nothing = cli(home, "memory", "search", "aria", "launch", "--layer", "procedures")
         assert nothing.returncode == 0
         assert nothing.stdout.strip() == "nothing in aria's memory matches that"
