@@ -131,6 +131,16 @@ def test_sparse_head_study_runs_on_a_small_conversation(small_locomo: Path, tmp_
     assert re.search(r"^the sparse head alone +any@10 1\.000 ", text, re.M)
 
 
+def test_offline_relevance_study_runs_on_a_small_conversation(small_locomo: Path) -> None:
+    text = run_bench("bench/offline_relevance_study.py", "--data", str(small_locomo))
+    # "What did Melanie paint?" shares "paint" with its evidence; the support group's
+    # "Last Saturday, it was great." shares no word with its question.
+    assert re.search(
+        r"^\| shares a search term \(today's rule\) \| [\d.]+ \| [\d.]+ \| 0\.500 \|$", text, re.M
+    ), text
+    assert re.search(r"^\| cosine ≥ 0\.80 \| ", text, re.M), text
+
+
 def test_hub_overhead_runs(tmp_path: Path) -> None:
     text = run_bench("bench/hub_overhead.py", "--messages", "20", "--responder", "instant")
     assert "msg/s" in text
