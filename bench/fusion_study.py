@@ -67,9 +67,10 @@ async def collect(conv: Conversation, embedder: Embedder) -> list[Row]:
         scope = UNRECORDED_SCOPE
         flt = MemoryFilter(anima=ANIMA, scopes=scope.filter_scopes())
         for q in conv.questions:
-            dense = await service.embed_query(q.text)
+            named = service.names_in(q.text)
+            dense = await service.embed_query(named.unnamed)
             sparse = SparseVec(*query_vector(q.text))
-            people = service.people_named(q.text)
+            people = named.people
             lists: dict[str, Sequence[Hit | Recalled]] = {
                 "dense": service.index.query(dense, sparse, flt, N, SearchMode.DENSE),
                 "lexical": service.index.query(dense, sparse, flt, N, SearchMode.LEXICAL),

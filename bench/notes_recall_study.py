@@ -139,7 +139,7 @@ async def evaluate(
         items = memory_items(conv)
         dia_of = {item.id: item.title or "" for item in items}
         service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
-        service.people_named = mentions(conv).named_in
+        service.names_in = mentions(conv).find
         await service.start([ANIMA])
         try:
             await service.index_items(ANIMA, [*items, *notes])

@@ -204,7 +204,7 @@ async def build_and_measure(
     index = TimedIndex(open_index(home / "index", None))
     service = TimedService(home, MemorySection(), index, embedder)
     # As the hub does (IdentityService.mentioned): queries naming someone search their words.
-    service.people_named = Mentions(((p.id,), p.name) for p in world.people).named_in
+    service.names_in = Mentions(((p.id,), p.name) for p in world.people).find
     await service.start([])
     began = time.perf_counter()
     pages = world.project_pages()
@@ -219,7 +219,7 @@ async def build_and_measure(
         await service.stop()
         index = TimedIndex(open_index(home / "index", None))
         service = TimedService(home, MemorySection(), index, embedder)
-        service.people_named = Mentions(((p.id,), p.name) for p in world.people).named_in
+        service.names_in = Mentions(((p.id,), p.name) for p in world.people).find
         started = time.perf_counter()
         await service.start([])
         restart_s = round(time.perf_counter() - started, 1)

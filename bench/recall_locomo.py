@@ -207,7 +207,7 @@ async def indexed(conv: Conversation, embedder: Embedder) -> AsyncIterator[Index
     with tempfile.TemporaryDirectory(prefix="locomo-") as tmp:
         home = Path(tmp)
         service = MemoryService(home, MemorySection(), open_index(home / "index", None), embedder)
-        service.people_named = mentions(conv).named_in
+        service.names_in = mentions(conv).find
         try:
             await service.start([ANIMA])
             started = time.perf_counter()
@@ -336,13 +336,23 @@ async def run(
     tallies: dict[str, dict[str, Tally]] = {m.value: defaultdict(Tally) for m in MODES}
     check = RecencyCheck()
     ingest = 0.0
+    by_conversation: dict[str, dict[str, float]] = {}
+    hybrid = tallies[SearchMode.HYBRID.value][OVERALL]
     for conv in convs:
         scope = ANIMA_SCOPE if record_uses else UNRECORDED_SCOPE
+        before = (hybrid.n, hybrid.any_hits[TARGET_K], hybrid.all_hits[TARGET_K])
         seconds = await evaluate(conv, embedder, ks, tallies, check, scope, explain)
         ingest += seconds
+        n = hybrid.n - before[0]  # every conversation is judged, not only the whole
+        mine = {
+            "any": (hybrid.any_hits[TARGET_K] - before[1]) / max(n, 1),
+            "all": (hybrid.all_hits[TARGET_K] - before[2]) / max(n, 1),
+        }
+        by_conversation[conv.name] = mine
         print(
             f"{conv.name}: {len(conv.turns)} turns indexed in {seconds:.1f} s, "
-            f"{len(conv.questions)} questions asked",
+            f"{len(conv.questions)} questions asked; hybrid any / all@{TARGET_K} "
+            f"{mine['any']:.3f} / {mine['all']:.3f}",
             file=sys.stderr,
             flush=True,
         )
@@ -362,6 +372,7 @@ async def run(
             "unmapped_entries": sorted({u for q in questions for u in q.unmapped}),
         },
         "results": results,
+        "hybrid_at_10_by_conversation": by_conversation,
         "targets": targets(results),
         "recency_check": {
             "hybrid_searches_at_10": check.searches,

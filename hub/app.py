@@ -154,7 +154,7 @@ class Hub:
         )
         if self.memory is not None:
             self.memory.aliases_of = self.identity.aliases_of
-            self.memory.people_named = self.identity.mentioned
+            self.memory.names_in = self.identity.names_in
             self.tools.register(search_memory_tool(self.memory))
             self.tools.register(remember_about_person_tool(self.memory))
         self.anima_states = AnimaStates(self.db, self.inbox, self.outbox, self.live)

@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 
 from hub.adapter import AmbiguousName
 from hub.files import read_document, write_document
-from hub.mentions import Mentions
+from hub.mentions import Mentions, Named
 from hub.messages import PlatformUser, utcnow
 from hub.store.db import Database
 from hub.store.models import Identity, Person, PersonAlias
@@ -104,10 +104,15 @@ class IdentityService:
     def mentioned(self, text: str) -> tuple[str, ...]:
         """The ids (merged ones included) of the people `text` names: recall's people
         retriever (hub/mentions.py)."""
+        return self.names_in(text).people
+
+    def names_in(self, text: str) -> Named:
+        """Who `text` names (their ids, merged ones included), and `text` without their
+        names, as a query's embedding reads it (hub/mentions.py)."""
         if self._mentions is None:
             people = self.everyone()
             self._mentions = Mentions((self.ids_of(p.id), p.display_name) for p in people)
-        return self._mentions.named_in(text)
+        return self._mentions.find(text)
 
     def ids_of(self, person_id: str) -> tuple[str, ...]:
         """The person's id and those merged into it: every `person:<id>` scope theirs."""

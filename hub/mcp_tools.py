@@ -199,7 +199,7 @@ class MemoryTools:
         lines: list[str] = []
         for title, recalled in priming.sections.items():
             lines += [f"## {title}", *(f"- {line}" for line in recalled)] if recalled else []
-        for person in self.memory.people_named(topic):
+        for person in self.memory.names_in(topic).people:
             # a person's DM-only facts are for that person and admins
             own = reader.admin or person == reader.person_id
             facts = self.memory.profiles.search(topic, [person], in_dm=own, limit=8)

@@ -1,7 +1,9 @@
 """Which people a text names: display names and first names, as whole words.
 
 Recall uses it to search what a named person said as a retriever of its own ("What did
-Caroline research?" is mostly answered by Caroline's own words; bench/README.md).
+Caroline research?" is mostly answered by Caroline's own words; bench/README.md), and embeds
+the query without the names ("What did they research?"): the people retriever finds whose
+words, and the name no longer pulls every line that mentions them above the one on topic.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 MIN_FIRST_NAME = 3  # "Al" in "Al Smith" would match too many words
 MIN_CJK_FIRST_NAME = 2  # 佐藤 of 佐藤 陽翔: two characters are a whole name
@@ -17,6 +20,16 @@ _CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 
 def _fold(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """Who a text names, and the text as a query's embedding reads it: each name in Latin
+    script as "they" ("Caroline's" as "their"). Names in Chinese, Japanese or Korean stay:
+    nothing was measured on them."""
+
+    people: tuple[str, ...]
+    unnamed: str
 
 
 class Mentions:
@@ -42,6 +55,17 @@ class Mentions:
             for name in sorted(self._ids, key=len, reverse=True)
         ]
         self._pattern = re.compile("|".join(alternatives)) if alternatives else None
+        # The same names in the text as written (case aside), to be said as pronouns.
+        latin = [
+            re.escape(name)
+            for name in sorted(self._ids, key=len, reverse=True)
+            if not _CJK.search(name)
+        ]
+        self._latin = (
+            re.compile(rf"(?<!\w)(?:{'|'.join(latin)})(?:['’]s)?(?!\w)", re.IGNORECASE)
+            if latin
+            else None
+        )
 
     def named_in(self, text: str) -> tuple[str, ...]:
         """The ids of everyone `text` names, sorted; () if nobody."""
@@ -51,3 +75,14 @@ class Mentions:
         for match in self._pattern.finditer(_fold(text)):
             found.update(self._ids[match.group()])
         return tuple(sorted(found))
+
+    def find(self, text: str) -> Named:
+        """Who `text` names, and `text` with their names as "they" / "their"."""
+        people = self.named_in(text)
+        if not people or self._latin is None:
+            return Named(people, text)
+        return Named(people, self._latin.sub(_pronoun, text))
+
+
+def _pronoun(name: re.Match[str]) -> str:
+    return "their" if name.group().endswith(("'s", "’s")) else "they"

@@ -22,8 +22,9 @@ _NOTES = frozenset({Layer.SEMANTIC.value, Layer.PROCEDURAL.value, Layer.SKILL.va
 async def primed(memory: MemoryService, scope: RecallScope, text: str) -> Priming:
     scope = memory.linked(scope)
     s = memory.settings
-    dense = await memory.embed_query(text)  # once, for every section
-    people = memory.people_named(text)
+    named = memory.names_in(text)
+    dense = await memory.embed_query(named.unnamed)  # once, for every section
+    people = named.people
     recent = await memory.search(
         scope,
         text,

@@ -47,6 +47,7 @@ from hub.memory.reconcile import behind, changed_items, mark_synced, synced_at
 from hub.memory.redact import redact
 from hub.memory.search import Wanted, asked_in, ranked
 from hub.memory.timings import Durations
+from hub.mentions import Named
 from hub.settings import MemorySection
 
 log = logging.getLogger(__name__)
@@ -98,8 +99,9 @@ class MemoryService:
         self.priming_ms = Durations()  # every prime's duration (GET /api/stats recall_ms)
         # The ids merged into a person (IdentityService.aliases_of, set by the hub).
         self.aliases_of: Callable[[str], tuple[str, ...]] = lambda _person: ()
-        # The ids of the people a text names (IdentityService.mentioned, set by the hub).
-        self.people_named: Callable[[str], tuple[str, ...]] = lambda _text: ()
+        # Who a text names, and the text without their names (IdentityService.names_in,
+        # set by the hub).
+        self.names_in: Callable[[str], Named] = lambda text: Named((), text)
 
     @classmethod
     def from_settings(
@@ -382,7 +384,9 @@ class MemoryService:
         people: tuple[str, ...] | None = None,
     ) -> list[Recalled]:
         """Recall within the scope's privacy; `dense` is the query's embedding, if known,
-        `people` the ids of those it names (`people_named`, if not given).
+        `people` the ids of those it names (`names_in`, if not given). The query is embedded
+        without the names it holds ("What did they research?"): the people retriever
+        finds whose words, and a name would pull every line that mentions them.
         `explain` runs each retriever alone as well, to say why each result matched
         (what the API and CLI show; priming skips it, as it costs two more queries)."""
         scope = self.linked(scope)
@@ -394,11 +398,12 @@ class MemoryService:
             until=until.timestamp() if until else None,
             min_importance=min_importance,
         )
+        named = self.names_in(query)
         if dense is None:
-            dense = await self.embed_query(query)
+            dense = await self.embed_query(named.unnamed)
         now = self.now()
         if people is None:
-            people = self.people_named(query)
+            people = named.people
         uses = self.access(scope.anima)
         wanted = Wanted(query, dense, asked_in(query, now, people), limit, mode, explain)
         found = ranked(self.index, flt, wanted, now, uses.count)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hub.mentions import Mentions
+from hub.mentions import Mentions, Named
 
 PEOPLE = Mentions(
     [
@@ -37,3 +37,15 @@ def test_cjk_names_match_inside_running_text_and_short_first_names_do_not_count(
 def test_nobody_known_names_nobody() -> None:
     assert Mentions([]).named_in("Caroline") == ()
     assert PEOPLE.named_in("") == ()
+
+
+def test_a_query_is_embedded_with_the_names_it_holds_as_pronouns() -> None:
+    # The people retriever finds whose words; the embedding reads what about them.
+    assert PEOPLE.find("What did Caroline research?") == Named(
+        ("caroline",), "What did they research?"
+    )
+    assert PEOPLE.find("What is CAROLINE’s identity?").unnamed == "What is their identity?"
+    assert PEOPLE.find("Ask Sam Lee and sam").unnamed == "Ask they and they"
+    assert PEOPLE.find("Carolines and Samantha").unnamed == "Carolines and Samantha"
+    assert PEOPLE.find("Al said").unnamed == "Al said"  # names nobody: as written
+    assert PEOPLE.find("佐藤さんの担当は？") == Named(("sato",), "佐藤さんの担当は？")  # unmeasured
