@@ -398,12 +398,11 @@ class MemoryService:
             until=until.timestamp() if until else None,
             min_importance=min_importance,
         )
-        named = self.names_in(query)
-        if dense is None:
-            dense = await self.embed_query(named.unnamed)
+        if dense is None or people is None:  # priming gives both, once for its searches
+            named = self.names_in(query)
+            dense = dense if dense is not None else await self.embed_query(named.unnamed)
+            people = named.people if people is None else people
         now = self.now()
-        if people is None:
-            people = named.people
         uses = self.access(scope.anima)
         wanted = Wanted(query, dense, asked_in(query, now, people), limit, mode, explain)
         found = ranked(self.index, flt, wanted, now, uses.count)
