@@ -203,7 +203,7 @@ async def build_and_measure(
     write_profiles(home, world)
     index = TimedIndex(open_index(home / "index", None))
     service = TimedService(home, MemorySection(), index, embedder)
-    # As the hub does (IdentityService.mentioned): queries naming someone search their words.
+    # As the hub does (IdentityService.names_in): queries naming someone search their words.
     service.names_in = Mentions(((p.id,), p.name) for p in world.people).find
     await service.start([])
     began = time.perf_counter()
