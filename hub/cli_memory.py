@@ -28,7 +28,7 @@ from rich.table import Table
 
 from hub.animas import AnimaRegistry
 from hub.cli_console import HELP_MARKUP, console, fail
-from hub.client import auth_headers, refusal
+from hub.client import auth_headers, refusal_line
 from hub.logs import to_files
 from hub.roles import load_roles
 from hub.runfile import HubBusy, hold_data_root, running_hub
@@ -178,7 +178,7 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     if response.is_success:
         body: dict[str, Any] = response.json()
         return body
-    raise fail(f"{refusal(response)} (HTTP {response.status_code})")
+    raise fail(refusal_line(response))
 
 
 @asynccontextmanager

@@ -92,7 +92,7 @@ async def stream_chat(
     async with aconnect_sse(client, "POST", f"/api/chat/{anima}", json=payload) as source:
         if source.response.status_code != 200:
             await source.response.aread()
-            raise ChatFailed(_detail(source.response))
+            raise ChatFailed(refusal_line(source.response))
         async for sse in source.aiter_sse():
             event = json.loads(sse.data)
             if event["type"] == "text":
@@ -103,7 +103,8 @@ async def stream_chat(
                 return
 
 
-def _detail(response: httpx.Response) -> str:
+def refusal_line(response: httpx.Response) -> str:
+    """A hub's refusal as a CLI prints it: the hub's words, then the HTTP status."""
     return f"{refusal(response)} (HTTP {response.status_code})"
 
 

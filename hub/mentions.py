@@ -50,17 +50,14 @@ class Mentions:
                 names.setdefault(first, set()).update(ids)
         self._ids = {name: tuple(sorted(ids)) for name, ids in names.items()}
         # Longest first, so "Sam Lee" wins over "Sam"; CJK names have no word boundaries.
+        longest_first = sorted(self._ids, key=len, reverse=True)
         alternatives = [
             re.escape(name) if _CJK.search(name) else rf"(?<!\w){re.escape(name)}(?!\w)"
-            for name in sorted(self._ids, key=len, reverse=True)
+            for name in longest_first
         ]
         self._pattern = re.compile("|".join(alternatives)) if alternatives else None
         # The same names in the text as written (case aside), to be said as pronouns.
-        latin = [
-            re.escape(name)
-            for name in sorted(self._ids, key=len, reverse=True)
-            if not _CJK.search(name)
-        ]
+        latin = [re.escape(name) for name in longest_first if not _CJK.search(name)]
         self._latin = (
             re.compile(rf"(?<!\w)(?:{'|'.join(latin)})(?:['’]s)?(?!\w)", re.IGNORECASE)
             if latin
