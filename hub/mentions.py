@@ -2,8 +2,9 @@
 
 Recall uses it to search what a named person said as a retriever of its own ("What did
 Caroline research?" is mostly answered by Caroline's own words; bench/README.md), and embeds
-the query without the names ("What did they research?"): the people retriever finds whose
-words, and the name no longer pulls every line that mentions them above the one on topic.
+the query with each name in the first person ("What did I research?"): the people retriever
+finds whose words, the name no longer pulls every line that mentions them above the one on
+topic, and the question reads as the person's own words do ("I researched adoption agencies").
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ def _fold(text: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Named:
     """Who a text names, and the text as a query's embedding reads it: each name in Latin
-    script as "they" ("Caroline's" as "their"). Names in Chinese, Japanese or Korean stay:
-    nothing was measured on them."""
+    script as "I" ("Caroline's" as "my"), as the person speaks of themselves. Grammar is not
+    mended ("What does I like?"): the embedder reads past it, and mending measured no
+    better. Names in Chinese, Japanese or Korean stay: nothing was measured on them."""
 
     people: tuple[str, ...]
     unnamed: str
@@ -74,7 +76,7 @@ class Mentions:
         return tuple(sorted(found))
 
     def find(self, text: str) -> Named:
-        """Who `text` names, and `text` with their names as "they" / "their"."""
+        """Who `text` names, and `text` with their names as "I" / "my"."""
         people = self.named_in(text)
         if not people or self._latin is None:
             return Named(people, text)
@@ -82,4 +84,4 @@ class Mentions:
 
 
 def _pronoun(name: re.Match[str]) -> str:
-    return "their" if name.group().endswith(("'s", "’s")) else "they"
+    return "my" if name.group().endswith(("'s", "’s")) else "I"

@@ -385,7 +385,7 @@ class MemoryService:
     ) -> list[Recalled]:
         """Recall within the scope's privacy; `dense` is the query's embedding, if known,
         `people` the ids of those it names (`names_in`, if not given). The query is embedded
-        without the names it holds ("What did they research?"): the people retriever
+        with the names it holds as "I" ("What did I research?"): the people retriever
         finds whose words, and a name would pull every line that mentions them.
         `explain` runs each retriever alone as well, to say why each result matched
         (what the API and CLI show; priming skips it, as it costs two more queries)."""

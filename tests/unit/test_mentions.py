@@ -39,13 +39,14 @@ def test_nobody_known_names_nobody() -> None:
     assert PEOPLE.named_in("") == ()
 
 
-def test_a_query_is_embedded_with_the_names_it_holds_as_pronouns() -> None:
-    # The people retriever finds whose words; the embedding reads what about them.
+def test_a_query_is_embedded_with_the_names_it_holds_in_the_first_person() -> None:
+    # The people retriever finds whose words; the embedding reads what about them, as the
+    # person says it of themselves.
     assert PEOPLE.find("What did Caroline research?") == Named(
-        ("caroline",), "What did they research?"
+        ("caroline",), "What did I research?"
     )
-    assert PEOPLE.find("What is CAROLINE’s identity?").unnamed == "What is their identity?"
-    assert PEOPLE.find("Ask Sam Lee and sam").unnamed == "Ask they and they"
+    assert PEOPLE.find("What is CAROLINE’s identity?").unnamed == "What is my identity?"
+    assert PEOPLE.find("Ask Sam Lee and sam").unnamed == "Ask I and I"
     assert PEOPLE.find("Carolines and Samantha").unnamed == "Carolines and Samantha"
     assert PEOPLE.find("Al said").unnamed == "Al said"  # names nobody: as written
     assert PEOPLE.find("佐藤さんの担当は？") == Named(("sato",), "佐藤さんの担当は？")  # unmeasured
