@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import load_all
+from locomo_data import load_all
 
 Encode = Callable[[Sequence[str], bool], object]
 

@@ -32,13 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import (
-    ANIMA,
-    UNRECORDED_SCOPE,
-    Conversation,
-    indexed,
-    load_all,
-)
+from locomo_data import Conversation, load_all
+from recall_locomo import ANIMA, UNRECORDED_SCOPE, indexed
 
 from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.index import Hit, MemoryFilter, SearchMode, SparseVec

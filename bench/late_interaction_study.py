@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import Conversation, Question, load_all
+from locomo_data import Conversation, Question, load_all
 from rerank_kit import Asked, asked_in, report, study_parser
 
 from hub.memory.e5_onnx import E5Onnx, shared_engine

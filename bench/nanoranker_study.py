@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import Conversation, Question, load_all
+from locomo_data import Conversation, Question, load_all
 from rerank_kit import Asked, Other, asked_in, report, study_parser
 
 from hub.memory.embedder import make_embedder

@@ -31,17 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from consolidation_locomo import Session, write_session
-from recall_locomo import (
-    ANIMA,
-    CATEGORIES,
-    OVERALL,
-    UNRECORDED_SCOPE,
-    Conversation,
-    load_all,
-    memory_items,
-    mentions,
-    parse_date,
-)
+from locomo_data import CATEGORIES, Conversation, load_all, parse_date
+from recall_locomo import ANIMA, OVERALL, UNRECORDED_SCOPE, memory_items, mentions
 
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill import OfflineDistiller

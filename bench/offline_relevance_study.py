@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import load_all
+from locomo_data import load_all
 
 from hub.memory.embedder import make_embedder
 from hub.offline import relevant

@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import ANIMA, UNRECORDED_SCOPE, Question
+from locomo_data import Question
+from recall_locomo import ANIMA, UNRECORDED_SCOPE
 from rerank_kit import asked_in_all, report, study_parser
 
 from hub.memory.embedder import make_embedder

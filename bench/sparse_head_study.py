@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import load_all
+from locomo_data import load_all
 
 TOP = 50
 FEATURES = 256  # kept per text, of the head's 16,384

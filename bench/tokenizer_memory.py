@@ -26,7 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from recall_locomo import load_all
+from locomo_data import load_all
 
 from hub.memory.e5_file import E5File, bundled_model_path
 
