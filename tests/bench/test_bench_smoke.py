@@ -91,6 +91,35 @@ def test_recall_locomo_runs_on_a_small_conversation(small_locomo: Path, tmp_path
     assert json.loads(out.read_text())
 
 
+def test_recall_sweep_runs_twice_from_its_cache_with_a_setting(
+    small_locomo: Path, tmp_path: Path
+) -> None:
+    cache, out = tmp_path / "vectors.pkl", tmp_path / "sweep.json"
+    data = ("--data", str(small_locomo), "--cache", str(cache))
+    first = run_bench("bench/recall_sweep.py", *data)
+    assert cache.exists()
+    second = run_bench(
+        "bench/recall_sweep.py",
+        *data,
+        "--set",
+        "hub.memory.lifts.NEIGHBOUR_WEIGHT=0.1",
+        "--json",
+        str(out),
+    )
+    assert re.search(r"^hybrid any / all@10: 1\.000 / 1\.000$", first, re.M), first
+    assert second.splitlines()[0] == first.splitlines()[0]
+    assert json.loads(out.read_text())["set"] == ["hub.memory.lifts.NEIGHBOUR_WEIGHT=0.1"]
+    refused = subprocess.run(
+        [sys.executable, "bench/recall_sweep.py", *data, "--set", "hub.memory.lifts.NOPE=1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode != 0
+    assert "hub.memory.lifts has no NOPE" in refused.stderr
+
+
 def test_tokenizer_memory_runs_and_both_tokenizers_agree(small_locomo: Path) -> None:
     text = run_bench("bench/tokenizer_memory.py", "--data", str(small_locomo))
     assert re.search(r"^hub +holds +[\d.]+ MB", text, re.M)
