@@ -220,7 +220,7 @@ async def test_a_question_asking_when_lifts_what_says_when(tmp_path: Path) -> No
 
 async def test_a_query_naming_someone_is_embedded_in_their_first_person(tmp_path: Path) -> None:
     """The name pulled every line that mentions the person above the one on topic (LoCoMo
-    hybrid any@10 0.878 -> 0.893 as "they", 0.900 as "I"; bench/README.md)."""
+    hybrid any@10 0.878 -> 0.893 as "they", 0.899 as "I"; bench/README.md)."""
     embedder = Recording()
     service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), embedder)
     service.names_in = Mentions([(("dana",), "Dana Scully")]).find
