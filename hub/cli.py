@@ -105,7 +105,7 @@ def _create_anima(settings: Settings, name: str, role: str, supervisor: str | No
     if running is not None:
         import httpx
 
-        from hub.client import auth_headers, refusal
+        from hub.client import auth_headers, refusal_line
 
         response = httpx.post(
             f"{running.url}/api/animas",
@@ -113,7 +113,7 @@ def _create_anima(settings: Settings, name: str, role: str, supervisor: str | No
             headers=auth_headers(settings),
         )
         if response.status_code != 201:
-            raise fail(refusal(response))
+            raise fail(refusal_line(response))
     else:
         with hold_data_root(settings.home):
             registry = AnimaRegistry(settings.home / "animas", load_roles())

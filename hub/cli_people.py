@@ -41,13 +41,13 @@ def cli_settings() -> Settings:
 
 def call(method: str, path: str, body: dict[str, Any] | None = None, ok: int = 200) -> Any:
     """One API request; a refusal is one line on stderr and exit code 1."""
-    from hub.client import hub_client, refusal
+    from hub.client import hub_client, refusal_line
 
     async def run() -> Any:
         async with hub_client(cli_settings()) as client:
             response = await client.request(method, path, json=body)
         if response.status_code != ok:
-            print_error(refusal(response))
+            print_error(refusal_line(response))
             raise typer.Exit(1)
         return response.json()
 

@@ -68,4 +68,4 @@ def test_owner_invite_and_tokens_from_the_command_line(
     assert f"revoked token {token_id}" in run("token", "revoke", token_id)
     assert token_id not in run("token", "list")
     failed = CliRunner().invoke(app, ["people", "sessions", "nobody"])
-    assert failed.exit_code == 1 and "no person named 'nobody'" in failed.output
+    assert failed.exit_code == 1 and "no person named 'nobody' (HTTP 404)" in failed.output
