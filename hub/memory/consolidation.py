@@ -27,10 +27,9 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from hub.memory.distill import Distiller, Fact, Session, SessionTurn, add_lines, restates
+from hub.memory.distill import Distiller, Session, SessionTurn
 from hub.memory.documents import (
     IMPORTANT_MARK,
-    LAYER_DIRS,
     Layer,
     MemoryItem,
     append_episode,
@@ -39,8 +38,9 @@ from hub.memory.documents import (
     read_episodes,
     stable_id,
 )
+from hub.memory.filing import Candidate, file_fact, winners
 from hub.memory.forgetting import forget, restore
-from hub.memory.notes import Changes, Ledger, Note, free_path, iso, load_notes, save
+from hub.memory.notes import Changes, Ledger, load_notes
 from hub.memory.redact import redact
 from hub.memory.service import MemoryService
 from hub.memory.weekly import weekly
@@ -57,8 +57,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 Stage = Literal["daily", "weekly", "monthly"]
 STAGES: tuple[Stage, ...] = ("daily", "weekly", "monthly")
-NOTE_IMPORTANCE = 0.5  # distilled notes rank a little above raw episodes
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 _CHANGED = ("created", "updated", "superseded", "merged", "flagged", "compressed", "forgotten")
@@ -122,27 +120,6 @@ def stage_days(now: datetime, timezone: str) -> tuple[date, date]:
         zone = ZoneInfo("UTC")
     today = now.astimezone(zone).date()
     return today - timedelta(days=1), today
-
-
-@dataclass
-class _Candidate:
-    """A fact with its source sections (all of one scope), ready to be filed."""
-
-    fact: Fact
-    sources: list[MemoryItem]
-    important: bool
-
-    @property
-    def scope(self) -> str:
-        return self.sources[0].scope
-
-    @property
-    def at(self) -> datetime:
-        return max(s.created for s in self.sources)
-
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return (self.fact.layer.value, self.scope, self.fact.subject)
 
 
 class Consolidator:
@@ -280,8 +257,8 @@ class Consolidator:
             # written over (the access flusher runs on this loop too).
             notes = load_notes(folder)
             taken: set[str] = set()
-            for candidate in _winners(candidates):
-                _file(folder, notes, candidate, changes, taken)
+            for candidate in winners(candidates):
+                file_fact(folder, notes, candidate, changes, taken)
             for relative, items in fresh.items():
                 ledger.mark_distilled(relative, (s.id for s in items))
             ledger.save()
@@ -291,14 +268,14 @@ class Consolidator:
 
     async def _extract(
         self, anima: str, folder: Path, sections: Sequence[MemoryItem]
-    ) -> list[_Candidate]:
+    ) -> list[Candidate]:
         """Ask the distiller, one privacy scope at a time: a fact never mixes scopes."""
         distiller = self.distiller(anima)
         scopes: dict[str, list[MemoryItem]] = {}
         for item in sections:
             scopes.setdefault(item.scope, []).append(item)
         notes = load_notes(folder)
-        found: list[_Candidate] = []
+        found: list[Candidate] = []
         for scope in sorted(scopes):
             group = scopes[scope]
             known = sorted({s for n in notes if n.active and n.scope == scope for s in n.subjects})
@@ -309,7 +286,7 @@ class Consolidator:
                 if sources and subject and fact.text.strip():
                     sources.sort(key=lambda s: (s.created, s.id))
                     fact = replace(fact, subject=subject)
-                    found.append(_Candidate(fact, sources, fact.important))
+                    found.append(Candidate(fact, sources, fact.important))
         return found
 
     # weekly, monthly, restore ----------------------------------------------------------
@@ -343,139 +320,3 @@ class Consolidator:
             restored = restore(folder, path, now or datetime.now(UTC))
             await self.memory.refresh(anima, [restored])
         return restored
-
-
-def _winners(candidates: list[_Candidate]) -> list[_Candidate]:
-    """One candidate per (layer, scope, subject): statements that say the same thing pool
-    their sources; the best supported wins ([IMPORTANT], then most source sections, then
-    the latest)."""
-    groups: dict[tuple[str, str, str], list[_Candidate]] = {}
-    for candidate in sorted(candidates, key=lambda c: (c.at, c.fact.text)):
-        pooled = groups.setdefault(candidate.key, [])
-        subject = candidate.fact.subject
-        same = next(
-            (p for p in pooled if restates(p.fact.text, candidate.fact.text, subject)), None
-        )
-        if same is None:
-            pooled.append(candidate)
-            continue
-        _pool(same, candidate)
-        if candidate.at >= same.at:  # keep the latest wording
-            same.fact = candidate.fact
-    winners = [
-        _logged(pooled) if pooled[0].fact.accumulates else _best(pooled)
-        for pooled in groups.values()
-    ]
-    return sorted(winners, key=lambda c: (c.sources[0].created, c.key))
-
-
-def _pool(same: _Candidate, candidate: _Candidate) -> None:
-    sources = {s.id: s for s in [*same.sources, *candidate.sources]}
-    same.sources = sorted(sources.values(), key=lambda s: (s.created, s.id))
-    same.important = same.important or candidate.important
-
-
-def _best(pooled: list[_Candidate]) -> _Candidate:
-    return max(pooled, key=lambda c: (c.important, len(c.sources), c.at, c.fact.text))
-
-
-def _logged(pooled: list[_Candidate]) -> _Candidate:
-    """A log's statements as one candidate: every line, in the order they were said."""
-    first = pooled[0]
-    text = first.fact.text
-    for other in pooled[1:]:
-        text = add_lines(text, other.fact.text)
-        _pool(first, other)
-    first.fact = replace(first.fact, text=text)
-    return first
-
-
-def _file(
-    folder: Path, notes: list[Note], candidate: _Candidate, changes: Changes, taken: set[str]
-) -> None:
-    """File one fact: restate the note of its subject, supersede it, or start a new one."""
-    layer, scope, subject = candidate.key
-    keyed = [n for n in notes if n.layer == layer and n.scope == scope and subject in n.subjects]
-    ids = {s.id for s in candidate.sources}
-    if any(ids <= set(n.source_ids) for n in keyed):
-        return  # filed by an earlier run
-    current = next((n for n in keyed if n.active), None)
-    if current is not None and candidate.fact.accumulates:  # a log: its new lines added
-        current.body = add_lines(current.body, candidate.fact.text)
-        _add_sources(current, candidate)
-        if save(folder, current):
-            changes.updated.append(current.path)
-            changes.reindex.append(current.path)
-        return
-    if current is not None and restates(current.body, candidate.fact.text, subject):
-        _add_sources(current, candidate)
-        if save(folder, current):
-            changes.updated.append(current.path)
-            changes.reindex.append(current.path)
-        return
-    note = _new_note(folder, candidate, taken)
-    notes.append(note)
-    changes.created.append(note.path)
-    if current is None:
-        save(folder, note)
-        changes.reindex.append(note.path)
-        return
-    older_wins = current.important and not candidate.important
-    newer = candidate.at >= (current.time("updated") or _EPOCH)
-    if newer and not older_wins:
-        note.meta["supersedes"] = current.path
-        _supersede(current, note.path)
-        changes.superseded.append(current.path)
-        changes.gone.append(current.id)
-        changes.reindex.append(note.path)
-    else:
-        _supersede(note, current.path)
-        changes.superseded.append(note.path)
-    save(folder, current)
-    save(folder, note)
-
-
-def _supersede(note: Note, by: str) -> None:
-    note.meta["status"] = "superseded"
-    note.meta["superseded_by"] = by
-
-
-def _source_refs(sources: Sequence[MemoryItem]) -> list[dict[str, Any]]:
-    return [{"id": s.id, "episode": f"{s.path}#{s.section}"} for s in sources]
-
-
-def _add_sources(note: Note, candidate: _Candidate) -> None:
-    known = set(note.source_ids)
-    fresh = [s for s in candidate.sources if s.id not in known]
-    if fresh:
-        note.meta["sources"] = [*note.sources, *_source_refs(fresh)]
-        updated = note.time("updated")
-        if updated is None or candidate.at > updated:
-            note.meta["updated"] = iso(candidate.at)
-    if candidate.important and note.importance < 1.0:
-        note.meta["importance"] = 1.0
-
-
-def _new_note(folder: Path, candidate: _Candidate, taken: set[str]) -> Note:
-    fact, first = candidate.fact, candidate.sources[0]
-    layer, scope, subject = candidate.key
-    directory = LAYER_DIRS[Layer(layer)]
-    path = free_path(folder, directory, subject, taken)
-    meta: dict[str, Any] = {
-        "id": stable_id("note", layer, scope, subject, first.id),
-        "layer": layer,
-        "title": redact(fact.title)[0],
-        "subject": subject,
-        "status": "active",
-        "created": iso(first.created),
-        "updated": iso(candidate.at),
-        "scope": scope,
-        "person": first.person,
-        "channel": first.channel,
-        "importance": 1.0 if candidate.important else NOTE_IMPORTANCE,
-        "access_count": 0,
-        "last_access": None,
-        "links": [],
-        "sources": _source_refs(candidate.sources),
-    }
-    return Note(path, meta, fact.text.strip())
