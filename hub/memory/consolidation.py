@@ -5,8 +5,8 @@ Four stages, each run for one Anima by the scheduler (or `animahub consolidate`)
 - **session**: a conversation idle for a while is summarized into the episode log;
 - **daily**: a day's episodes become knowledge and procedure notes (filed by
   `hub/memory/filing.py`), each with `sources:` back to its episode sections; a fact that
-  contradicts a stored one supersedes it (or is
-  superseded by it), and the loser stays on disk, out of recall;
+  contradicts a stored one supersedes it (or is superseded by it), and the loser stays on
+  disk, out of recall;
 - **weekly** (`hub/memory/weekly.py`): near-duplicate knowledge merged, stale procedures
   flagged, episodes older than 30 days compressed into summaries (originals archived);
 - **monthly** (`hub/memory/forgetting.py`): notes unused for 90 days move to
