@@ -106,7 +106,8 @@ def test_recall_sweep_runs_twice_from_its_cache_with_a_setting(
         "--json",
         str(out),
     )
-    assert re.search(r"^hybrid any / all@10: 1\.000 / 1\.000 \(2 and 2 of 2 questions\)$", first, re.M), first
+    headline = r"^hybrid any / all@10: 1\.000 / 1\.000 \(2 and 2 of 2 questions\)$"
+    assert re.search(headline, first, re.M), first
     assert second.splitlines()[0] == first.splitlines()[0]
     assert json.loads(out.read_text())["set"] == ["hub.memory.lifts.NEIGHBOUR_WEIGHT=0.1"]
     refused = subprocess.run(
