@@ -81,7 +81,7 @@ def person_id(name: str) -> str:
 
 
 def mentions(conv: Conversation) -> Mentions:
-    """The conversation's speakers as the hub's people (IdentityService.mentioned)."""
+    """The conversation's speakers as the hub's people (IdentityService.names_in)."""
     names = sorted({speaker(t) for t in conv.turns})
     return Mentions(((person_id(name),), name) for name in names)
 

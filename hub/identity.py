@@ -80,7 +80,7 @@ class IdentityService:
         self._owner: PersonView | None = None
         self._web: dict[str, PlatformUser] = {}  # person id -> their web identity
         self._aliases: dict[str, tuple[str, ...]] | None = None  # person -> merged ids
-        self._mentions: Mentions | None = None  # everyone's names, for `mentioned`
+        self._mentions: Mentions | None = None  # everyone's names, for `names_in`
 
     def forget(self) -> None:
         """Drop what is cached: people were merged or split (hub/linking.py)."""
@@ -101,14 +101,10 @@ class IdentityService:
             self._aliases = {k: tuple(sorted(v)) for k, v in found.items()}
         return self._aliases.get(person_id, ())
 
-    def mentioned(self, text: str) -> tuple[str, ...]:
-        """The ids (merged ones included) of the people `text` names: recall's people
-        retriever (hub/mentions.py)."""
-        return self.names_in(text).people
-
     def names_in(self, text: str) -> Named:
-        """Who `text` names (their ids, merged ones included), and `text` without their
-        names, as a query's embedding reads it (hub/mentions.py)."""
+        """Who `text` names (their ids, merged ones included: recall's people retriever),
+        and `text` with their names as "I" / "my", as a query's embedding reads it
+        (hub/mentions.py)."""
         if self._mentions is None:
             people = self.everyone()
             self._mentions = Mentions((self.ids_of(p.id), p.display_name) for p in people)

@@ -99,8 +99,8 @@ class MemoryService:
         self.priming_ms = Durations()  # every prime's duration (GET /api/stats recall_ms)
         # The ids merged into a person (IdentityService.aliases_of, set by the hub).
         self.aliases_of: Callable[[str], tuple[str, ...]] = lambda _person: ()
-        # Who a text names, and the text without their names (IdentityService.names_in,
-        # set by the hub).
+        # Who a text names, and the text with their names as "I" / "my"
+        # (IdentityService.names_in, set by the hub).
         self.names_in: Callable[[str], Named] = lambda text: Named((), text)
 
     @classmethod

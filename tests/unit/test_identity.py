@@ -283,15 +283,15 @@ def test_a_display_name_changed_on_the_platform_is_kept_on_the_person(
 # --- who a text names (recall's people retriever) -------------------------------------------
 
 
-def test_mentioned_knows_new_people_and_new_names_at_once(db: Database, users_dir: Path) -> None:
+def test_names_in_knows_new_people_and_new_names_at_once(db: Database, users_dir: Path) -> None:
     identity = service(db, users_dir)
     identity.resolve(ALICE)
-    assert identity.mentioned("what did alice say?") == ("alice",)
-    assert identity.mentioned("and Dana?") == ()
+    assert identity.names_in("what did alice say?").people == ("alice",)
+    assert identity.names_in("and Dana?").people == ()
     identity.resolve(PlatformUser("slack", "U1", "Dana Scully"))
     identity.named("Bo Ek")
-    assert identity.mentioned("and Dana?") == ("dana-scully",)
-    assert identity.mentioned("ask bo ek") == ("bo-ek",)
+    assert identity.names_in("and Dana?").people == ("dana-scully",)
+    assert identity.names_in("ask bo ek").people == ("bo-ek",)
     identity.resolve(PlatformUser("web", "alice", "Alicia"))  # renamed on the platform
-    assert identity.mentioned("what did alice say?") == ()
-    assert identity.mentioned("what did Alicia say?") == ("alice",)
+    assert identity.names_in("what did alice say?").people == ()
+    assert identity.names_in("what did Alicia say?").people == ("alice",)
