@@ -37,6 +37,12 @@ FLOAT_FIELDS = ("ts", "importance")
 # on LoCoMo, k=5 lifted hybrid recall@10 from 0.690 to 0.723 (bench/recall_locomo.py), as a
 # turn one retriever ranks first should beat turns that are middling in both lists.
 RRF_K = 5
+# In hybrid fusion a dense list's ranks are divided by this weight (the engines' weighted RRF):
+# a turn dense ranks 15th counts as one lexical ranks 10th. Once the query's names became "I",
+# dense alone (any@10 0.858 on LoCoMo) far outranked lexical (about 0.75), and equal votes let
+# middling lexical matches push out dense ones: hybrid any / all@10 0.900 / 0.776 -> 0.904 /
+# 0.781 at 1.5, and 0.902-0.906 any@10 at every weight from 1.3 to 3 (bench/README.md).
+DENSE_WEIGHT = 1.5
 DEFAULT_COLLECTION = "animahub_memory"
 SERVER_BATCH = 256  # points per upsert request to a Qdrant server
 NOT_CREATED = "the index does not exist yet: call ensure() first"
@@ -135,6 +141,15 @@ class Lookup:
 
     vector: Retriever
     flt: MemoryFilter
+
+
+def fusion_weights(lookups: Sequence[Lookup]) -> list[float] | None:
+    """Each list's weight in the fusion, in the lookups' order; None when every list is of one
+    kind (dense or lexical alone), which fuses them as plain RRF."""
+    dense = [isinstance(x.vector, list) for x in lookups]
+    if all(dense) or not any(dense):
+        return None
+    return [DENSE_WEIGHT if is_dense else 1.0 for is_dense in dense]
 
 
 def _retrievers(

@@ -29,6 +29,7 @@ from hub.memory.index import (
     MemoryFilter,
     Retriever,
     SparseVec,
+    fusion_weights,
     keyword_conditions,
     range_conditions,
 )
@@ -144,7 +145,7 @@ class EdgeIndex(IndexBackend):
             qe.Prefetch(candidates, _edge_nearest(x.vector), filter=_edge_filter(x.flt))
             for x in lookups
         ]
-        fusion = qe.Fusion.Rrf(k=RRF_K)
+        fusion = qe.Fusion.Rrf(k=RRF_K, weights=fusion_weights(lookups))
         if boost is not None:
             stage = each[0]
             if len(each) > 1:

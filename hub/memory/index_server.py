@@ -26,6 +26,7 @@ from hub.memory.index import (
     MemoryFilter,
     Retriever,
     SparseVec,
+    fusion_weights,
     keyword_conditions,
     range_conditions,
 )
@@ -126,7 +127,7 @@ class ServerIndex(IndexBackend):
             vector, using = _server_vector(lookup.vector)
             where = _server_filter(lookup.flt)
             each.append(models.Prefetch(query=vector, using=using, filter=where, limit=candidates))
-        fusion = models.RrfQuery(rrf=models.Rrf(k=RRF_K))
+        fusion = models.RrfQuery(rrf=models.Rrf(k=RRF_K, weights=fusion_weights(lookups)))
         if boost is not None:
             stage = (
                 each[0]

@@ -14,12 +14,15 @@ import pytest
 from qdrant_client import QdrantClient
 
 from hub.memory.index import (
+    DENSE_WEIGHT,
     Boost,
     IndexPoint,
+    Lookup,
     MemoryFilter,
     SearchMode,
     SparseVec,
     VectorIndex,
+    fusion_weights,
     open_index,
 )
 from hub.memory.index_edge import EdgeIndex
@@ -206,6 +209,24 @@ def test_rrf_ranks_a_point_good_in_both_above_points_good_in_one(index: VectorIn
     assert ids(hits)[0] == both.id
     assert set(ids(hits)) == {both.id, dense_only.id, lexical_only.id}
     assert hits[0].score > hits[1].score
+
+
+def test_hybrid_fusion_gives_dense_ranks_more_weight_than_lexical(index: VectorIndex) -> None:
+    # `meaning` is 4th by dense and no lexical match; `word` is 3rd by lexical and not among
+    # dense's candidates. Plain RRF puts `word` first (1/8 against 1/7); dense ranks divided by
+    # DENSE_WEIGHT (1.5) count 4th as 2.7th, which puts `meaning` first.
+    near = [point(vec((0, 1.0), (1, 0.1 * n))) for n in range(3)]
+    meaning = point(vec((0, 1.0), (1, 0.5)))
+    matches = [point(axis(3), SparseVec([5], [w])) for w in (3.0, 2.0)]
+    word = point(axis(4), sparse(5))
+    index.upsert([*near, meaning, *matches, word])
+    assert DENSE_WEIGHT == 1.5
+    assert ids(index.query(axis(0), None, ARIA, 4, SearchMode.DENSE))[3] == meaning.id
+    assert ids(index.query(None, sparse(5), ARIA, 4, SearchMode.LEXICAL))[2] == word.id
+    order = ids(index.query(axis(0), sparse(5), ARIA, 10, candidates=4))
+    assert order.index(meaning.id) < order.index(word.id)
+    # Lists of one kind (dense alone, with the people retriever) fuse as plain RRF.
+    assert fusion_weights([Lookup(axis(0), ARIA), Lookup(axis(0), ARIA)]) is None
 
 
 def test_a_named_persons_own_words_join_the_fusion(index: VectorIndex) -> None:
