@@ -15,7 +15,8 @@ Two backends exist because the hub runs in two shapes:
 
 Both apply the `MemoryFilter` inside the engine (so a filtered query still returns
 `limit` hits, and another person's private memory is never even a candidate), fuse
-hybrid results with the engine's reciprocal rank fusion using the same `RRF_K`, and, given
+hybrid results with the engine's weighted reciprocal rank fusion using the same `RRF_K`
+and `fusion_weights`, and, given
 a `Boost`, lift the fused candidates by recency and importance with the engine's own
 formula query, so a query ranks the same on either. One test suite runs against both.
 """
@@ -41,7 +42,7 @@ RRF_K = 5
 # a turn dense ranks 15th counts as one lexical ranks 10th. Once the query's names became "I",
 # dense alone (any@10 0.858 on LoCoMo) far outranked lexical (about 0.75), and equal votes let
 # middling lexical matches push out dense ones: hybrid any / all@10 0.900 / 0.776 -> 0.904 /
-# 0.781 at 1.5, and 0.902-0.906 any@10 at every weight from 1.3 to 3 (bench/README.md).
+# 0.781 at 1.5, and 0.902-0.906 any@10 at every weight from 1.2 to 3 (bench/README.md).
 DENSE_WEIGHT = 1.5
 DEFAULT_COLLECTION = "animahub_memory"
 SERVER_BATCH = 256  # points per upsert request to a Qdrant server
