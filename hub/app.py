@@ -97,14 +97,7 @@ class Hub:
         home = settings.home
         self.db = Database(settings.database_url)
         self.animas = AnimaRegistry(home / "animas", load_roles())
-        self.identity = IdentityService(
-            self.db,
-            home / "shared" / "users",
-            settings.hub.admins,
-            settings.hub.timezone,
-            settings.hub.language,
-            settings.hub.owner,
-        )
+        self.identity = IdentityService.of(settings, self.db)
         self.access = Access(self.db, self.clock.now)
         self.people = People(self.db, self.identity)
         self.linking = Linking(self.db, self.identity, self.access)

@@ -35,6 +35,7 @@ from hub.runfile import HubBusy, hold_data_root, running_hub
 from hub.settings import ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
+    from hub.identity import IdentityService
     from hub.memory.consolidation import Consolidator
     from hub.memory.service import MemoryService
 
@@ -53,15 +54,31 @@ def animas_in(settings: Settings) -> list[str]:
 
 @asynccontextmanager
 async def local_memory(settings: Settings) -> AsyncIterator[MemoryService]:
-    from hub.memory.service import MemoryService  # heavy: only when used
+    async with local_hub(settings) as (memory, _):
+        yield memory
+
+
+@asynccontextmanager
+async def local_hub(settings: Settings) -> AsyncIterator[tuple[MemoryService, IdentityService]]:
+    """The data root's memory, and its people, with no hub running (holding its lock)."""
+    from hub.identity import IdentityService  # heavy (the database): only when used
+    from hub.memory.service import MemoryService
+    from hub.store.db import Database
 
     with hold_data_root(settings.home), to_files(settings.home):
+        db = Database(settings.database_url)
+        db.migrate()  # as the hub does at start: a fresh data root has no tables yet
+        identity = IdentityService.of(settings, db)
         memory = MemoryService.from_settings(settings.home, settings.memory)
+        # The people a query names, and the ids merged into a person, as the running hub
+        # knows them: a search ranks the same with the hub stopped as through it.
+        memory.aliases_of, memory.names_in = identity.aliases_of, identity.names_in
         try:
             await memory.start(animas_in(settings))
-            yield memory
+            yield memory, identity
         finally:
             await memory.stop()
+            db.dispose()
 
 
 def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
@@ -166,8 +183,8 @@ async def _search_locally(
         raise typer.BadParameter(f"no Anima named {name!r}")
     from hub.memory.admin_search import search_rows
 
-    async with local_memory(settings) as memory:
-        return await search_rows(memory, name, query, scopes, layer, limit)
+    async with local_hub(settings) as (memory, identity):
+        return await search_rows(memory, name, query, scopes, layer, limit, identity.display_name)
 
 
 # consolidation and forgetting -------------------------------------------------------------

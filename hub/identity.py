@@ -8,6 +8,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlmodel import Session, col, select
 
@@ -17,6 +18,9 @@ from hub.mentions import Mentions, Named
 from hub.messages import PlatformUser, utcnow
 from hub.store.db import Database
 from hub.store.models import Identity, Person, PersonAlias
+
+if TYPE_CHECKING:
+    from hub.settings import Settings
 
 PROFILE_BODY = "# {name}\n\n## What Animas have learned\n\n"
 OWNER = "owner"
@@ -81,6 +85,14 @@ class IdentityService:
         self._web: dict[str, PlatformUser] = {}  # person id -> their web identity
         self._aliases: dict[str, tuple[str, ...]] | None = None  # person -> merged ids
         self._mentions: Mentions | None = None  # everyone's names, for `names_in`
+
+    @classmethod
+    def of(cls, settings: Settings, db: Database) -> IdentityService:
+        """The data root's people as its settings describe them (the hub's, or a CLI's
+        working on the data root while no hub runs)."""
+        hub = settings.hub
+        users = settings.home / "shared" / "users"
+        return cls(db, users, hub.admins, hub.timezone, hub.language, hub.owner)
 
     def forget(self) -> None:
         """Drop what is cached: people were merged or split (hub/linking.py)."""
@@ -159,6 +171,10 @@ class IdentityService:
         if changed:
             session.add(row)
             self._write_profile(row, [user.key])
+
+    def display_name(self, person_id: str) -> str:
+        """What a person is called, by id ("someone" for an id no one has)."""
+        return self.by_id(person_id).display_name
 
     def by_id(self, person_id: str) -> PersonView:
         """The person a stored inbox row names (after a restart the cache is empty)."""

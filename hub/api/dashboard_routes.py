@@ -134,7 +134,7 @@ def list_conversations(
             return {"conversations": []}
         took_part.append(hub.identity.ids_of(found.id))
     filters = conversations.Filters(anima, platform, channel, q, tuple(took_part))
-    listed = conversations.listing(hub.db, filters, limit, _name_of(hub))
+    listed = conversations.listing(hub.db, filters, limit, hub.identity.display_name)
     return {
         "conversations": [
             {
@@ -164,7 +164,7 @@ def conversation(
     as if it did not exist."""
     if not _may_read(hub, caller, key):
         raise HTTPException(404, "no such conversation")
-    found = conversations.transcript(hub.db, key, limit, _name_of(hub))
+    found = conversations.transcript(hub.db, key, limit, hub.identity.display_name)
     if found is None:
         raise HTTPException(404, "no such conversation")
     return {
@@ -187,10 +187,6 @@ def _may_read(hub: Hub, caller: Caller, key: str) -> bool:
     if caller.may_act_for_others:
         return True
     return conversations.took_part(hub.db, key, hub.identity.ids_of(caller.person_id))
-
-
-def _name_of(hub: Hub) -> conversations.NameOf:
-    return lambda person_id: hub.identity.by_id(person_id).display_name
 
 
 # Audit and deliveries -----------------------------------------------------------------

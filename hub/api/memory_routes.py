@@ -7,7 +7,6 @@ the admin token, and the edge answers a person 403 before it runs."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import date
 from typing import Annotated, Any, Literal
 
@@ -52,10 +51,6 @@ def reader_of(hub: Hub, caller: Caller, name: str) -> tuple[MemoryTools, Reader]
     return tools, Reader(name, caller.person_id, caller.name, caller.may_act_for_others)
 
 
-def name_of(hub: Hub) -> Callable[[str], str]:
-    return lambda person_id: hub.identity.by_id(person_id).display_name
-
-
 @router.get("/{name}/search")
 async def search(
     name: str,
@@ -77,12 +72,14 @@ async def search(
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from None
     if reader.admin:
-        found = await search_rows(tools.memory, name, query, scopes, layer, limit, name_of(hub))
+        found = await search_rows(
+            tools.memory, name, query, scopes, layer, limit, hub.identity.display_name
+        )
         return {"results": found}
     if scopes:
         raise HTTPException(403, "a person searches what a DM with them recalls: no scope")
     recalled = await recall(tools.memory, reader.scope(), query, layer, limit)
-    return {"results": rows(recalled, query, name_of(hub))}
+    return {"results": rows(recalled, query, hub.identity.display_name)}
 
 
 @router.get("/{name}/read")

@@ -86,3 +86,22 @@ def test_brackets_in_a_memory_and_in_help_are_printed_as_written(
     assert "[b]text[/b] and [/] closes" in found.output
     shown = runner.invoke(app, ["pairing", "--help"], env=wide)
     assert "([people] dm_policy = pairing)" in shown.output
+
+
+def test_a_search_with_no_hub_running_knows_the_people_a_query_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the hub stopped, `memory search` once ranked without the people retriever (no
+    names known), so it ranked otherwise than the same search through the running hub."""
+    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
+    runner = CliRunner()
+    for args in (
+        ["init", "--demo", "--owner", "Sam Carter"],
+        ["chat", "aria", "I prefer tea over coffee."],
+    ):
+        done = runner.invoke(app, args)
+        assert done.exit_code == 0, done.output
+    wide = {"COLUMNS": "250"}
+    found = runner.invoke(app, ["memory", "search", "aria", "What does Sam drink?"], env=wide)
+    assert found.exit_code == 0, found.output
+    assert "said by Sam Carter, whom the query names" in found.output  # a name, not an id
