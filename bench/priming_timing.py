@@ -50,9 +50,12 @@ class TimedIndex:
         boost: Boost | None = None,
         people: tuple[str, ...] = (),
         span: tuple[float, float] | None = None,
+        own_terms: SparseVec | None = None,
     ) -> list[Hit]:
         start = time.perf_counter()
-        hits = self.inner.query(dense, sparse, flt, limit, mode, candidates, boost, people, span)
+        hits = self.inner.query(
+            dense, sparse, flt, limit, mode, candidates, boost, people, span, own_terms
+        )
         section = "recent" if flt.since else "important" if flt.min_importance else "related"
         key = f"{section}/{mode.value}"
         self.spent[key] = self.spent.get(key, 0.0) + time.perf_counter() - start

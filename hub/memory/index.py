@@ -116,6 +116,7 @@ class VectorIndex(Protocol):
         boost: Boost | None = None,
         people: tuple[str, ...] = (),
         span: tuple[float, float] | None = None,
+        own_terms: SparseVec | None = None,
     ) -> list[Hit]: ...
     def count(self, flt: MemoryFilter | None = None) -> int: ...
     def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
@@ -262,12 +263,14 @@ class IndexBackend(ABC):
         boost: Boost | None = None,
         people: tuple[str, ...] = (),
         span: tuple[float, float] | None = None,
+        own_terms: SparseVec | None = None,
     ) -> list[Hit]:
         """Hybrid uses the query vectors it is given; an empty sparse vector counts as none.
 
         `people` (person ids the query names) adds each retriever again, searching only
         what those people said, to the fusion: their own words then compete among
-        themselves, not with every mention of them by others (bench/README.md). `span`
+        themselves, not with every mention of them by others (bench/README.md); its lexical
+        half searches `own_terms` if given (the query without their names). `span`
         (epoch seconds [start, end) of a time the query names) does the same for what was
         said within it."""
         vectors = _retrievers(dense, sparse, mode)
@@ -276,7 +279,8 @@ class IndexBackend(ABC):
         lookups = [Lookup(v, flt) for v in vectors]
         if people:
             focused = replace(flt, people=people)
-            lookups += [Lookup(v, focused) for v in vectors]
+            own = vectors if own_terms is None else _retrievers(dense, own_terms, mode)
+            lookups += [Lookup(v, focused) for v in own]
         if span is not None and (within := _within(flt, span)) is not None:
             lookups += [Lookup(v, within) for v in vectors]
         return self._search(lookups, limit, candidates, boost)

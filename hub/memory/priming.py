@@ -24,7 +24,6 @@ async def primed(memory: MemoryService, scope: RecallScope, text: str) -> Primin
     s = memory.settings
     named = memory.names_in(text)
     dense = await memory.embed_query(named.unnamed)  # once, for every section
-    people = named.people
     recent = await memory.search(
         scope,
         text,
@@ -33,12 +32,12 @@ async def primed(memory: MemoryService, scope: RecallScope, text: str) -> Primin
         since=memory.now() - timedelta(hours=s.recent_hours),
         dense=dense,
         explain=False,
-        people=people,
+        named=named,
     )
     important = await memory.search(
-        scope, text, limit=5, min_importance=1.0, dense=dense, explain=False, people=people
+        scope, text, limit=5, min_importance=1.0, dense=dense, explain=False, named=named
     )
-    related = await memory.search(scope, text, limit=8, dense=dense, explain=False, people=people)
+    related = await memory.search(scope, text, limit=8, dense=dense, explain=False, named=named)
     shown = {r.id for r in recent} | {r.id for r in important}
     seeds = [r.path for r in (*important, *related) if r.layer in _NOTES]
     linked = memory.graph(scope.anima).neighbours(seeds, scope.filter_scopes())

@@ -34,6 +34,10 @@ class Wanted:
     # Run each retriever alone as well, to say why each result matched (what the API and
     # CLI show; priming skips it, as it costs two or three more queries).
     explain: bool = True
+    # The query with the people it names as "I" (hub/mentions.py): what the people retriever
+    # searches their words for. Every line of theirs carries their name in its label, so
+    # there the name is no search term, only noise (bench/README.md, session 25).
+    own_words: str | None = None
 
 
 def asked_in(query: str, now: datetime, people: tuple[str, ...]) -> Asked:
@@ -51,6 +55,7 @@ def ranked(
     """The best `wanted.limit` results within `flt`; `uses` counts an item's recalls."""
     asked = wanted.asked
     sparse = SparseVec(*query_vector(wanted.text))
+    own = sparse if wanted.own_words is None else SparseVec(*query_vector(wanted.own_words))
     span = asked.span
     fused = index.query(
         wanted.dense,
@@ -61,11 +66,12 @@ def ranked(
         boost=boost_at(now),
         people=asked.people,
         span=(span[0].timestamp(), span[1].timestamp()) if span else None,
+        own_terms=own,
     )
     hits = lifted(used(fused, now, uses), asked, flt, index.payloads)
     sources = lift_signals(fused, hits, asked) if wanted.explain else {}
     if wanted.explain and wanted.mode is SearchMode.HYBRID:
-        _found_alone(index, sources, wanted.dense, sparse, flt, asked.people, wanted.limit)
+        _found_alone(index, sources, wanted.dense, (sparse, own), flt, asked.people, wanted.limit)
     return distinct(rescore(hits, now, sources, boosted=True))[: wanted.limit]
 
 
@@ -73,15 +79,17 @@ def _found_alone(
     index: VectorIndex,
     sources: dict[str, set[str]],
     dense: list[float],
-    sparse: SparseVec,
+    terms: tuple[SparseVec, SparseVec],
     flt: MemoryFilter,
     people: tuple[str, ...],
     limit: int,
 ) -> None:
-    """Add to `sources` what each retriever alone finds: why a fused result matched."""
+    """Add to `sources` what each retriever alone finds: why a fused result matched.
+    `terms` are the query's lexical vector, and the one for the named people's own words."""
+    sparse, own = terms
     for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
         for hit in index.query(dense, sparse, flt, limit * 2, single):
             sources.setdefault(hit.id, set()).add(name)
     if people:
-        for hit in index.query(dense, sparse, replace(flt, people=people), limit):
+        for hit in index.query(dense, own, replace(flt, people=people), limit):
             sources.setdefault(hit.id, set()).add("person")

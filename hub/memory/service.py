@@ -381,12 +381,12 @@ class MemoryService:
         mode: SearchMode = SearchMode.HYBRID,
         dense: list[float] | None = None,
         explain: bool = True,
-        people: tuple[str, ...] | None = None,
+        named: Named | None = None,
     ) -> list[Recalled]:
         """Recall within the scope's privacy; `dense` is the query's embedding, if known,
-        `people` the ids of those it names (`names_in`, if not given). The query is embedded
-        with the names it holds as "I" ("What did I research?"): the people retriever
-        finds whose words, and a name would pull every line that mentions them.
+        `named` whom it names (`names_in`, if not given). The query is embedded with the
+        names it holds as "I" ("What did I research?"): the people retriever finds whose
+        words, and a name would pull every line that mentions them.
         `explain` runs each retriever alone as well, to say why each result matched
         (what the API and CLI show; priming skips it, as it costs two more queries)."""
         scope = self.linked(scope)
@@ -398,13 +398,12 @@ class MemoryService:
             until=until.timestamp() if until else None,
             min_importance=min_importance,
         )
-        if dense is None or people is None:  # priming gives both, once for its searches
-            named = self.names_in(query)
-            dense = dense if dense is not None else await self.embed_query(named.unnamed)
-            people = named.people if people is None else people
+        named = named if named is not None else self.names_in(query)  # priming gives it
+        dense = dense if dense is not None else await self.embed_query(named.unnamed)
         now = self.now()
         uses = self.access(scope.anima)
-        wanted = Wanted(query, dense, asked_in(query, now, people), limit, mode, explain)
+        asked = asked_in(query, now, named.people)
+        wanted = Wanted(query, dense, asked, limit, mode, explain, own_words=named.unnamed)
         found = ranked(self.index, flt, wanted, now, uses.count)
         if scope.admin_scopes is None:  # an Anima recalled these; an admin looking is no use
             uses.touch(((r.id, r.path, r.section) for r in found), now)

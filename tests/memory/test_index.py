@@ -245,6 +245,22 @@ def test_a_named_persons_own_words_join_the_fusion(index: VectorIndex) -> None:
     assert dana.id in ids(boosted)
 
 
+def test_the_people_retriever_searches_their_words_without_their_names(
+    index: VectorIndex,
+) -> None:
+    # Term 9 is Dana's name: every line of hers carries it in its label, so within her words
+    # it ranks by how often she is named, not by the topic (term 5), which others talk about.
+    others = [point(axis(0), sparse(5), person="bob") for _ in range(10)]
+    named = point(axis(0), SparseVec([9], [3.0]), person="dana")
+    topic = point(axis(0), SparseVec([5, 9], [1.0, 0.5]), person="dana")
+    index.upsert([*others, named, topic])
+    terms, own = SparseVec([5, 9], [1.0, 1.0]), sparse(5)
+    people = ("dana",)
+    assert ids(index.query(None, terms, ARIA, 2, SearchMode.LEXICAL, people=people))[0] == named.id
+    found = index.query(None, terms, ARIA, 2, SearchMode.LEXICAL, people=people, own_terms=own)
+    assert ids(found)[0] == topic.id
+
+
 def test_the_people_retriever_keeps_the_scope_filter(index: VectorIndex) -> None:
     private = point(axis(0), sparse(5), person="dana", scope="person:dana")
     shared = point(axis(3), sparse(6), person="bob")
