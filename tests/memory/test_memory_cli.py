@@ -33,18 +33,29 @@ def counts() -> dict[str, int]:
     return asyncio.run(count())
 
 
+def demo_hub(
+    monkeypatch: pytest.MonkeyPatch, home: Path, owner: str, *said: tuple[str, str]
+) -> CliRunner:
+    """A demo data root in `home`, owned by `owner`, each (Anima, message) said to it through
+    `animahub chat`, with no hub running."""
+    monkeypatch.setenv("ANIMAHUB_HOME", str(home))
+    runner = CliRunner()
+    for args in (["init", "--demo", "--owner", owner], *(["chat", a, m] for a, m in said)):
+        done = runner.invoke(app, args)
+        assert done.exit_code == 0, done.output
+    return runner
+
+
 def test_repair_rag_full_for_one_anima_leaves_the_others(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
-    runner = CliRunner()
-    for args in (
-        ["init", "--demo", "--owner", "Sam"],
-        ["chat", "aria", "The staging database password rotates monthly."],
-        ["chat", "kai", "The build runs on ci-2 since Tuesday."],
-    ):
-        done = runner.invoke(app, args)
-        assert done.exit_code == 0, done.output
+    runner = demo_hub(
+        monkeypatch,
+        tmp_path / "home",
+        "Sam",
+        ("aria", "The staging database password rotates monthly."),
+        ("kai", "The build runs on ci-2 since Tuesday."),
+    )
     before = counts()
     assert before["aria"] > 0 and before["kai"] > 0
     repaired = runner.invoke(app, ["repair-rag", "--anima", "aria", "--full"])
@@ -72,14 +83,8 @@ def test_brackets_in_a_memory_and_in_help_are_printed_as_written(
 ) -> None:
     """Rich markup once read "[/]" in a memory as a closing tag (`memory search` failed with
     MarkupError) and "[people]" in help text as a style (it vanished)."""
-    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
-    runner = CliRunner()
-    for args in (
-        ["init", "--demo", "--owner", "Sam"],
-        ["chat", "aria", "The wiki markup for bold is [b]text[/b] and [/] closes any tag."],
-    ):
-        done = runner.invoke(app, args)
-        assert done.exit_code == 0, done.output
+    said = ("aria", "The wiki markup for bold is [b]text[/b] and [/] closes any tag.")
+    runner = demo_hub(monkeypatch, tmp_path / "home", "Sam", said)
     wide = {"COLUMNS": "250"}
     found = runner.invoke(app, ["memory", "search", "aria", "wiki markup bold"], env=wide)
     assert found.exit_code == 0, found.output
@@ -93,14 +98,8 @@ def test_a_search_with_no_hub_running_knows_the_people_a_query_names(
 ) -> None:
     """With the hub stopped, `memory search` once ranked without the people retriever (no
     names known), so it ranked otherwise than the same search through the running hub."""
-    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
-    runner = CliRunner()
-    for args in (
-        ["init", "--demo", "--owner", "Sam Carter"],
-        ["chat", "aria", "I prefer tea over coffee."],
-    ):
-        done = runner.invoke(app, args)
-        assert done.exit_code == 0, done.output
+    said = ("aria", "I prefer tea over coffee.")
+    runner = demo_hub(monkeypatch, tmp_path / "home", "Sam Carter", said)
     wide = {"COLUMNS": "250"}
     found = runner.invoke(app, ["memory", "search", "aria", "What does Sam drink?"], env=wide)
     assert found.exit_code == 0, found.output
