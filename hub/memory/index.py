@@ -16,9 +16,9 @@ Two backends exist because the hub runs in two shapes:
 Both apply the `MemoryFilter` inside the engine (so a filtered query still returns
 `limit` hits, and another person's private memory is never even a candidate), fuse
 hybrid results with the engine's weighted reciprocal rank fusion using the same `RRF_K`
-and `fusion_weights`, and, given
-a `Boost`, lift the fused candidates by recency and importance with the engine's own
-formula query, so a query ranks the same on either. One test suite runs against both.
+and `fusion_weights`, and, given a `Boost`, lift the fused candidates by recency and
+importance with the engine's own formula query, so a query ranks the same on either. One
+test suite runs against both.
 """
 
 from __future__ import annotations
