@@ -182,7 +182,7 @@ class Hub:
             self.clock.now,
             self.runtime.submit,
             self.anima_states.is_paused,
-            lambda person_id: self.identity.by_id(person_id).display_name,
+            self.identity.display_name,
             runs=runs_tasks,
         )
         self.runtime.run_task = self.task_runner.run

@@ -204,7 +204,7 @@ class MemoryTools:
             own = reader.admin or person == reader.person_id
             facts = self.memory.profiles.search(topic, [person], in_dm=own, limit=8)
             if facts:
-                lines.append(f"## About {self.identity.by_id(person).display_name}")
+                lines.append(f"## About {self.identity.display_name(person)}")
                 lines += [f"- {fact.fact}" for _person, fact, _score in facts]
         return stored(lines, f"{reader.anima} knows nothing about that")
 

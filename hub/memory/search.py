@@ -55,7 +55,9 @@ def ranked(
     """The best `wanted.limit` results within `flt`; `uses` counts an item's recalls."""
     asked = wanted.asked
     sparse = SparseVec(*query_vector(wanted.text))
-    own = sparse if wanted.own_words is None else SparseVec(*query_vector(wanted.own_words))
+    own = sparse  # what the people retriever's lexical half searches, if the query names any
+    if asked.people and wanted.own_words is not None:
+        own = SparseVec(*query_vector(wanted.own_words))
     span = asked.span
     fused = index.query(
         wanted.dense,
@@ -71,7 +73,7 @@ def ranked(
     hits = lifted(used(fused, now, uses), asked, flt, index.payloads)
     sources = lift_signals(fused, hits, asked) if wanted.explain else {}
     if wanted.explain and wanted.mode is SearchMode.HYBRID:
-        _found_alone(index, sources, wanted.dense, (sparse, own), flt, asked.people, wanted.limit)
+        _found_alone(index, sources, wanted.dense, sparse, own, flt, asked.people, wanted.limit)
     return distinct(rescore(hits, now, sources, boosted=True))[: wanted.limit]
 
 
@@ -79,14 +81,14 @@ def _found_alone(
     index: VectorIndex,
     sources: dict[str, set[str]],
     dense: list[float],
-    terms: tuple[SparseVec, SparseVec],
+    sparse: SparseVec,
+    own: SparseVec,
     flt: MemoryFilter,
     people: tuple[str, ...],
     limit: int,
 ) -> None:
     """Add to `sources` what each retriever alone finds: why a fused result matched.
-    `terms` are the query's lexical vector, and the one for the named people's own words."""
-    sparse, own = terms
+    `own` is the lexical query the people retriever searches the named people's words for."""
     for name, single in (("dense", SearchMode.DENSE), ("lexical", SearchMode.LEXICAL)):
         for hit in index.query(dense, sparse, flt, limit * 2, single):
             sources.setdefault(hit.id, set()).add(name)
