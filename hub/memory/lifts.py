@@ -20,13 +20,15 @@ from hub.memory.lexical import tokenize
 # with its earlier sections (hub/memory/context.py), so it often matches because of what
 # the one before said ("Yes, last Saturday!" after the question it answers, or a reply that
 # repeats the news it answers). On LoCoMo, with the people retriever, hybrid any@10 rose
-# 0.817 → 0.828 at 0.5 (0.820 at 0.35, 0.824 at 0.7; bench/README.md).
+# 0.817 → 0.828 at 0.5 (0.820 at 0.35, 0.824 at 0.7; bench/README.md). Only a reply lifts:
+# a line by the same person as the section before it does not (`answers`).
 PREVIOUS_WEIGHT = 0.5
 # ...but when the hit's own words match the query (as many of its terms as the section's,
 # and some), its match is its own, not its context's: the lift then takes the section to just
-# below the hit, never past. Two statements in a row ("My office door code is 7720.", "My
-# garage door code is 3141.") would otherwise put the first above the second when asked
-# about the garage. Capping every lift cost LoCoMo any@10 0.877 -> 0.868 (bench/README.md).
+# below the hit, never past. Two statements in a row ("Our office door code is 7720." and,
+# from someone else, "The garage door code is 3141.") would otherwise put the first above
+# the second when asked about the garage. Capping every lift cost LoCoMo any@10 0.877 ->
+# 0.868 (bench/README.md).
 PREVIOUS_CAP = 0.999
 # A hit said by a person the query names gains this share of the best hit's score: asked
 # about Caroline, her own words answer more often than others' mentions of her (on LoCoMo,
@@ -34,7 +36,8 @@ PREVIOUS_CAP = 0.999
 # bench/fusion_study.py's data, every conversation up or level for 0.1-0.3; 0.5 lost.
 SPEAKER_WEIGHT = 0.3
 # Each of the best NEIGHBOUR_LIFTERS hits lifts the sections within NEIGHBOUR_REACH of it in
-# its conversation (the `prev` chain) by this share of its score: what answers a question
+# its conversation (the `prev` chain) by this share of its score, a section taking its best
+# neighbour's lift, not the sum of them all (session 26): what answers a question
 # sits in a few nearby turns. On LoCoMo with the date lift below (recall_locomo.py), 0.05 gave
 # hybrid any/all@10 0.874 / 0.747 and 0.1 gave 0.869 / 0.745 with multi-hop any@10 0.779 vs
 # 0.761; a reach of one section gained nothing in fusion_study.py's data (the
@@ -62,33 +65,43 @@ Payloads = Callable[[list[str]], dict[str, dict[str, object]]]
 def lift_previous(
     hits: list[Hit], flt: MemoryFilter, fetch: Payloads, terms: frozenset[str] = frozenset()
 ) -> list[Hit]:
-    """The hits, each section before one (payload "prev") lifted by PREVIOUS_WEIGHT × that
-    hit's score, best first; one that was no hit is fetched and joins if the filter admits
-    it. A section stays below a hit that lifts it when that hit's own words share as many of
-    the query's `terms` as the section's do, and some (`_SharedTerms.holds_below`)."""
+    """The hits, each section before one (payload "prev") that it may answer (`answers`)
+    lifted by PREVIOUS_WEIGHT × that hit's score, best first; one that was no hit is fetched
+    and joins if the filter admits it. A section stays below a hit that lifts it when that
+    hit's own words share as many of the query's `terms` as the section's do, and some
+    (`_SharedTerms.holds_below`)."""
+    known = {hit.id: hit for hit in hits}
+    wanted = [p for h in hits if isinstance(p := h.payload.get("prev"), str) and p not in known]
+    fetched = fetch(list(dict.fromkeys(wanted))) if wanted else {}
+    sections = known | {i: Hit(i, 0.0, p) for i, p in fetched.items() if admits(flt, p)}
     lifts: dict[str, float] = {}
     lifters: dict[str, list[Hit]] = {}
     for hit in hits:
         prev = hit.payload.get("prev")
-        if isinstance(prev, str):
-            lifts[prev] = lifts.get(prev, 0.0) + PREVIOUS_WEIGHT * hit.score
-            lifters.setdefault(prev, []).append(hit)
-    known = {hit.id for hit in hits}
-    missing = [i for i in lifts if i not in known]
-    joined = [
-        Hit(i, 0.0, payload)
-        for i, payload in (fetch(missing) if missing else {}).items()
-        if admits(flt, payload)
-    ]
+        section = sections.get(prev) if isinstance(prev, str) else None
+        if section is not None and answers(hit, section):
+            lifts[section.id] = lifts.get(section.id, 0.0) + PREVIOUS_WEIGHT * hit.score
+            lifters.setdefault(section.id, []).append(hit)
     shared = _SharedTerms(terms)
     lifted = []
-    for h in [*hits, *joined]:
+    for h in sections.values():
+        if h.id not in known and h.id not in lifts:
+            continue
         score = h.score + lifts.get(h.id, 0.0)
         for lifter in lifters.get(h.id, ()):
             if h.score < lifter.score <= score and shared.holds_below(lifter, h):
                 score = min(score, PREVIOUS_CAP * lifter.score)
         lifted.append(Hit(h.id, score, h.payload))
     return sorted(lifted, key=lambda h: h.score, reverse=True)
+
+
+def answers(line: Hit, section: Hit) -> bool:
+    """Whether `line` may be a reply to the section before it, and so lift it: not when the
+    same person said both. In a direct conversation every section is that person's message
+    with the Anima's answer, and each stands on its own; in a six-line memory, lifts between
+    them outweighed what matched (bench/README.md, session 26). Unknown speakers may."""
+    said, before = line.payload.get("person"), section.payload.get("person")
+    return not said or not before or said != before
 
 
 class _SharedTerms:
@@ -156,9 +169,10 @@ def _lift_matching(hits: list[Hit], weight: float, matches: Callable[[Hit], bool
 
 
 def lift_neighbours(hits: list[Hit]) -> list[Hit]:
-    """The hits (given best first), each lifted by NEIGHBOUR_WEIGHT × the score of every one
+    """The hits (given best first), each lifted by NEIGHBOUR_WEIGHT × the score of the best
     of the best NEIGHBOUR_LIFTERS within NEIGHBOUR_REACH sections of it, as far as the hits'
-    `prev` links tell; best first."""
+    `prev` links tell; best first. The best one, not a sum: in a small memory every section is
+    near every other, and a sum put the middle of a conversation above its newest line."""
     prev = {h.id: p for h in hits if isinstance(p := h.payload.get("prev"), str)}
     lifters = {h.id: h.score for h in hits[:NEIGHBOUR_LIFTERS]}
     lifts: dict[str, float] = {}
@@ -170,7 +184,8 @@ def lift_neighbours(hits: list[Hit]) -> list[Hit]:
             earlier = prev[earlier]
             for lifted, lifter in ((hit.id, earlier), (earlier, hit.id)):
                 if lifter in lifters:
-                    lifts[lifted] = lifts.get(lifted, 0.0) + NEIGHBOUR_WEIGHT * lifters[lifter]
+                    lift = NEIGHBOUR_WEIGHT * lifters[lifter]
+                    lifts[lifted] = max(lifts.get(lifted, 0.0), lift)
     lifted_hits = [Hit(h.id, h.score + lifts.get(h.id, 0.0), h.payload) for h in hits]
     return sorted(lifted_hits, key=lambda h: h.score, reverse=True)
 
@@ -195,10 +210,13 @@ def lifted(hits: list[Hit], asked: Asked, flt: MemoryFilter, fetch: Payloads) ->
 
 def lift_signals(fused: list[Hit], final: list[Hit], asked: Asked) -> dict[str, set[str]]:
     """Why hits were lifted, as explain codes: `neighbour` for the section before a fused hit
-    (the one after it matched), `when` within the named time, `says when` asked when."""
+    that answers it (the one after it matched), `when` within the named time, `says when`
+    asked when."""
     signals: dict[str, set[str]] = {}
+    sections = {hit.id: hit for hit in final}
     for hit in fused:
-        if isinstance(prev := hit.payload.get("prev"), str):
+        prev = hit.payload.get("prev")
+        if isinstance(prev, str) and prev in sections and answers(hit, sections[prev]):
             signals.setdefault(prev, set()).add("neighbour")
     for hit in final:
         if asked.span is not None and in_span(hit, asked.span):

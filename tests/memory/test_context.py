@@ -83,13 +83,13 @@ class Recorder:
         return [[1.0, 0.0, 0.0, 0.0] for _ in texts]
 
 
-def in_general(n: int, text: str) -> TurnRecord:
-    """Alice's n-th turn in #general, n minutes after AT."""
+def in_general(n: int, text: str, person: str = "Alice") -> TurnRecord:
+    """Alice's (or `person`'s) n-th turn in #general, n minutes after AT."""
     return TurnRecord(
         anima="aria",
         inbox_id=f"in-{n}",
-        person_id="alice",
-        person_name="Alice",
+        person_id=person.lower(),
+        person_name=person,
         where="#general on web",
         channel_key="web:local/general",
         scope="channel:web:local/general",
@@ -133,17 +133,17 @@ async def test_an_indexed_turn_records_its_previous_section_and_search_lifts_it(
     service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), Recorder())
     await service.start(["aria"])
     try:
-        texts = ["I went to the support group", "Yes, last Saturday!"]
+        said = [("Alice", "I went to the support group"), ("Bob", "Yes, last Saturday!")]
         recorded = []
-        for n, text in enumerate(texts):
-            recorded.append(service.record_turn(in_general(n, text)))
+        for n, (person, text) in enumerate(said):
+            recorded.append(service.record_turn(in_general(n, text, person)))
             await service.drain()
         first, second = recorded
         payloads = service.index.payloads([first.id, second.id])
         assert payloads[second.id]["prev"] == first.id
         assert payloads[first.id]["prev"] is None
         # Both match "saturday" no better than each other densely (one vector for all); the
-        # lexical hit on the second lifts the first, which no retriever ranks for the word.
+        # lexical hit on Bob's reply lifts Alice's line, which no retriever ranks for the word.
         scope = RecallScope("aria", "alice", "web:local/general", is_dm=False)
         found = await service.search(scope, "saturday", limit=2, mode=SearchMode.LEXICAL)
         assert [r.id for r in found] == [second.id, first.id]

@@ -104,3 +104,27 @@ def test_a_search_with_no_hub_running_knows_the_people_a_query_names(
     found = runner.invoke(app, ["memory", "search", "aria", "What does Sam drink?"], env=wide)
     assert found.exit_code == 0, found.output
     assert "said by Sam Carter, whom the query names" in found.output  # a name, not an id
+
+
+def test_in_a_small_memory_what_matches_leads_not_what_sits_in_the_middle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six lines by one person, none of them matching strongly: the lifts between sections
+    once outweighed the fusion's margins, so the newest line (with no line after it to lift
+    it) came fifth when it was the one asked about."""
+    lines = (
+        "My office door code is 7720.",
+        "My garage door code is 3141.",
+        "The deploy key for staging is STG-KEY-9913.",
+        "I had a lovely weekend hiking in the Alps with my sister.",
+        "We decided to ship the beta on Friday.",
+        "I prefer tea over coffee.",
+    )
+    runner = demo_hub(monkeypatch, tmp_path / "home", "Dana Scully", *(("aria", t) for t in lines))
+    wide = {"COLUMNS": "250"}
+    for query in ("What does Dana like to drink?", "Does Dana prefer coffee?"):
+        found = runner.invoke(app, ["memory", "search", "aria", query], env=wide)
+        assert found.exit_code == 0, found.output
+        at = {line: found.output.find(line[:20]) for line in lines}  # the table wraps lines
+        assert min(at.values()) >= 0, found.output
+        assert min(lines, key=at.__getitem__) == "I prefer tea over coffee.", (query, at)

@@ -102,6 +102,27 @@ def test_a_section_recalled_more_often_than_its_lifter_still_stays_below_it() ->
     assert [r.id for r in ranked] == ["garage", "office"]
 
 
+def test_only_a_reply_lifts_the_section_before_it() -> None:
+    # Dana's two messages in a row (a direct conversation: each section is hers, with the
+    # Anima's answer) stand on their own; Bob's line after Dana's may answer it.
+    hits = [
+        Hit("tea", 1.0, payload(prev="beta", person="dana")),
+        Hit("beta", 0.9, payload(prev="alps", person="dana")),
+        Hit("reply", 0.8, payload(prev="news", person="bob")),
+        Hit("anon", 0.7, payload(prev="older")),  # who said it is unknown: it may lift
+    ]
+    fetched = {"alps": payload(person="dana"), "news": payload(person="dana"), "older": payload()}
+    lifted = {h.id: h.score for h in lift_previous(hits, FLT, lambda ids: fetched)}
+    assert lifted == {
+        "tea": 1.0,
+        "beta": 0.9,  # its lifter is Dana's too
+        "reply": 0.8,
+        "anon": 0.7,
+        "news": PREVIOUS_WEIGHT * 0.8,
+        "older": PREVIOUS_WEIGHT * 0.7,
+    }  # "alps", no hit and lifted by no reply, does not join
+
+
 def test_a_fetched_section_outside_the_filter_does_not_join() -> None:
     private = payload(scope="person:dana")
     too_old = payload(ts=50.0)
@@ -162,7 +183,7 @@ def test_the_best_hits_lift_the_sections_within_two_of_them() -> None:
     scores = {h.id: h.score for h in lift_neighbours(hits)}
     w = NEIGHBOUR_WEIGHT
     assert scores["s4"] == 1.0 + w * 0.9  # s2, two sections before it; s3 lifts no one
-    assert scores["s3"] == 0.3 + w * (1.0 + 0.9)  # between the two
+    assert scores["s3"] == 0.3 + w * 1.0  # between the two: the better one's lift, not both
     assert scores["s2"] == 0.9 + w * 1.0
     assert scores["s1"] == 0.2 + w * 0.9  # s4 is three away
     assert scores["far"] == 0.1 + w * 0.5  # f0 is a lifter; far itself lifts nothing
