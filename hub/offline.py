@@ -53,8 +53,39 @@ _OFFLINE_REPLY = re.compile(r"\s*\*\*[^*]{1,40}\*\*: " + re.escape(OFFLINE_NOTE)
 
 def _quote(text: str, limit: int = 120) -> str:
     """The person's words as the reply repeats them: never with a secret they pasted."""
-    flat = " ".join(redact(text)[0].split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return _cut(" ".join(redact(text)[0].split()), limit)
+
+
+def _cut(flat: str, limit: int) -> str:
+    """`flat` within `limit` characters, its bold markers paired: a line cut inside
+    "**Dana Scully**" would otherwise turn the rest of the reply bold."""
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1] + "…"
+    return cut + "**" if cut.count("**") % 2 else cut
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_SPEAKER = re.compile(r"\*\*[^*\n]{1,40}\*\*:?")  # "**Dana Scully**:" inside a summary
+
+
+def _excerpt(line: str, wanted: set[str], limit: int = 200) -> str:
+    """A recalled line as the reply shows it, within `limit`: when the first sentence that
+    shares a term with the message lies past the limit (a session summary holds a whole
+    conversation), its header (when, where) and then that sentence on, not the start."""
+    flat = " ".join(redact(line)[0].split())
+    if len(flat) <= limit:
+        return flat
+    header = _HEADER.match(flat)
+    head = flat[: header.end()] if header else ""
+    body = flat[len(head) :]
+    for sentence in _SENTENCE_END.split(body):
+        if wanted & set(tokenize(_SPEAKER.sub(" ", sentence))):
+            at = body.index(sentence)
+            if len(head) + at + len(sentence) > limit:
+                return _cut(f"{head} … {body[at:].lstrip()}", limit)
+            break
+    return _cut(flat, limit)
 
 
 def _terms(text: str) -> set[str]:
@@ -163,10 +194,12 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
     elif said_here:
         lines += ["Earlier here, you said:", *(f"- “{_quote(t)}”" for t in said_here[:_SHOWN])]
         lines += [""]
+    wanted = _terms(ctx.text)
     if about:
-        lines += ["What I know about you:", *(f"- {_quote(f, 200)}" for f in about[:_SHOWN]), ""]
+        shown = (f"- {_excerpt(fact, wanted)}" for fact in about[:_SHOWN])
+        lines += ["What I know about you:", *shown, ""]
     if found:
-        lines += ["From my memory:", *(f"- {_quote(f, 200)}" for f in found[:_SHOWN]), ""]
+        lines += ["From my memory:", *(f"- {_excerpt(f, wanted)}" for f in found[:_SHOWN]), ""]
     if not lines and _QUESTION.search(ctx.text):
         lines += ["I don't know anything about that yet.", ""]
     return lines

@@ -119,6 +119,29 @@ def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> N
     assert asked.startswith("Alice, you asked: “What was the budget code?”")
 
 
+def test_a_long_recalled_line_shows_the_part_that_matches() -> None:
+    # A session summary holds the whole conversation: cut at 200 characters, it showed the
+    # office door code when asked about tea, and its cut "**Dana Scu…" left the reply bold.
+    said = (
+        "My office door code is 7720.",
+        "My garage door code is 3141.",
+        "The deploy key for staging is in the vault.",
+        "I had a lovely weekend hiking in the Alps with my sister.",
+        "We decided to ship the beta on Friday.",
+        "I prefer tea over coffee.",
+    )
+    head = "[2026-12-06 08:35] **Session summary** (a direct conversation on web, 6 turns)"
+    summary = head + "".join(f" **Dana Scully**: {line}" for line in said)
+    reply = compose(context("Do I prefer tea or coffee?", ["hi"], recalled_lines=[summary]))
+    assert f"From my memory:\n- {head} … **Dana Scully**: I prefer tea over coffee.\n" in reply
+    for pad in range(40):  # wherever the cut falls, inside a speaker's bold name or not
+        padded = summary.replace("garage", "garage" + " far" * pad)
+        office = compose(context("my office door code?", ["hi"], recalled_lines=[padded]))
+        shown = next(line for line in office.splitlines() if line.startswith("- [2026"))
+        assert "office door code is 7720" in shown and shown.endswith(("…", "…**")), shown
+        assert all(line.count("**") % 2 == 0 for line in office.splitlines()), shown
+
+
 def test_an_offline_answer_says_the_same_words_once() -> None:
     about = ["My dentist appointment is on Tuesday at 3pm _(aria, 2026-12-05, in a DM)_"]
     recalled = [
