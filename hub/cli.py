@@ -423,3 +423,6 @@ def main() -> None:
         detail = str(exc.orig or exc).strip().splitlines()[0]
         print_error(f"the database cannot be reached ({detail}); check [storage] database_url")
         raise SystemExit(1) from None
+    except HubBusy as exc:  # no hub runs, but another command (or a hub starting) holds it
+        print_error(f"{exc} (another command, or a hub starting); try again when it is done")
+        raise SystemExit(1) from None

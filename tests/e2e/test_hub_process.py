@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from hub.runfile import hold_data_root
 from tests.e2e.hubproc import HubProcess, cli, free_port
 
 pytestmark = pytest.mark.e2e
@@ -125,6 +126,22 @@ def test_an_unreachable_database_stops_start_with_one_line(tmp_path: Path) -> No
     assert len(lines) == 1, result.stderr
     assert "the database cannot be reached" in lines[0] and "[storage] database_url" in lines[0]
     assert "secret" not in result.stderr
+
+
+def test_a_command_while_another_holds_the_data_root_says_so_in_one_line(
+    tmp_path: Path,
+) -> None:
+    # Two `memory search` commands at once with no hub running: the second once printed a
+    # forty-line traceback.
+    home = tmp_path / "home"
+    cli(home, "init", "--demo")
+    with hold_data_root(home):  # as a command working on the data root does
+        result = cli(home, "memory", "search", "aria", "tea")
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert f"another AnimaHub process is using {home}" in lines[0] and "try again" in lines[0]
+    assert cli(home, "memory", "search", "aria", "tea").returncode == 0  # free again
 
 
 def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
