@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import httpx
@@ -53,16 +53,35 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     ):
         hub = Hub(quiet, runs_tasks=False)
         app = create_app(hub)
-        async with app.router.lifespan_context(app):  # the hub's start and stop, and /mcp's
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(
-                transport=transport,
-                base_url="http://localhost",  # a Host the hub answers to (hub/api/guard.py)
-                headers=auth_headers(settings),
-                timeout=None,
-            ) as client:
-                yield client
-            await _drain(hub)
+        try:
+            async with app.router.lifespan_context(app):  # the hub's start and stop, /mcp's
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(
+                    transport=transport,
+                    base_url="http://localhost",  # a Host the hub answers to (hub/api/guard.py)
+                    headers=auth_headers(settings),
+                    timeout=None,
+                ) as client:
+                    yield client
+                await _drain(hub)
+        except BaseExceptionGroup as group:
+            raise _alone(group) from None
+
+
+def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception inside `group`, or the group. The /mcp session manager's task
+    group wraps whatever the command raised (a refusal, its exit code), and the CLI's
+    handlers, which catch the exception itself, then printed a traceback instead."""
+    leaves = list(_leaves(group))
+    return leaves[0] if len(leaves) == 1 else group
+
+
+def _leaves(error: BaseException) -> Iterator[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error
 
 
 async def _drain(hub: Hub) -> None:

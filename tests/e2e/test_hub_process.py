@@ -128,9 +128,7 @@ def test_an_unreachable_database_stops_start_with_one_line(tmp_path: Path) -> No
     assert "secret" not in result.stderr
 
 
-def test_a_command_while_another_holds_the_data_root_says_so_in_one_line(
-    tmp_path: Path,
-) -> None:
+def test_a_held_data_root_or_a_refusal_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     # Two `memory search` commands at once with no hub running: the second once printed a
     # forty-line traceback.
     home = tmp_path / "home"
@@ -142,6 +140,12 @@ def test_a_command_while_another_holds_the_data_root_says_so_in_one_line(
     assert len(lines) == 1, result.stderr
     assert f"another AnimaHub process is using {home}" in lines[0] and "try again" in lines[0]
     assert cli(home, "memory", "search", "aria", "tea").returncode == 0  # free again
+    # A refusal inside the command's in-process hub: one line too, not a traceback.
+    for args in (("chat", "nosuch", "hi"), ("heartbeat", "nosuch")):
+        refused = cli(home, *args)
+        lines = [line for line in refused.stderr.splitlines() if line.strip()]
+        assert refused.returncode == 1 and len(lines) == 1, refused.stderr
+        assert "no Anima named 'nosuch'" in lines[0], lines
 
 
 def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
