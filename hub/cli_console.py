@@ -49,4 +49,22 @@ async def show_reply(pieces: AsyncIterator[str]) -> None:
     with Live(console=console, refresh_per_second=8, vertical_overflow="visible") as live:
         async for piece in pieces:
             text += piece
-            live.update(Markdown(text))
+            live.update(Markdown(closed(text)))
+
+
+def closed(partial: str) -> str:
+    """A reply cut off mid-stream with its open bold and code spans closed: a frame drawn
+    while "**No language model" waits for its "**" would show the asterisks. A mark that
+    nothing follows yet is left out, and a closing one goes before trailing spaces, where
+    Markdown reads it."""
+    if partial.count("```") % 2:
+        return partial + "\n```"
+    body = partial.rstrip()
+    still_open = []  # (where it opened, its mark): the later one closes first
+    if body.count("**") % 2:
+        still_open.append((body.rfind("**"), "**"))
+    if body.replace("```", "").count("`") % 2:
+        still_open.append((body.rfind("`"), "`"))
+    for at, mark in sorted(still_open, reverse=True):
+        body = body[:at] if at + len(mark) == len(body) else body + mark
+    return body + partial[len(partial.rstrip()) :]
