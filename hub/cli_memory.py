@@ -143,6 +143,8 @@ def memory_search(
     """Search an Anima's memory as an admin (every privacy scope unless --scope says)."""
     from hub.memory.admin_search import scopes_and_layer
 
+    if not query.strip():  # REST refuses it too; searched, it listed whatever came first
+        raise fail("the query is empty: say what to look for", code=2)
     try:  # --scope knowledge: a layer, as REST takes it
         scopes, layer = scopes_and_layer(scope, layer)
     except ValueError as exc:

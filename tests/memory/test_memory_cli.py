@@ -73,6 +73,8 @@ def test_repair_rag_full_for_one_anima_leaves_the_others(
     assert "nothing in aria's memory matches that" in knowledge.output
     wrong = runner.invoke(app, ["memory", "search", "aria", "x", "--layer", "dreams"])
     assert wrong.exit_code == 2 and "bad layer 'dreams'" in wrong.output
+    empty = runner.invoke(app, ["memory", "search", "aria", "  "])
+    assert empty.exit_code == 2 and "the query is empty" in empty.output
     # Scopes are checked with no hub running too: a wrong one once found nothing, silently.
     wrong = runner.invoke(app, ["memory", "search", "aria", "x", "--scope", "friends"])
     assert wrong.exit_code == 2 and "bad scope 'friends'" in wrong.output
