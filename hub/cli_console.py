@@ -60,6 +60,7 @@ def closed(partial: str) -> str:
     if partial.count("```") % 2:
         return partial + "\n```"
     body = partial.rstrip()
+    spaces = partial[len(body) :]
     still_open = []  # (where it opened, its mark): the later one closes first
     if body.count("**") % 2:
         still_open.append((body.rfind("**"), "**"))
@@ -67,4 +68,4 @@ def closed(partial: str) -> str:
         still_open.append((body.rfind("`"), "`"))
     for at, mark in sorted(still_open, reverse=True):
         body = body[:at] if at + len(mark) == len(body) else body + mark
-    return body + partial[len(partial.rstrip()) :]
+    return body + spaces

@@ -27,7 +27,7 @@ from rich.progress import (
 from rich.table import Table
 
 from hub.animas import AnimaRegistry
-from hub.cli_console import HELP_MARKUP, console, fail
+from hub.cli_console import HELP_MARKUP, closed, console, fail
 from hub.client import auth_headers, refusal_line
 from hub.logs import to_files
 from hub.roles import load_roles
@@ -173,7 +173,8 @@ def memory_search(
     for row in rows:
         where = row["path"] + (f" § {row['section']}" if row.get("section") else "")
         text = " ".join(row["text"].split())
-        shown = Markdown(text if len(text) <= 160 else text[:159] + "…")  # **who**: what
+        cut = text if len(text) <= 160 else closed(text[:159] + "…")  # no "**Dana Scu…"
+        shown = Markdown(cut)  # **who**: what
         table.add_row(f"{row['score']:.4f}", row["layer"], where, shown, str(row["why"]))
     console.print(table)
 

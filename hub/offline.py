@@ -53,7 +53,12 @@ _OFFLINE_REPLY = re.compile(r"\s*\*\*[^*]{1,40}\*\*: " + re.escape(OFFLINE_NOTE)
 
 def _quote(text: str, limit: int = 120) -> str:
     """The person's words as the reply repeats them: never with a secret they pasted."""
-    return _cut(" ".join(redact(text)[0].split()), limit)
+    return _cut(_flat(text), limit)
+
+
+def _flat(text: str) -> str:
+    """`text` on one line, with any secret in it redacted."""
+    return " ".join(redact(text)[0].split())
 
 
 def _cut(flat: str, limit: int) -> str:
@@ -73,7 +78,7 @@ def _excerpt(line: str, wanted: set[str], limit: int = 200) -> str:
     """A recalled line as the reply shows it, within `limit`: when the first sentence that
     shares a term with the message lies past the limit (a session summary holds a whole
     conversation), its header (when, where) and then that sentence on, not the start."""
-    flat = " ".join(redact(line)[0].split())
+    flat = _flat(line)
     if len(flat) <= limit:
         return flat
     header = _HEADER.match(flat)

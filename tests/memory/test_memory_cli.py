@@ -16,6 +16,9 @@ from hub.memory.service import MemoryService
 from hub.runfile import hold_data_root
 from hub.settings import load_settings
 
+# Wide enough that a result row is not wrapped into many short lines.
+WIDE = {"COLUMNS": "250"}
+
 
 def counts() -> dict[str, int]:
     """The index's points per Anima as the repair left them: read without `start()`, which
@@ -63,11 +66,10 @@ def test_repair_rag_full_for_one_anima_leaves_the_others(
     assert "re-indexed 1 Anima(s)" in repaired.output
     assert counts() == before  # aria rebuilt to the same points; kai untouched
 
-    wide = {"COLUMNS": "250"}
-    found = runner.invoke(app, ["memory", "search", "aria", "staging password"], env=wide)
+    found = runner.invoke(app, ["memory", "search", "aria", "staging password"], env=WIDE)
     assert found.exit_code == 0 and "rotates monthly" in found.output, found.output
     knowledge = runner.invoke(
-        app, ["memory", "search", "aria", "staging password", "--layer", "knowledge"], env=wide
+        app, ["memory", "search", "aria", "staging password", "--layer", "knowledge"], env=WIDE
     )
     assert knowledge.exit_code == 0 and "rotates monthly" not in knowledge.output  # an episode
     assert "nothing in aria's memory matches that" in knowledge.output
@@ -87,11 +89,10 @@ def test_brackets_in_a_memory_and_in_help_are_printed_as_written(
     MarkupError) and "[people]" in help text as a style (it vanished)."""
     said = ("aria", "The wiki markup for bold is [b]text[/b] and [/] closes any tag.")
     runner = demo_hub(monkeypatch, tmp_path / "home", "Sam", said)
-    wide = {"COLUMNS": "250"}
-    found = runner.invoke(app, ["memory", "search", "aria", "wiki markup bold"], env=wide)
+    found = runner.invoke(app, ["memory", "search", "aria", "wiki markup bold"], env=WIDE)
     assert found.exit_code == 0, found.output
     assert "[b]text[/b] and [/] closes" in found.output
-    shown = runner.invoke(app, ["pairing", "--help"], env=wide)
+    shown = runner.invoke(app, ["pairing", "--help"], env=WIDE)
     assert "([people] dm_policy = pairing)" in shown.output
 
 
@@ -102,8 +103,7 @@ def test_a_search_with_no_hub_running_knows_the_people_a_query_names(
     names known), so it ranked otherwise than the same search through the running hub."""
     said = ("aria", "I prefer tea over coffee.")
     runner = demo_hub(monkeypatch, tmp_path / "home", "Sam Carter", said)
-    wide = {"COLUMNS": "250"}
-    found = runner.invoke(app, ["memory", "search", "aria", "What does Sam drink?"], env=wide)
+    found = runner.invoke(app, ["memory", "search", "aria", "What does Sam drink?"], env=WIDE)
     assert found.exit_code == 0, found.output
     assert "said by Sam Carter, whom the query names" in found.output  # a name, not an id
 
@@ -123,10 +123,21 @@ def test_in_a_small_memory_what_matches_leads_not_what_sits_in_the_middle(
         "I prefer tea over coffee.",
     )
     runner = demo_hub(monkeypatch, tmp_path / "home", "Dana Scully", *(("aria", t) for t in lines))
-    wide = {"COLUMNS": "250"}
     for query in ("What does Dana like to drink?", "Does Dana prefer coffee?"):
-        found = runner.invoke(app, ["memory", "search", "aria", query], env=wide)
+        found = runner.invoke(app, ["memory", "search", "aria", query], env=WIDE)
         assert found.exit_code == 0, found.output
         at = {line: found.output.find(line[:20]) for line in lines}  # the table wraps lines
         assert min(at.values()) >= 0, found.output
         assert min(lines, key=at.__getitem__) == "I prefer tea over coffee.", (query, at)
+
+
+def test_a_cut_result_never_shows_an_open_bold_marker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table cuts a result at 160 characters; cut inside "**aria**", the rest of the
+    name once showed as "**ari…" (each length below puts the cut at another point of it)."""
+    said = [("aria", "The kumquat order " + "x" * (n - 18)) for n in (112, 113, 114, 115)]
+    runner = demo_hub(monkeypatch, tmp_path / "home", "Sam", *said)
+    found = runner.invoke(app, ["memory", "search", "aria", "kumquat order"], env=WIDE)
+    assert found.exit_code == 0 and found.output.count("kumquat order") == 4, found.output
+    assert "**" not in found.output
