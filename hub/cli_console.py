@@ -6,7 +6,8 @@ are. With it on, "[llm]" in a hint vanished and a memory containing "[/]" made
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from typing import Final
 
 import typer
@@ -37,19 +38,22 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-async def show_reply(pieces: AsyncIterator[str]) -> None:
+async def show_reply(pieces: AsyncGenerator[str, None]) -> None:
     """A streamed reply: rendered as Markdown as it grows in a terminal (replies use bold,
-    lists and code), the text as it came when piped, so scripts read what the hub sent."""
-    if not console.is_terminal:
-        async for piece in pieces:
-            console.out(piece, end="", highlight=False)
-        console.out("")
-        return
-    text = ""
-    with Live(console=console, refresh_per_second=8, vertical_overflow="visible") as live:
-        async for piece in pieces:
-            text += piece
-            live.update(Markdown(closed(text)))
+    lists and code), the text as it came when piped, so scripts read what the hub sent.
+    The stream is closed here even when printing stops it (`| head` closing the pipe): left
+    to the garbage collector, it closed outside its task and printed two tracebacks."""
+    async with aclosing(pieces):
+        if not console.is_terminal:
+            async for piece in pieces:
+                console.out(piece, end="", highlight=False)
+            console.out("")
+            return
+        text = ""
+        with Live(console=console, refresh_per_second=8, vertical_overflow="visible") as live:
+            async for piece in pieces:
+                text += piece
+                live.update(Markdown(closed(text)))
 
 
 def closed(partial: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import httpx
@@ -106,7 +106,7 @@ class ChatFailed(Exception):
 
 async def stream_chat(
     client: httpx.AsyncClient, anima: str, payload: dict[str, str]
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     """Yield the reply's text pieces; raise ChatFailed with the hub's message on an error."""
     async with aconnect_sse(client, "POST", f"/api/chat/{anima}", json=payload) as source:
         if source.response.status_code != 200:

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
+from collections.abc import AsyncGenerator
+
+import pytest
+from rich.console import Console
+
+from hub import cli_console
 from hub.cli_console import closed
 
 
@@ -15,3 +23,42 @@ def test_a_reply_cut_off_mid_stream_is_drawn_with_its_spans_closed() -> None:
     assert closed("Hello **") == "Hello "  # nothing bold yet
     done = "**No model** is set: set `model`."
     assert closed(done) == done
+
+
+class _ClosedPipe(io.StringIO):
+    """A pipe whose reader has gone (`| head -1` after its line): every write after the
+    first fails."""
+
+    def write(self, text: str) -> int:
+        if self.getvalue():
+            raise BrokenPipeError
+        return super().write(text)
+
+
+class _PipeConsole(Console):
+    def on_broken_pipe(self) -> None:  # rich's own also points fd 1 at /dev/null
+        raise SystemExit(1)
+
+
+def test_a_closed_pipe_closes_the_reply_stream_in_its_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Left to the garbage collector, the stream closed outside its task and printed two
+    'error occurred during closing of asynchronous generator' tracebacks."""
+    monkeypatch.setattr(cli_console, "console", _PipeConsole(file=_ClosedPipe()))
+    finished: list[str] = []
+
+    async def pieces() -> AsyncGenerator[str, None]:
+        try:
+            for n in range(5):
+                yield f"line {n}\n"
+        finally:
+            finished.append("closed")
+
+    async def show() -> None:
+        stream = pieces()
+        with pytest.raises(SystemExit):
+            await cli_console.show_reply(stream)
+        assert finished == ["closed"]  # before the stream is garbage
+
+    asyncio.run(show())
