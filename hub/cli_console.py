@@ -16,6 +16,8 @@ from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
+from hub.excerpt import closed
+
 console = Console(markup=False)
 err = Console(stderr=True, soft_wrap=True, markup=False)
 # Help text is Markdown (`code` shows as code), not Rich markup: "[people] dm_policy" is a
@@ -54,22 +56,3 @@ async def show_reply(pieces: AsyncGenerator[str, None]) -> None:
             async for piece in pieces:
                 text += piece
                 live.update(Markdown(closed(text)))
-
-
-def closed(partial: str) -> str:
-    """A reply cut off mid-stream with its open bold and code spans closed: a frame drawn
-    while "**No language model" waits for its "**" would show the asterisks. A mark that
-    nothing follows yet is left out, and a closing one goes before trailing spaces, where
-    Markdown reads it."""
-    if partial.count("```") % 2:
-        return partial + "\n```"
-    body = partial.rstrip()
-    spaces = partial[len(body) :]
-    still_open = []  # (where it opened, its mark): the later one closes first
-    if body.count("**") % 2:
-        still_open.append((body.rfind("**"), "**"))
-    if body.replace("```", "").count("`") % 2:
-        still_open.append((body.rfind("`"), "`"))
-    for at, mark in sorted(still_open, reverse=True):
-        body = body[:at] if at + len(mark) == len(body) else body + mark
-    return body + spaces

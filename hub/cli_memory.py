@@ -27,7 +27,7 @@ from rich.progress import (
 from rich.table import Table
 
 from hub.animas import AnimaRegistry
-from hub.cli_console import HELP_MARKUP, closed, console, fail
+from hub.cli_console import HELP_MARKUP, console, fail
 from hub.client import auth_headers, refusal_line
 from hub.logs import to_files
 from hub.roles import load_roles
@@ -141,7 +141,9 @@ def memory_search(
     limit: Annotated[int, typer.Option(min=1, max=100, help="How many results.")] = 10,
 ) -> None:
     """Search an Anima's memory as an admin (every privacy scope unless --scope says)."""
+    from hub.excerpt import excerpt
     from hub.memory.admin_search import scopes_and_layer
+    from hub.memory.lexical import tokenize
 
     if not query.strip():  # REST refuses it too; searched, it listed whatever came first
         raise fail("the query is empty: say what to look for", code=2)
@@ -170,11 +172,11 @@ def memory_search(
         console.print(f"nothing in {name}'s memory matches that", highlight=False)
         return
     table = Table("score", "layer", "where", "text", "why")
+    wanted = set(tokenize(query))
     for row in rows:
         where = row["path"] + (f" § {row['section']}" if row.get("section") else "")
         text = " ".join(row["text"].split())
-        cut = text if len(text) <= 160 else closed(text[:159] + "…")  # no "**Dana Scu…"
-        shown = Markdown(cut)  # **who**: what
+        shown = Markdown(excerpt(text, wanted, 160))  # **who**: what, the part that matches
         table.add_row(f"{row['score']:.4f}", row["layer"], where, shown, str(row["why"]))
     console.print(table)
 

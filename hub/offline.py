@@ -13,6 +13,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from hub.episodes import OFFLINE_NOTE
+from hub.excerpt import HEADER, cut, excerpt
 from hub.llm import TurnContext
 from hub.memory.lexical import tokenize
 from hub.memory.redact import redact
@@ -53,7 +54,7 @@ _OFFLINE_REPLY = re.compile(r"\s*\*\*[^*]{1,40}\*\*: " + re.escape(OFFLINE_NOTE)
 
 def _quote(text: str, limit: int = 120) -> str:
     """The person's words as the reply repeats them: never with a secret they pasted."""
-    return _cut(_flat(text), limit)
+    return cut(_flat(text), limit)
 
 
 def _flat(text: str) -> str:
@@ -61,36 +62,9 @@ def _flat(text: str) -> str:
     return " ".join(redact(text)[0].split())
 
 
-def _cut(flat: str, limit: int) -> str:
-    """`flat` within `limit` characters, its bold markers paired: a line cut inside
-    "**Dana Scully**" would otherwise turn the rest of the reply bold."""
-    if len(flat) <= limit:
-        return flat
-    cut = flat[: limit - 1] + "…"
-    return cut + "**" if cut.count("**") % 2 else cut
-
-
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
-_SPEAKER = re.compile(r"\*\*[^*\n]{1,40}\*\*:?")  # "**Dana Scully**:" inside a summary
-
-
-def _excerpt(line: str, wanted: set[str], limit: int = 200) -> str:
-    """A recalled line as the reply shows it, within `limit`: when the first sentence that
-    shares a term with the message lies past the limit (a session summary holds a whole
-    conversation), its header (when, where) and then that sentence on, not the start."""
-    flat = _flat(line)
-    if len(flat) <= limit:
-        return flat
-    header = _HEADER.match(flat)
-    head = flat[: header.end()] if header else ""
-    body = flat[len(head) :]
-    for sentence in _SENTENCE_END.split(body):
-        if wanted & set(tokenize(_SPEAKER.sub(" ", sentence))):
-            at = body.index(sentence)
-            if len(head) + at + len(sentence) > limit:
-                return _cut(f"{head} … {body[at:].lstrip()}", limit)
-            break
-    return _cut(flat, limit)
+def _excerpt(line: str, wanted: set[str]) -> str:
+    """A recalled line as the reply shows it: the part that matches (`excerpt`)."""
+    return excerpt(_flat(line), wanted, 200)
 
 
 def _terms(text: str) -> set[str]:
@@ -101,26 +75,21 @@ def _grammar_only(term: str) -> bool:
     return all(ord(c) in _HIRAGANA or c in _GRAMMAR_CHARS for c in term)
 
 
-# What a recalled line or a profile fact holds but did not say: when ("[2026-12-04 09:30]")
-# and where ("(a direct conversation on web)", or a session summary's "(…, 6 turns)") before
-# it, or who noted it when
-# ("_(mika, 2026-12-01)_") after. Matched, "12 March" would find every line of a 12th, and
-# "web" every web turn. Who said it stays: a question naming Priya asks about her words.
-_HEADER = re.compile(
-    r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?(?:\*\*(?P<who>[^*\n]{1,40})\*\*(?: \([^)\n]{1,80}\))?:?)?"
-)
+# A recalled line's header (`HEADER`: when, who, where) is no match: "12 March" would find
+# every line of a 12th, and "web" every web turn. Who said it stays: a question naming Priya
+# asks about her words. Nor is who noted a profile fact when ("_(mika, 2026-12-01)_").
 _NOTED_BY = re.compile(r"\s*_\([^)\n]{1,80}\)_\s*$")
 
 
 def _said(line: str) -> str:
     """The line as said: its speaker and words."""
-    line = _HEADER.sub(lambda m: f"{m['who']}:" if m["who"] else "", line, count=1)
+    line = HEADER.sub(lambda m: f"{m['who']}:" if m["who"] else "", line, count=1)
     return _NOTED_BY.sub("", line, count=1)
 
 
 def _words(line: str) -> str:
     """What a line says, without who said it, when, where, case and punctuation."""
-    said = _NOTED_BY.sub("", _HEADER.sub("", line, count=1), count=1)
+    said = _NOTED_BY.sub("", HEADER.sub("", line, count=1), count=1)
     return " ".join(re.findall(r"\w+", said.casefold()))
 
 

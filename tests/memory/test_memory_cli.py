@@ -141,3 +141,16 @@ def test_a_cut_result_never_shows_an_open_bold_marker(
     found = runner.invoke(app, ["memory", "search", "aria", "kumquat order"], env=WIDE)
     assert found.exit_code == 0 and found.output.count("kumquat order") == 4, found.output
     assert "**" not in found.output
+
+
+def test_a_long_result_shows_the_sentence_that_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A result past 160 characters once showed its start, here only the week's chores."""
+    chores = " ".join(f"Chore {n} is to water the plants on shelf {n}." for n in range(1, 7))
+    said = ("aria", f"{chores} The kumquat order ships on Friday.")
+    runner = demo_hub(monkeypatch, tmp_path / "home", "Sam", said)
+    found = runner.invoke(app, ["memory", "search", "aria", "kumquat order"], env=WIDE)
+    assert found.exit_code == 0, found.output
+    assert "… The kumquat order ships on Friday." in found.output
+    assert "Chore 1 " not in found.output

@@ -1,4 +1,4 @@
-"""How the CLI draws a reply while it streams in (`hub/cli_console.py`)."""
+"""How the CLI draws a reply while it streams in (`hub/cli_console.py`, `hub/excerpt.py`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from hub import cli_console
-from hub.cli_console import closed
+from hub.excerpt import closed
 
 
 def test_a_reply_cut_off_mid_stream_is_drawn_with_its_spans_closed() -> None:
