@@ -105,6 +105,7 @@ class Dispatcher:
         return anima
 
     def _submit(self, row: InboxItem, job: TurnJob) -> None:
+        self._runtime.expect(job.inbox_id)
         if self._pacing is None:
             self._runtime.submit(job)
         else:

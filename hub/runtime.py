@@ -94,6 +94,12 @@ class Runtime:
         # Runs a delegated task in the assignee's mailbox (hub/task_runner.py, set by app).
         self.run_task: Callable[[TaskJob], Awaitable[None]] | None = None
 
+    def expect(self, inbox_id: str) -> None:
+        """Buffer a routed turn's events from now, before pacing lets it run: whoever asks for
+        the reply of a message still waiting for its slot then waits for it, not told to
+        look again later (the CLI had no later)."""
+        self._events.open(inbox_id)
+
     def submit(self, job: Job) -> None:
         if isinstance(job, TurnJob):
             self._events.open(job.inbox_id)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sqlmodel import select
 
+from hub.adapter import TurnEvent
 from hub.app import Hub
 from hub.messages import Address, AddressKind, DeliveryKind, Inbound, PlatformUser
 from hub.pacing import Pacer, Rate
@@ -89,5 +90,31 @@ async def test_a_flood_from_one_person_is_slowed_reported_once_and_answered_in_f
         # The calm person was answered before the flood's last message: not queued behind it.
         order = [r.inbox_id for r in sorted(replies, key=lambda r: r.created_at)]
         assert order.index(other.inbox_id) < 6
+    finally:
+        await hub.stop()
+
+
+async def test_a_paced_message_streams_its_reply_when_its_slot_comes(home: Path) -> None:
+    """Whoever waits on a paced message (the CLI's `chat`, the web chat) gets its reply; it
+    was told "still being answered; the reply will appear here", and the CLI exited."""
+    settings = make_settings(
+        home,
+        hub={"default_anima": "aria"},
+        runtime={"person_messages_per_minute": 120, "person_burst": 1},
+    )
+    hub = Hub(settings)
+    await hub.start()
+    add_demo_animas(hub)
+    try:
+        await hub.receive(inbound("quick", 0))
+        paced = await hub.receive(inbound("quick", 1))
+        assert hub.pacing.waiting == 1
+
+        async def events() -> list[TurnEvent]:
+            return [event async for event in hub.subscribe(paced.inbox_id)]
+
+        got = await asyncio.wait_for(events(), timeout=30)  # a guard, not a timing check
+        assert [e.type for e in got][-1] == "done", got
+        assert "message 1 from quick" in "".join(e.text for e in got if e.type == "text")
     finally:
         await hub.stop()
