@@ -10,6 +10,7 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import httpx
 from httpx_sse import aconnect_sse
@@ -137,9 +138,14 @@ def refusal(response: httpx.Response) -> str:
     detail = body.get("detail", response.text) if isinstance(body, dict) else body
     if isinstance(detail, list):  # FastAPI's validation errors: where, after query/body
         return "; ".join(
-            f"{'.'.join(str(part) for part in error.get('loc', ())[1:])}: {error.get('msg')}"
+            f"{'.'.join(str(part) for part in error.get('loc', ())[1:])}: {_said(error)}"
             if isinstance(error, dict)
             else str(error)
             for error in detail
         )
     return str(detail)
+
+
+def _said(error: dict[str, Any]) -> str:
+    """A validation error's message, without pydantic's "Value error, " before our words."""
+    return str(error.get("msg")).removeprefix("Value error, ")

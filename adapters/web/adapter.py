@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 from sse_starlette import EventSourceResponse
 
 from adapters.web.settings import WebSettings
@@ -38,8 +38,17 @@ SESSION_PATTERN = r"^[\w.-]{1,100}$"
 # only (docs/people.md). Everyone else speaks as who they signed in as.
 
 
+def _said(text: str) -> str:
+    if not text.strip():  # stored, it showed as an empty bubble and an empty episode line
+        raise ValueError("the message is empty")
+    return text
+
+
+Said = Annotated[str, AfterValidator(_said)]
+
+
 class ChatRequest(BaseModel):
-    message: str = Field(min_length=1)
+    message: Said
     session_id: str = Field(pattern=SESSION_PATTERN)
     user: str | None = Field(default=None, pattern=USER_PATTERN)
     channel: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]{0,79}$")
@@ -47,7 +56,7 @@ class ChatRequest(BaseModel):
 
 
 class PostRequest(BaseModel):
-    text: str = Field(min_length=1)
+    text: Said
     user: str | None = Field(default=None, pattern=USER_PATTERN)
     message_id: str | None = Field(default=None, pattern=r"^[\w.:-]{1,100}$")
 

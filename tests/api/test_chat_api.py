@@ -100,6 +100,10 @@ async def test_malformed_json_and_missing_fields_are_422(
     assert any(err["loc"][-1] == "message" for err in missing.json()["detail"])
     bad_user = await chat(client, "aria", message="hi", user="no/slashes#here")
     assert bad_user.status_code == 422
+    blank = await chat(client, "aria", message=" \n\t ")  # kept, it was an empty bubble
+    assert blank.status_code == 422 and "the message is empty" in blank.text
+    post = await client.post("/api/channels/general/posts", json={"text": "  ", "user": "bob"})
+    assert post.status_code == 422 and "the message is empty" in post.text
     assert count(hub, InboxItem) == 0
 
 

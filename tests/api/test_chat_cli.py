@@ -1,0 +1,23 @@
+"""`animahub chat` with no hub running: what a person who sends nothing is told."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from hub.cli import app
+from tests.api.test_people_cli import run
+
+
+def test_a_blank_message_is_refused_in_one_line_and_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It was answered ("Noted, Sam: “”") and kept as an empty line of the conversation."""
+    monkeypatch.setenv("ANIMAHUB_HOME", str(tmp_path / "home"))
+    run("init", "--demo", "--owner", "Sam")
+    blank = CliRunner().invoke(app, ["chat", "aria", "  "])
+    assert blank.exit_code == 1
+    assert blank.output.strip() == "error: message: the message is empty (HTTP 422)"
+    assert not list((tmp_path / "home" / "animas" / "aria" / "episodes").glob("*.md"))
