@@ -49,6 +49,11 @@ _BACK = re.compile(
     re.IGNORECASE,
 )
 _SHOWN = 5
+_ABOUT_ME = re.compile(
+    r"\b(?:about|of)\s+(?:me|myself)\b|\bwho\s+am\s+i\b|私(?:について|のこと)|关于我",
+    re.IGNORECASE,
+)
+_FIRST_PERSON = re.compile(r"\s*(?:I|I'm|I've|I'd|I'll|My|Me|Mine)\b|\s*私|\s*我", re.IGNORECASE)
 _OFFLINE_REPLY = re.compile(r"\s*\*\*[^*]{1,40}\*\*: " + re.escape(OFFLINE_NOTE) + r"\s*$")
 
 
@@ -146,7 +151,9 @@ def _follow_up(ctx: TurnContext, earlier: list[str]) -> str:
 def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
     """What memory holds that matches the message; for a question, plainly that nothing
     does, when nothing does."""
-    about = relevant(ctx.text, ctx.about_person)
+    # "What do you know about me?" shares no word with the facts it asks for: all of them.
+    everything = _ABOUT_ME.search(ctx.text)
+    about = list(ctx.about_person) if everything else relevant(ctx.text, ctx.about_person)
     asked = " ".join(ctx.text.split()).casefold()
     found = [
         _without_offline_reply(line)
@@ -170,13 +177,23 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         lines += [""]
     wanted = _terms(ctx.text)
     if about:
-        shown = (f"- {_excerpt(fact, wanted)}" for fact in about[:_SHOWN])
+        shown = (f"- {_as_told(_excerpt(fact, wanted))}" for fact in about[:_SHOWN])
         lines += ["What I know about you:", *shown, ""]
     if found:
         lines += ["From my memory:", *(f"- {_excerpt(f, wanted)}" for f in found[:_SHOWN]), ""]
     if not lines and _QUESTION.search(ctx.text):
         lines += ["I don't know anything about that yet.", ""]
     return lines
+
+
+def _as_told(fact: str) -> str:
+    """A fact kept in the person's own words ("My PIN is…") quoted, so that under "What I know
+    about you" it does not read as the Anima speaking of itself."""
+    noted = _NOTED_BY.search(fact)
+    words = fact[: noted.start()] if noted else fact
+    if not _FIRST_PERSON.match(words):
+        return fact
+    return f"“{words.strip()}”" + (fact[noted.start() :] if noted else "")
 
 
 def _said_once(found: list[str], about: list[str]) -> list[str]:

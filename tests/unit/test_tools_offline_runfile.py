@@ -87,7 +87,15 @@ def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> N
     assert "From my memory:\n- [2026-12-01 09:30] Alice: The budget code is TANGO-7731." in asked
     assert "lunch" not in asked and "deploy" not in asked and "What I know about you" not in asked
     mine = compose(context("how should status updates look?", ["hi"], about_person=about))
-    assert "What I know about you:\n- I prefer short status updates" in mine
+    assert "What I know about you:\n- “I prefer short status updates” _(mika" in mine
+    # Asked what it knows about them: every fact, though none shares a word with the question.
+    for question in ("What do you know about me?", "Tell me about myself", "Who am I?"):
+        whole = compose(context(question, ["hi"], recalled_lines=recalled, about_person=about))
+        assert "What I know about you:\n- “I prefer short status updates”" in whole, question
+        assert "I don't know anything" not in whole and "budget" not in whole
+    noted = ["Prefers tea over coffee _(mika, 2026-12-01)_"]  # a model's note: as it is
+    tea = compose(context("What do you know about me?", ["hi"], about_person=noted))
+    assert "What I know about you:\n- Prefers tea over coffee _(mika, 2026-12-01)_" in tea
     unknown = compose(context("What is the weather like?", ["hi"], recalled_lines=recalled))
     assert "I don't know anything about that yet." in unknown and "From my memory" not in unknown
     again = compose(
@@ -159,7 +167,7 @@ def test_an_offline_answer_says_the_same_words_once() -> None:
         )
     )
     assert asked.count("on Tuesday at 3pm") == 1
-    assert "What I know about you:\n- My dentist appointment is on Tuesday at 3pm" in asked
+    assert "What I know about you:\n- “My dentist appointment is on Tuesday at 3pm”" in asked
     assert "From my memory:\n- [2026-12-05 20:16] **Alice**" in asked  # other words stay
     note = "[2026-12-05 20:40] 来週の月曜日に田中さんとミーティングがあります。"  # a kept note
     turn = f"[2026-12-05 20:40] **Alice** (a DM): {note[19:]}"
