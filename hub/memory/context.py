@@ -9,6 +9,9 @@ everything recall shows stay the section alone.
 
 Measured on LoCoMo (bench/README.md): dense recall@10 0.592 → 0.710, hybrid 0.723 → 0.806.
 The section comes first so a long context is what the embedder's input limit cuts, not it.
+
+A note (knowledge, a procedure, a skill) is indexed with its title first when the title says
+what its text does not (`indexed_text`): "How to release" over steps that never say "release".
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from hub.memory.documents import Layer, MemoryItem
+from hub.memory.lexical import tokenize
 
 CONTEXT_SECTIONS = 2
 # Part of the index's model id: vectors made another way are rebuilt, never mixed.
@@ -32,7 +36,7 @@ def passage_texts(items: Sequence[MemoryItem], file_items: FileItems, limit: int
 
 def passage_text(item: MemoryItem, file_items: FileItems, limit: int) -> str:
     if item.layer is not Layer.EPISODIC:
-        return item.text[:limit]
+        return indexed_text(item)[:limit]
     earlier = earlier_sections(item, file_items(item.path))
     return "\n".join([item.text, *(other.text for other in earlier)])[:limit]
 
@@ -60,3 +64,16 @@ def earlier_sections(
         if other.scope == item.scope and other.channel == item.channel:
             found.append(other)
     return found
+
+
+_TITLED = (Layer.SEMANTIC, Layer.PROCEDURAL, Layer.SKILL)
+
+
+def indexed_text(item: MemoryItem) -> str:
+    """The text the index matches, embeds and shows for an item: a note's bold title and then
+    its text, when the title holds a search term the text lacks; else the text."""
+    if item.layer not in _TITLED or not item.title:
+        return item.text
+    if set(tokenize(item.title)) <= set(tokenize(item.text)):
+        return item.text
+    return f"**{item.title}**\n{item.text}"

@@ -283,10 +283,11 @@ def _subject(raw: str, who: str) -> str | None:
 
 
 def title_of(subject: str, said: str = "") -> str:
-    """The subject as a title, in the case `said` wrote it ("Renew the SSL", not "ssl")."""
+    """The subject as a title, in the case `said` wrote it ("Renew the SSL", not "ssl";
+    "Fox Mulder's badge number", not "Fox mulder badge number")."""
     words = subject.split()
     if said and words:
-        pattern = r"\W+".join(re.escape(w) for w in words)
+        pattern = r"(?:['’]s)?\W+".join(re.escape(w) for w in words)
         found = re.search(rf"(?<!\w){pattern}(?!\w)", said, re.IGNORECASE)
         if found:
             subject = found.group(0)

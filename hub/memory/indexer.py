@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from hub.memory.context import FileItems, passage_texts, previous_id
+from hub.memory.context import FileItems, indexed_text, passage_texts, previous_id
 from hub.memory.documents import MemoryItem, items_in
 from hub.memory.embedder import Embedder
 from hub.memory.index import IndexPoint, SparseVec, VectorIndex
@@ -128,7 +128,7 @@ class Indexer:
                 IndexPoint(
                     item.id,
                     vector,
-                    SparseVec(*sparse_vector(item.text)),
+                    SparseVec(*sparse_vector(indexed_text(item))),
                     payload(anima, item, previous_id(item, in_file)),
                 )
                 for item, vector in zip(batch, dense, strict=True)
@@ -174,5 +174,5 @@ def payload(anima: str, item: MemoryItem, prev: str | None = None) -> dict[str, 
         "path": item.path,
         "section": item.section,
         "title": item.title,
-        "text": item.text[:PAYLOAD_TEXT],
+        "text": indexed_text(item)[:PAYLOAD_TEXT],
     }

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 
 from hub.files import atomic_write
+from hub.memory.context import indexed_text
 from hub.memory.documents import LAYER_DIRS, MemoryItem, items_in
 from hub.memory.index import VectorIndex
 
@@ -70,7 +71,7 @@ def behind(index: VectorIndex, anima: str, items: Sequence[MemoryItem]) -> list[
             payload = held.get(item.id)
             if (
                 payload is None
-                or payload.get("text") != item.text[:PAYLOAD_TEXT]
+                or payload.get("text") != indexed_text(item)[:PAYLOAD_TEXT]
                 or payload.get("anima") != anima
             ):
                 late.append(item)

@@ -4,11 +4,12 @@ same file, conversation and scope (hub/memory/context.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from hub.memory.context import CONTEXT_SECTIONS, passage_text, previous_id
-from hub.memory.documents import Layer, MemoryItem
+from hub.memory.documents import Layer, MemoryItem, stable_id
 from hub.memory.index import SearchMode
 from hub.memory.index_edge import EdgeIndex
 from hub.memory.recall import RecallScope
@@ -147,5 +148,34 @@ async def test_an_indexed_turn_records_its_previous_section_and_search_lifts_it(
         scope = RecallScope("aria", "alice", "web:local/general", is_dm=False)
         found = await service.search(scope, "saturday", limit=2, mode=SearchMode.LEXICAL)
         assert [r.id for r in found] == [second.id, first.id]
+    finally:
+        await service.stop()
+
+
+async def test_a_note_is_found_and_shown_by_its_title_too(tmp_path: Path) -> None:
+    """The offline distiller files "The release procedure: run tests, tag, push" as steps
+    under the title "How to release": indexed as the steps alone, "How do I release?" did not
+    find it and it showed as " 1 run tests 2. tag 3. push"."""
+    service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), Recorder())
+    await service.start(["aria"])
+    try:
+        steps = "1. run tests\n2. tag\n3. push"
+        note = MemoryItem(
+            id=stable_id("release"),
+            layer=Layer.PROCEDURAL,
+            text=steps,
+            path="procedures/how-to-release.md",
+            scope="shared",
+            created=AT,
+            updated=AT,
+            title="How to release",
+        )
+        titled = replace(note, id=stable_id("tests"), title="Run tests")
+        await service.index_items("aria", [note, titled])
+        scope = RecallScope.admin("aria")
+        found = await service.search(scope, "release", limit=5, mode=SearchMode.LEXICAL)
+        assert [(r.id, r.text) for r in found] == [(note.id, f"**How to release**\n{steps}")]
+        kept = service.index.payloads([titled.id])[titled.id]
+        assert kept["text"] == steps  # its title says nothing its steps do not
     finally:
         await service.stop()

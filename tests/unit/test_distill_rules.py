@@ -58,6 +58,8 @@ def test_what_a_person_said_of_themselves_reads_as_said_of_them() -> None:
     assert ours.text == "Dana and others celebrated their anniversary with friends of theirs."
     (own,) = facts_in("dana", "My dentist appointment is on Tuesday at 3pm.", "s1")
     assert own.text == "Dana's dentist appointment is on Tuesday at 3pm."
+    (badge,) = facts_in("Fox Mulder", "My badge number is 4471", "s1")
+    assert badge.title == "Fox Mulder's badge number"  # was "Fox mulder badge number"
     (both,) = facts_in("dana", "My locker code is 4521 and I prefer tea over coffee.", "s1")
     assert both.text == "Dana's locker code is 4521 and they prefer tea over coffee."
     (moods,) = facts_in(
