@@ -35,6 +35,7 @@ _FILLER = frozenset(
     | {"said", "someth", "tell", "told", "would", "should", "pleas", "hi", "hello", "thank"}
     | {"how", "where", "whi", "wonder", "mention", "recal", "ever", "again", "yet", "just"}
 )
+_ASKED = re.compile(r"(?:[?？]|ですか|ますか|吗)[。.]?\s*$")  # a line that is only asked
 _QUESTION = re.compile(
     r"[?？]\s*$|(?:ですか|ますか|吗)[。.]?\s*$"
     r"|^\s*(what|who|whom|whose|when|where|which|why|how|do|does|did|is|are|can|could)\b",
@@ -156,9 +157,11 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
     about = list(ctx.about_person) if everything else relevant(ctx.text, ctx.about_person)
     asked = " ".join(ctx.text.split()).casefold()
     found = [
-        _without_offline_reply(line)
-        for line in relevant(ctx.text, ctx.recalled_lines)
-        if asked not in " ".join(line.split()).casefold()  # the same question asked before
+        line
+        for line in map(_without_offline_reply, relevant(ctx.text, ctx.recalled_lines))
+        # A question asked before (this one, or "What's the release procedure?") answers
+        # nothing; it only pushed what does down the list.
+        if asked not in " ".join(line.split()).casefold() and not _ASKED.search(line)
     ]
     # What this conversation said that recall does not show yet: a turn is indexed in the
     # background, a few hundred ms after its reply, so a quick follow-up asks before it is.

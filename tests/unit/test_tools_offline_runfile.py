@@ -111,6 +111,14 @@ def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> N
         )
     )
     assert "The budget code is TANGO-7731.\n" in again  # without the offline placeholder
+    asked_before = [
+        "[2026-12-01 09:31] **Alice** (a DM): What's the deploy procedure? "
+        "**aria**: _(answered in offline mode)_",
+        "[2026-11-20 10:00] **How to deploy** 1. run tests 2. tag 3. push",
+    ]
+    how = compose(context("How do I deploy?", ["hi"], recalled_lines=asked_before))
+    assert "From my memory:\n- [2026-11-20 10:00] **How to deploy** 1. run tests" in how
+    assert "procedure?" not in how  # a question asked before answers nothing
     assert again.count("What was the budget code?") == 1  # the question, not its echo
     # Said a moment ago in this conversation, before recall has it: the conversation answers.
     quick = compose(context("When do we ship the beta?", ["hi", "We ship the beta on Friday."]))
