@@ -141,8 +141,9 @@ def memory_search(
     limit: Annotated[int, typer.Option(min=1, max=100, help="How many results.")] = 10,
 ) -> None:
     """Search an Anima's memory as an admin (every privacy scope unless --scope says)."""
-    from hub.excerpt import excerpt
+    from hub.excerpt import excerpt, inline
     from hub.memory.admin_search import scopes_and_layer
+    from hub.memory.documents import LAYER_NAMES
     from hub.memory.lexical import tokenize
 
     if not query.strip():  # REST refuses it too; searched, it listed whatever came first
@@ -176,8 +177,9 @@ def memory_search(
     for row in rows:
         where = row["path"] + (f" § {row['section']}" if row.get("section") else "")
         text = " ".join(row["text"].split())
-        shown = Markdown(excerpt(text, wanted, 160))  # **who**: what, the part that matches
-        table.add_row(f"{row['score']:.4f}", row["layer"], where, shown, str(row["why"]))
+        shown = Markdown(inline(excerpt(text, wanted, 160)))  # **who**: what, what matches
+        layer = LAYER_NAMES.get(row["layer"], row["layer"])  # as --layer names it
+        table.add_row(f"{row['score']:.4f}", layer, where, shown, str(row["why"]))
     console.print(table)
 
 

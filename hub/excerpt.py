@@ -60,3 +60,12 @@ def excerpt(flat: str, wanted: set[str], limit: int) -> str:
                 return cut(f"{head} … {body[at:].lstrip()}", limit)
             break
     return cut(flat, limit)
+
+
+_BLOCK_MARK = re.compile(r"^(\s*)(\d+)([.)])(?=\s|$)|^(\s*)([-+*>]|#{1,6})(?=\s|$)")
+
+
+def inline(line: str) -> str:
+    """One line of text that Markdown reads as a line, not as the list item, heading or quote
+    its first characters would start ("1. run tests" drew as " 1 run tests")."""
+    return _BLOCK_MARK.sub(lambda m: f"{m[1]}{m[2]}\\{m[3]}" if m[2] else f"{m[4]}\\{m[5]}", line)

@@ -62,6 +62,8 @@ SEARCH_LAYERS: dict[str, tuple[str, ...] | None] = {
     **{folder: (layer.value,) for layer, folder in LAYER_DIRS.items()},
     "people": (Layer.INTERPERSONAL.value,),
 }
+# Each layer by the name a search takes ("episodic" is "episodes").
+LAYER_NAMES = {values[0]: name for name, values in SEARCH_LAYERS.items() if values}
 
 
 def stable_id(*parts: str) -> str:

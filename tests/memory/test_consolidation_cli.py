@@ -13,6 +13,7 @@ from hub.cli import app
 from hub.memory.consolidation import stage_days
 from hub.memory.documents import Layer, MemoryItem, append_episode, episode_path, stable_id
 from hub.roles import load_roles
+from tests.memory.test_memory_cli import WIDE
 
 
 def test_consolidate_and_restore_from_the_command_line(
@@ -115,3 +116,11 @@ def test_what_a_new_user_tells_becomes_knowledge_and_a_procedure_today(
     knowledge = {p.name: p.read_text() for p in (folder / "knowledge").glob("*.md")}
     assert any("ship the beta on Friday" in text for text in knowledge.values()), knowledge
     assert any("rotates monthly" in text for text in knowledge.values()), knowledge
+    # The procedure is found by what it is for, and drawn as written, named as --layer names it.
+    found = runner.invoke(
+        app, ["memory", "search", "aria", "How do I deploy?", "--limit", "1"], env=WIDE
+    )
+    assert found.exit_code == 0, found.output
+    assert "procedures " in found.output and "How to deploy 1. run tests 2. tag" in found.output
+    told = runner.invoke(app, ["chat", "aria", "How do I deploy?"])
+    assert "- [" in told.output and "**How to deploy** 1. run tests 2. tag" in told.output
