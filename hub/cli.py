@@ -9,6 +9,7 @@ import re
 import socket
 import sys
 import time
+from collections import deque
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,13 +19,23 @@ from rich.text import Text
 from sqlalchemy.exc import OperationalError
 
 from hub.animas import AnimaError, AnimaRegistry
-from hub.cli_console import HELP_MARKUP, console, err, fail, print_error, show_reply, styled
+from hub.cli_console import (
+    HELP_MARKUP,
+    console,
+    err,
+    fail,
+    given,
+    print_error,
+    show_reply,
+    styled,
+)
 from hub.cli_mcp import mcp
-from hub.cli_memory import consolidate, memory_app
+from hub.cli_memory import consolidate, known_anima, memory_app
 from hub.cli_people import pairing_app, people_app, token_app
 from hub.cli_tasks import task_app
 from hub.identity import os_user
 from hub.logs import anima_log_path
+from hub.messages import SESSION_ID_PATTERN, SESSION_ID_RULE
 from hub.roles import bundled_config_dir, load_roles
 from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
 from hub.settings import CONFIG_NAME, ConfigError, Settings, load_settings
@@ -188,7 +199,7 @@ def _listen(host: str, port: int) -> socket.socket:
 
 @anima_app.command("create")
 def anima_create(
-    name: Annotated[str, typer.Option("--name", help="Lowercase name, e.g. aria.")],
+    name: Annotated[str, typer.Option("--name", help="Lowercase name, e.g. aria.", callback=given)],
     role: Annotated[str, typer.Option("--role", help="researcher, engineer, manager, ...")],
     supervisor: Annotated[str | None, typer.Option(help="The Anima this one reports to.")] = None,
 ) -> None:
@@ -210,19 +221,29 @@ def anima_list() -> None:
     console.print(table)
 
 
+def _session_id(value: str) -> str:
+    """The hub's own rule, in words: its 422 quoted the regular expression."""
+    if not re.fullmatch(SESSION_ID_PATTERN, value):
+        raise fail(f"--session {value!r} is not a session id: use {SESSION_ID_RULE}", code=2)
+    return value
+
+
 @app.command()
 def chat(
-    name: Annotated[str, typer.Argument(help="The Anima to talk to.")],
+    name: Annotated[str, typer.Argument(help="The Anima to talk to.", callback=given)],
     message: Annotated[str, typer.Argument(help="What to say.")],
     user: Annotated[
         str, typer.Option(help="Act for this person (owner or admin token only).")
     ] = "",
-    session: Annotated[str, typer.Option(help="Conversation id; reuse it to continue.")] = "cli",
+    session: Annotated[
+        str, typer.Option(help="Conversation id; reuse it to continue.", callback=_session_id)
+    ] = "cli",
 ) -> None:
     """Send one message to an Anima and print the reply as it streams."""
     from hub.client import ChatFailed, hub_client, stream_chat
 
     settings = settings_or_exit()
+    known_anima(settings, name)
     payload = {"message": message, "session_id": session}
     if user:  # otherwise the hub's owner (or the admin token's) speaks
         payload["user"] = user
@@ -341,12 +362,13 @@ def _part_lines(parts: dict[str, Any]) -> str:
 
 @app.command()
 def heartbeat(
-    name: Annotated[str, typer.Argument(help="The Anima whose heartbeat to run.")],
+    name: Annotated[str, typer.Argument(help="The Anima whose heartbeat to run.", callback=given)],
 ) -> None:
-    """Run one heartbeat now and print what it posted (or HEARTBEAT_OK)."""
+    """Run one heartbeat now and print what it posted, or that it had nothing to say."""
     from hub.client import hub_client
 
     settings = settings_or_exit()
+    known_anima(settings, name)
 
     async def run() -> dict[str, Any]:
         async with hub_client(settings) as client:
@@ -367,7 +389,9 @@ def heartbeat(
 
 @app.command("repair-rag")
 def repair_rag(
-    anima: Annotated[str | None, typer.Option(help="The Anima to re-index (default: all).")] = None,
+    anima: Annotated[
+        str | None, typer.Option(help="The Anima to re-index (default: all).", callback=given)
+    ] = None,
     full: Annotated[bool, typer.Option(help="Drop the whole index first.")] = False,
 ) -> None:
     """Rebuild the memory index from the markdown, which is left untouched."""
@@ -381,15 +405,19 @@ def repair_rag(
 
 @app.command()
 def logs(
-    name: Annotated[str, typer.Argument(help="The Anima whose log to show.")],
-    lines: Annotated[int, typer.Option("--lines", "-n", help="How many lines.")] = 50,
+    name: Annotated[str, typer.Argument(help="The Anima whose log to show.", callback=given)],
+    lines: Annotated[
+        int, typer.Option("--lines", "-n", help="How many lines (0: none, only new ones with -f).")
+    ] = 50,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing.")] = False,
 ) -> None:
     """Show an Anima's log: turns answered, failures, schedule problems."""
+    if lines < 0:  # sliced, -n -5 printed all the lines but five
+        raise fail(f"-n {lines}: the number of lines must be 0 or more", code=2)
     settings = settings_or_exit()
     path = anima_log_path(settings.home, name)
-    if not (settings.home / "animas" / name).is_dir():
-        raise fail(f"no Anima named {name!r} in {settings.home}")
+    if not (settings.home / "animas" / name).is_dir():  # one whose anima.toml broke has logs
+        raise fail(f"no Anima named {name!r}")
     if not path.exists():
         console.print(f"{name} has no log entries yet ({path})", style="dim")
         if not follow:
@@ -401,7 +429,7 @@ def logs(
 
 def _print_tail(path: Path, lines: int, follow: bool) -> None:
     with path.open(encoding="utf-8", errors="replace") as handle:
-        for line in handle.readlines()[-lines:]:
+        for line in deque(handle, maxlen=lines):  # [-0:] was every line
             console.out(line.rstrip("\n"), highlight=False)
         while follow:
             line = handle.readline()

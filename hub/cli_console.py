@@ -40,6 +40,15 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
+def given(param: typer.CallbackParam, value: str | None) -> str | None:
+    """A name or code argument's callback: empty or blank is a usage error (exit 2). Sent on,
+    "" made a path like `/api/people/`, and the hub's answer was a bare 307 or Not Found."""
+    if value is not None and not value.strip():
+        shown = param.opts[0] if param.param_type_name == "option" else str(param.name).upper()
+        raise fail(f"{shown} must not be empty", code=2)
+    return value
+
+
 async def show_reply(pieces: AsyncGenerator[str, None]) -> None:
     """A streamed reply: rendered as Markdown as it grows in a terminal (replies use bold,
     lists and code), the text as it came when piped, so scripts read what the hub sent.

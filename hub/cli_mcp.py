@@ -20,8 +20,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from hub import __version__
-from hub.cli_console import print_error
-from hub.cli_memory import animas_in
+from hub.cli_console import fail, given, print_error
+from hub.cli_memory import known_anima
 from hub.cli_people import cli_settings
 from hub.runfile import HubBusy
 
@@ -46,11 +46,16 @@ async def relay(upstream: ClientSession, anima: str) -> Server[Any, Any]:
 
 
 async def serve(anima: str, token: str | None) -> None:
-    from hub.client import hub_client
+    from hub.client import hub_client, refusal
 
     async with hub_client(cli_settings()) as http:
         if token:
             http.headers["Authorization"] = f"Bearer {token}"
+        # Asked first: refused inside the MCP session, it was a page of traceback.
+        me = await http.get("/api/me")
+        if me.status_code != 200:
+            whose = "the token" if token else "this command"
+            raise fail(f"the hub refused {whose}: {refusal(me)} (HTTP {me.status_code})")
         url = f"{str(http.base_url).rstrip('/')}/mcp"
         async with (
             streamable_http_client(url, http_client=http) as (read, write, _session_id),
@@ -62,16 +67,16 @@ async def serve(anima: str, token: str | None) -> None:
 
 
 def mcp(
-    name: Annotated[str, typer.Argument(help="The Anima whose memory the client uses.")],
+    name: Annotated[
+        str, typer.Argument(help="The Anima whose memory the client uses.", callback=given)
+    ],
     token: Annotated[
         str | None,
         typer.Option(help="A person's API token (`animahub token create`); or ANIMAHUB_TOKEN."),
     ] = None,
 ) -> None:
     """Serve an Anima's memory to an MCP client over stdio (Claude Code, Codex, Cursor)."""
-    if name not in animas_in(cli_settings()):
-        print_error(f"no Anima named {name!r}")
-        raise typer.Exit(1)
+    known_anima(cli_settings(), name)
     try:
         asyncio.run(serve(name, token or os.environ.get("ANIMAHUB_TOKEN")))
     except HubBusy as exc:

@@ -27,7 +27,7 @@ from rich.progress import (
 from rich.table import Table
 
 from hub.animas import AnimaRegistry
-from hub.cli_console import HELP_MARKUP, console, fail
+from hub.cli_console import HELP_MARKUP, console, fail, given
 from hub.client import auth_headers, refusal_line
 from hub.logs import to_files
 from hub.roles import load_roles
@@ -50,6 +50,12 @@ def animas_in(settings: Settings) -> list[str]:
     registry = AnimaRegistry(settings.home / "animas", load_roles())
     registry.load()
     return registry.names()
+
+
+def known_anima(settings: Settings, name: str) -> None:
+    """Refuse a name no Anima of the data folder has, in the one line every command uses."""
+    if name not in animas_in(settings):
+        raise fail(f"no Anima named {name!r}")
 
 
 @asynccontextmanager
@@ -84,8 +90,8 @@ async def local_hub(settings: Settings) -> AsyncIterator[tuple[MemoryService, Id
 def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
     names = animas_in(settings)
     targets = names if anima is None else [anima]
-    if anima is not None and anima not in names:
-        raise typer.BadParameter(f"no Anima named {anima!r}")
+    if anima is not None:
+        known_anima(settings, anima)
     running = running_hub(settings.home)
     if running is not None:
         for name in targets:
@@ -130,7 +136,7 @@ async def _repair_locally(settings: Settings, targets: list[str], everything: bo
 @memory_app.command("search")
 def memory_search(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The Anima whose memory to search.")],
+    name: Annotated[str, typer.Argument(help="The Anima whose memory to search.", callback=given)],
     query: Annotated[str, typer.Argument(help="What to look for.")],
     scope: Annotated[
         str, typer.Option(help="Whose: all, shared, person:ID or channel:KEY (comma-separated).")
@@ -153,6 +159,7 @@ def memory_search(
     except ValueError as exc:
         raise fail(str(exc), code=2) from None
     settings: Settings = ctx.obj
+    known_anima(settings, name)
     running = running_hub(settings.home)
     if running is not None:
         response = httpx.get(
@@ -186,8 +193,6 @@ def memory_search(
 async def _search_locally(
     settings: Settings, name: str, query: str, scopes: tuple[str, ...], layer: str, limit: int
 ) -> list[dict[str, Any]]:
-    if name not in animas_in(settings):
-        raise typer.BadParameter(f"no Anima named {name!r}")
     from hub.memory.admin_search import search_rows
 
     async with local_hub(settings) as (memory, identity):
@@ -218,7 +223,9 @@ async def local_consolidator(settings: Settings) -> AsyncIterator[Consolidator]:
 
 
 def consolidate(
-    name: Annotated[str, typer.Argument(help="The Anima whose memory to consolidate.")],
+    name: Annotated[
+        str, typer.Argument(help="The Anima whose memory to consolidate.", callback=given)
+    ],
     daily: Annotated[
         bool, typer.Option("--daily", help="Distill every day not yet distilled, to yesterday.")
     ] = False,
@@ -248,8 +255,7 @@ def consolidate(
         one_day = date.fromisoformat(day) if day else None
     except ValueError:
         raise fail(f"--day {day!r} is not a day: use YYYY-MM-DD", code=2) from None
-    if name not in animas_in(settings):
-        raise fail(f"no Anima named {name!r} in {settings.home}")
+    known_anima(settings, name)
     running = running_hub(settings.home)
     if running is not None:
         for stage in stages:
@@ -293,15 +299,16 @@ async def _consolidate_locally(
 @memory_app.command("restore")
 def memory_restore(
     ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The Anima whose note to bring back.")],
+    name: Annotated[
+        str, typer.Argument(help="The Anima whose note to bring back.", callback=given)
+    ],
     path: Annotated[
         str, typer.Argument(help="The forgotten note, e.g. archive/forgotten/knowledge/x.md")
     ],
 ) -> None:
     """Bring back a note that monthly forgetting moved to archive/forgotten/."""
     settings: Settings = ctx.obj
-    if name not in animas_in(settings):
-        raise fail(f"no Anima named {name!r} in {settings.home}")
+    known_anima(settings, name)
     running = running_hub(settings.home)
     if running is not None:
         response = httpx.post(

@@ -12,7 +12,7 @@ from urllib.parse import quote
 import typer
 from rich.table import Table
 
-from hub.cli_console import HELP_MARKUP, console, err, print_error, styled
+from hub.cli_console import HELP_MARKUP, console, err, given, print_error, styled
 from hub.runfile import HubBusy
 from hub.settings import ConfigError, Settings, load_settings
 
@@ -39,15 +39,19 @@ def cli_settings() -> Settings:
         raise typer.Exit(2) from None
 
 
-def call(method: str, path: str, body: dict[str, Any] | None = None, ok: int = 200) -> Any:
-    """One API request; a refusal is one line on stderr and exit code 1."""
-    from hub.client import hub_client, refusal_line
+def call(
+    method: str, path: str, body: dict[str, Any] | None = None, ok: int = 200, if_404: str = ""
+) -> Any:
+    """One API request; a refusal is one line on stderr and exit code 1 (`if_404` added to a
+    404's: what to do about it)."""
+    from hub.client import hub_client, refusal
 
     async def run() -> Any:
         async with hub_client(cli_settings()) as client:
             response = await client.request(method, path, json=body)
         if response.status_code != ok:
-            print_error(refusal_line(response))
+            hint = f"; {if_404}" if if_404 and response.status_code == 404 else ""
+            print_error(f"{refusal(response)}{hint} (HTTP {response.status_code})")
             raise typer.Exit(1)
         return response.json()
 
@@ -56,6 +60,9 @@ def call(method: str, path: str, body: dict[str, Any] | None = None, ok: int = 2
     except HubBusy as exc:
         print_error(str(exc))
         raise typer.Exit(1) from None
+
+
+_NEW_HINT = "check the spelling (`animahub people list`), or add --new to create them"
 
 
 def short_time(at: str | None) -> str:
@@ -104,13 +111,17 @@ def _print_person(person: dict[str, Any]) -> None:
 
 
 @people_app.command("show")
-def people_show(name: Annotated[str, typer.Argument(help="A person's id or name.")]) -> None:
+def people_show(
+    name: Annotated[str, typer.Argument(help="A person's id or name.", callback=given)],
+) -> None:
     """One person: roles, linked accounts, merged ids."""
     _print_person(call("GET", f"/api/people/{_name(name)}"))
 
 
 @people_app.command("handoffs")
-def people_handoffs(name: Annotated[str, typer.Argument(help="A person's id or name.")]) -> None:
+def people_handoffs(
+    name: Annotated[str, typer.Argument(help="A person's id or name.", callback=given)],
+) -> None:
     """Where NAME left off with each Anima: the handoffs of their DM sessions."""
     rows = call("GET", f"/api/people/{_name(name)}/handoffs")
     if not rows:
@@ -132,7 +143,7 @@ def people_handoffs(name: Annotated[str, typer.Argument(help="A person's id or n
 
 @people_app.command("link")
 def people_link(
-    name: Annotated[str, typer.Argument(help="The person.")],
+    name: Annotated[str, typer.Argument(help="The person.", callback=given)],
     account: Annotated[str, typer.Argument(help="PLATFORM:USER_ID, e.g. slack:U024BE7LH.")],
 ) -> None:
     """Link a platform account to a person (whoever it was before is merged in)."""
@@ -146,22 +157,31 @@ def people_link(
 
 @people_app.command("unlink")
 def people_unlink(
-    name: Annotated[str, typer.Argument(help="The person.")],
-    platform: Annotated[str, typer.Argument(help="slack, discord, telegram, line or web.")],
+    name: Annotated[str, typer.Argument(help="The person.", callback=given)],
+    platform: Annotated[
+        str, typer.Argument(help="slack, discord, telegram, line or web.", callback=given)
+    ],
 ) -> None:
     """The person's account on PLATFORM becomes a person of its own."""
     answer = call("DELETE", f"/api/people/{_name(name)}/accounts/{_name(platform)}")
-    console.print(f"{platform} is now {answer['split']['id']}", highlight=False)
+    person, split = answer["person"], answer["split"]
+    accounts = ", ".join(f"{a['platform']}:{a['user_id']}" for a in split["accounts"])
+    console.print(
+        f"unlinked {accounts} from {person['name']} ({person['id']}): "
+        f"it is a person of its own now, {split['name']} ({split['id']})",
+        highlight=False,
+    )
 
 
 @people_app.command("forget")
 def people_forget(
-    name: Annotated[str, typer.Argument(help="The person.")],
+    name: Annotated[str, typer.Argument(help="The person.", callback=given)],
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False,
 ) -> None:
     """Delete what the Animas keep private to NAME, what they learned about them, and their
     DM conversations (for good; who they are is kept)."""
     if not yes and not typer.confirm(f"Forget everything private to {name}, for good?"):
+        err.print(f"nothing was forgotten of {name}", highlight=False)
         raise typer.Exit(1)
     gone = call("POST", f"/api/people/{_name(name)}/forget")
     per = ", ".join(f"{a}: {n}" for a, n in gone["memories"].items()) or "none"
@@ -175,8 +195,8 @@ def people_forget(
 
 @people_app.command("merge")
 def people_merge(
-    name: Annotated[str, typer.Argument(help="Who is merged away.")],
-    into: Annotated[str, typer.Argument(help="Who they become.")],
+    name: Annotated[str, typer.Argument(help="Who is merged away.", callback=given)],
+    into: Annotated[str, typer.Argument(help="Who they become.", callback=given)],
 ) -> None:
     """NAME becomes part of INTO: accounts, profile and private memory."""
     _print_person(call("POST", f"/api/people/{_name(name)}/merge", {"into": into}))
@@ -184,20 +204,28 @@ def people_merge(
 
 @people_app.command("owner")
 def people_owner(
-    name: Annotated[str | None, typer.Argument(help="The new owner (default: show it).")] = None,
+    name: Annotated[
+        str | None, typer.Argument(help="The new owner (default: show it).", callback=given)
+    ] = None,
+    new: Annotated[bool, typer.Option("--new", help="NAME is someone new: create them.")] = False,
 ) -> None:
-    """Show the hub's owner, or make NAME the owner."""
+    """Show the hub's owner, or make NAME the owner (someone the hub knows, unless --new)."""
     if name is None:
         owner = call("GET", "/api/people/owner")
     else:
-        owner = call("PUT", "/api/people/owner", {"name": name})
+        body = {"name": name, "create": new}
+        owner = call("PUT", "/api/people/owner", body, if_404=_NEW_HINT)
     console.print(styled("owner: ", (owner["name"], "bold"), f" ({owner['id']})"), highlight=False)
 
 
 @people_app.command("invite")
-def people_invite(name: Annotated[str, typer.Argument(help="Who may sign in.")]) -> None:
-    """Print a one-time sign-in link (15 minutes) for the web chat."""
+def people_invite(
+    name: Annotated[str, typer.Argument(help="Who may sign in.", callback=given)],
+) -> None:
+    """Print a one-time sign-in link (15 minutes) for the web chat (NAME created if new)."""
     link = call("POST", f"/api/people/{_name(name)}/invite", ok=201)
+    if link["created"]:  # a typo makes a new person: say so
+        console.print(f"new person: {link['name']} ({link['person']})", highlight=False)
     console.print(
         f"Sign-in link for {link['name']} (once, until {link['expires_at']}):", highlight=False
     )
@@ -205,13 +233,17 @@ def people_invite(name: Annotated[str, typer.Argument(help="Who may sign in.")])
 
 
 @people_app.command("sessions")
-def people_sessions(name: Annotated[str, typer.Argument(help="Whose sessions.")]) -> None:
+def people_sessions(
+    name: Annotated[str, typer.Argument(help="Whose sessions.", callback=given)],
+) -> None:
     """List NAME's open web chat sessions."""
     console.print(_credential_table(call("GET", f"/api/people/{_name(name)}/sessions")))
 
 
 @people_app.command("revoke")
-def people_revoke(session: Annotated[str, typer.Argument(help="A session id (s-…).")]) -> None:
+def people_revoke(
+    session: Annotated[str, typer.Argument(help="A session id (s-…).", callback=given)],
+) -> None:
     """End a web chat session: its next request is refused."""
     row = call("DELETE", f"/api/sessions/{_name(session)}")
     console.print(f"revoked session {row['id']} of {row['person']}", highlight=False)
@@ -219,18 +251,23 @@ def people_revoke(session: Annotated[str, typer.Argument(help="A session id (s-�
 
 @token_app.command("create")
 def token_create(
-    person: Annotated[str, typer.Option("--person", help="Whose token.")],
+    person: Annotated[str, typer.Option("--person", help="Whose token.", callback=given)],
     label: Annotated[str, typer.Option(help="What it is for.")] = "",
+    new: Annotated[bool, typer.Option("--new", help="PERSON is someone new: create them.")] = False,
 ) -> None:
-    """Make an API token that acts as PERSON; it is printed once and stored hashed."""
-    made = call("POST", "/api/tokens", {"person": person, "label": label}, ok=201)
+    """Make an API token that acts as PERSON (someone the hub knows, unless --new); it is
+    printed once and stored hashed."""
+    body = {"person": person, "label": label, "create": new}
+    made = call("POST", "/api/tokens", body, ok=201, if_404=_NEW_HINT)
     err.print(f"token {made['id']} for {made['person']} (shown once):", highlight=False)
     console.out(made["token"], highlight=False)
 
 
 @token_app.command("list")
 def token_list(
-    person: Annotated[str | None, typer.Option("--person", help="Only this person's.")] = None,
+    person: Annotated[
+        str | None, typer.Option("--person", help="Only this person's.", callback=given)
+    ] = None,
 ) -> None:
     """List live API tokens (never their secrets)."""
     path = "/api/tokens" + (f"?person={_name(person)}" if person else "")
@@ -238,7 +275,9 @@ def token_list(
 
 
 @token_app.command("revoke")
-def token_revoke(token_id: Annotated[str, typer.Argument(help="A token id (t-…).")]) -> None:
+def token_revoke(
+    token_id: Annotated[str, typer.Argument(help="A token id (t-…).", callback=given)],
+) -> None:
     """Revoke an API token: requests with it are refused from now on."""
     row = call("DELETE", f"/api/tokens/{_name(token_id)}")
     console.print(f"revoked token {row['id']} of {row['person']}", highlight=False)
@@ -255,7 +294,10 @@ def pairing_list() -> None:
 
 @pairing_app.command("approve")
 def pairing_approve(
-    code: Annotated[str, typer.Argument(help="The code the person was given, or a request id.")],
+    code: Annotated[
+        str,
+        typer.Argument(help="The code the person was given, or a request id.", callback=given),
+    ],
 ) -> None:
     """Let the person in: their DMs reach the Animas from now on."""
     person = call("POST", f"/api/pairing/{_name(code)}/approve")

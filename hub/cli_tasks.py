@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hub.cli_console import HELP_MARKUP, console, styled
+from hub.cli_console import HELP_MARKUP, console, given, styled
 from hub.cli_people import call, cli_settings, short_time
 from hub.delegation import STARTS_WITH_THE_HUB
 from hub.runfile import running_hub
@@ -62,7 +62,7 @@ def task_show(task_id: Annotated[int, typer.Argument(help="The task's id.")]) ->
 
 @task_app.command("delegate")
 def task_delegate(
-    name: Annotated[str, typer.Argument(help="The Anima who does it.")],
+    name: Annotated[str, typer.Argument(help="The Anima who does it.", callback=given)],
     title: Annotated[str, typer.Argument(help="The task in a line.")],
     details: Annotated[str, typer.Option(help="What done looks like.")] = "",
     due: Annotated[str, typer.Option(help="ISO 8601, or 'in 2 hours'.")] = "",

@@ -37,6 +37,8 @@ from hub.store.models import (
 log = logging.getLogger(__name__)
 ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no 0/O, no 1/I: read aloud, typed on a phone
 CODE_LENGTH = 8
+# The platforms a person's account can be on (adapters/notion posts reports, it has no people).
+PLATFORMS = ("slack", "discord", "telegram", "line", "web")
 
 
 def new_code() -> str:
@@ -125,16 +127,18 @@ class Linking:
         log.info("%s merged into %s (%s)", source_id, into_id, via)
         return self._identity.by_id(into_id)
 
-    def unlink(self, person_id: str, platform: str, actor: str) -> PersonView:
+    def unlink(self, person_id: str, platform: str, actor: str, whose: str = "") -> PersonView:
         """The person's account on `platform` becomes a person of its own (what was said
-        before stays with the person). Raises `LinkRefused`."""
+        before stays with the person). Raises `LinkRefused`, said to the person themselves
+        or, given `whose` (an admin's unlink), naming them."""
         accounts = self.accounts(person_id)
         leaving = [a for a in accounts if a.platform == platform]
         if not leaving:
-            raise LinkRefused(f"No {platform} account is linked to you.")
+            raise LinkRefused(f"No {platform} account is linked to {whose or 'you'}.")
         if len(leaving) == len(accounts):
+            owner = f"{whose}'s" if whose else "Your"
             raise LinkRefused(
-                f"Your {platform} account is all there is: nothing to unlink it from."
+                f"{owner} {platform} account is all there is: nothing to unlink it from."
             )
         with self._db.session() as session:
             for account in leaving:

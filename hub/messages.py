@@ -16,6 +16,11 @@ class AddressKind(StrEnum):
     CHANNEL = "channel"
 
 
+# A web chat's (and `animahub chat --session`'s) conversation id: its address's thread.
+SESSION_ID_PATTERN = r"^[\w.-]{1,100}$"
+SESSION_ID_RULE = "1 to 100 letters, digits, '_', '.' or '-' (no spaces)"
+
+
 _ADDRESS_RE = re.compile(
     r"^(?P<platform>[a-z0-9_-]+):(?P<workspace>[^/]*)/(?P<channel>[^#]+)(?:#(?P<thread>.+))?$"
 )

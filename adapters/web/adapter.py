@@ -26,12 +26,18 @@ from hub.adapter import (
     caller_of,
     parse_command,
 )
-from hub.messages import Address, AddressKind, Inbound, OutboundChunk, PlatformUser
+from hub.messages import (
+    SESSION_ID_PATTERN,
+    Address,
+    AddressKind,
+    Inbound,
+    OutboundChunk,
+    PlatformUser,
+)
 
 STATIC = Path(__file__).parent / "static"
 # A person's id or name ("Dana Li"): inner spaces allowed, as display names have them.
 USER_PATTERN = r"^[\w.@-](?:[\w.@ -]{0,62}[\w.@-])?$"
-SESSION_PATTERN = r"^[\w.-]{1,100}$"
 
 
 # `user` names the person to act for: the hub honours it for its owner and the admin token
@@ -49,7 +55,7 @@ Said = Annotated[str, AfterValidator(_said)]
 
 class ChatRequest(BaseModel):
     message: Said
-    session_id: str = Field(pattern=SESSION_PATTERN)
+    session_id: str = Field(pattern=SESSION_ID_PATTERN)
     user: str | None = Field(default=None, pattern=USER_PATTERN)
     channel: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]{0,79}$")
     message_id: str | None = Field(default=None, pattern=r"^[\w.:-]{1,100}$")
@@ -181,7 +187,7 @@ class WebAdapter:
         self,
         name: str,
         request: Request,
-        session_id: Annotated[str, Query(pattern=SESSION_PATTERN)],
+        session_id: Annotated[str, Query(pattern=SESSION_ID_PATTERN)],
         user: Annotated[str | None, Query(pattern=USER_PATTERN)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     ) -> dict[str, list[TranscriptEntry]]:

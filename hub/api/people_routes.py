@@ -20,7 +20,7 @@ from hub.api.routes import HubDep
 from hub.app import Hub
 from hub.forgetting import Forgotten
 from hub.identity import PersonView
-from hub.linking import Account, LinkRefused
+from hub.linking import PLATFORMS, Account, LinkRefused
 from hub.memory.profiles import Learned
 from hub.store.models import CredentialKind
 
@@ -34,13 +34,16 @@ def get_caller(request: Request) -> Caller:
 CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
-class NameIn(BaseModel):
+class OwnerIn(BaseModel):
     name: str = Field(min_length=1, max_length=200)
+    # False: a name that matches nobody is a 404, not a new person (the CLI's `--new`).
+    create: bool = True
 
 
 class TokenIn(BaseModel):
     person: str = Field(min_length=1, max_length=200)
     label: str = Field(default="", max_length=200)
+    create: bool = True  # as OwnerIn's
 
 
 def _person(hub: Hub, name: str) -> PersonView:
@@ -48,6 +51,18 @@ def _person(hub: Hub, name: str) -> PersonView:
     if person is None:
         raise HTTPException(404, f"no person named {name!r}")
     return person
+
+
+def _named(hub: Hub, name: str, create: bool) -> PersonView:
+    """The person called `name`; created if new only when `create` says so."""
+    return hub.identity.named(name) if create else _person(hub, name)
+
+
+def _platform(name: str) -> str:
+    platform = name.lower()
+    if platform not in PLATFORMS:
+        raise HTTPException(422, f"no platform named {name!r}: one of {', '.join(PLATFORMS)}")
+    return platform
 
 
 def when(at: datetime | None) -> str | None:
@@ -123,21 +138,24 @@ def owner(hub: HubDep) -> dict[str, str]:
 
 
 @router.put("/people/owner")
-def set_owner(body: NameIn, hub: HubDep, caller: CallerDep) -> dict[str, str]:
-    person = hub.identity.set_owner(body.name)
+def set_owner(body: OwnerIn, hub: HubDep, caller: CallerDep) -> dict[str, str]:
+    person = hub.identity.set_owner(_named(hub, body.name, body.create).id)
     hub.people.audit(caller, "person.owner", person.id)
     return {"id": person.id, "name": person.display_name}
 
 
 @router.post("/people/{name}/invite", status_code=201)
 def invite(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
-    """A one-time sign-in link for `name` (created if new): it opens a web chat session."""
+    """A one-time sign-in link for `name` (created if new, and `created` says so): it opens
+    a web chat session."""
+    created = hub.identity.find(name) is None
     person = hub.identity.named(name)
     issued = hub.access.create_signin(person.id, created_by=caller.person_id)
     hub.people.audit(caller, "person.invite", person.id)
     return {
         "person": person.id,
         "name": person.display_name,
+        "created": created,
         "url": f"{hub.settings.server.link_base()}/signin/{issued.secret}",
         "expires_at": when(issued.expires_at),
     }
@@ -156,9 +174,9 @@ def revoke_session(credential_id: str, hub: HubDep, caller: CallerDep) -> dict[s
 
 @router.post("/tokens", status_code=201)
 def create_token(body: TokenIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
-    """A person's own API token (the person created if new); its secret is in this answer
-    only."""
-    person = hub.identity.named(body.person)
+    """A person's own API token (the person created if new, unless `create` is false); its
+    secret is in this answer only."""
+    person = _named(hub, body.person, body.create)
     issued = hub.access.create_token(person.id, body.label, created_by=caller.person_id)
     hub.people.audit(caller, "token.create", issued.id)
     return {"id": issued.id, "person": person.id, "token": issued.secret}
@@ -192,7 +210,7 @@ def person(name: str, hub: HubDep) -> dict[str, Any]:
 @router.post("/people/{name}/accounts")
 def link_account(name: str, body: AccountIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """Link a platform account to the person (its former person, if any, merged in)."""
-    account = Account(body.platform, body.user_id, body.display_name)
+    account = Account(_platform(body.platform), body.user_id, body.display_name)
     target = _person(hub, name)
     return _shown(hub, _linked(lambda: hub.linking.attach(target.id, account, actor_of(caller))))
 
@@ -200,8 +218,9 @@ def link_account(name: str, body: AccountIn, hub: HubDep, caller: CallerDep) -> 
 @router.delete("/people/{name}/accounts/{platform}")
 def unlink_account(name: str, platform: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """The person's account on `platform` becomes a person of its own."""
-    target = _person(hub, name)
-    split = _linked(lambda: hub.linking.unlink(target.id, platform, actor_of(caller)))
+    target, platform = _person(hub, name), _platform(platform)
+    who = target.display_name
+    split = _linked(lambda: hub.linking.unlink(target.id, platform, actor_of(caller), who))
     return {"person": _shown(hub, hub.identity.by_id(target.id)), "split": _shown(hub, split)}
 
 

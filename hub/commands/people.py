@@ -12,7 +12,7 @@ from collections.abc import Callable
 from hub.access import label_address, where_label
 from hub.admission import Admission
 from hub.identity import PersonView
-from hub.linking import Linking, LinkRefused
+from hub.linking import PLATFORMS, Linking, LinkRefused
 from hub.messages import Address, AddressKind, Command, Inbound
 
 Notify = Callable[[Address, str], None]
@@ -21,7 +21,6 @@ Notify = Callable[[Address, str], None]
 LINK_USAGE = (
     "Usage: /link (in a DM: a code) | /link CODE (from your other account) | /unlink PLATFORM"
 )
-_PLATFORMS = ("slack", "discord", "telegram", "line", "web")
 
 
 class PeopleCommands:
@@ -76,8 +75,8 @@ class PeopleCommands:
         return f"Let in: {let_in.display_name} ({let_in.id}) may now write to the Animas."
 
     def _unlink(self, command: Command, person: PersonView, actor: str) -> str:
-        if len(command.args) != 1 or command.args[0].lower() not in _PLATFORMS:
-            return f"Usage: /unlink PLATFORM, one of {', '.join(_PLATFORMS)}."
+        if len(command.args) != 1 or command.args[0].lower() not in PLATFORMS:
+            return f"Usage: /unlink PLATFORM, one of {', '.join(PLATFORMS)}."
         platform = command.args[0].lower()
         try:
             split = self._linking.unlink(person.id, platform, actor)

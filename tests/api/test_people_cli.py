@@ -33,7 +33,7 @@ def test_owner_invite_and_tokens_from_the_command_line(
     run("init", "--owner", "Dana Li")
     assert 'owner = "Dana Li"' in (home / "hub.toml").read_text()
     assert "Dana Li (dana-li)" in run("people", "owner")
-    assert "Sam (sam)" in run("people", "owner", "Sam")
+    assert "Sam (sam)" in run("people", "owner", "Sam", "--new")
     assert "owner" in run("people", "list").split("sam", 1)[1].splitlines()[0]
 
     link = run("people", "invite", "BOB").splitlines()[-1]

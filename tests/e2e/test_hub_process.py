@@ -59,7 +59,7 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
         assert found.returncode == 0 and "launch is on Friday" in found.stdout, found.stderr
         nobody = cli(home, "memory", "search", "nobody", "launch")
         assert nobody.returncode == 1 and "Traceback" not in nobody.stderr, nobody.stderr
-        assert nobody.stderr.strip() == "error: no Anima named 'nobody' (HTTP 404)"
+        assert nobody.stderr.strip() == "error: no Anima named 'nobody'"
         to_nobody = cli(home, "chat", "nobody", "hello")  # every refusal in the same words
         assert to_nobody.returncode == 1 and to_nobody.stderr == nobody.stderr
         nothing = cli(home, "memory", "search", "aria", "launch", "--layer", "procedures")
@@ -163,7 +163,8 @@ def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
     assert said.returncode == 0, said.stderr
     assert "Otto" in said.stdout and "carol" in said.stdout
     unknown = cli(home, "chat", "ghost", "hello")
-    assert unknown.returncode == 1 and "404" in unknown.stderr
+    assert unknown.returncode == 1
+    assert unknown.stderr == "error: no Anima named 'ghost'\n"  # no hub ran: no HTTP status
     bad = cli(home, "anima", "create", "--name", "Bad Name", "--role", "ops")
     assert bad.returncode == 1 and "invalid Anima name" in bad.stderr
     shutil.rmtree(home / "index")  # lost: rebuilt from the markdown

@@ -17,6 +17,7 @@ from hub.scheduler import Fire, JobKind
 from tests.schedule.conftest import deliveries, open_life, say, web_address
 
 HALF_HOUR = timedelta(minutes=30)
+README = Path(__file__).parents[2] / "README.md"
 
 
 async def beat(hub: Hub, clock: ManualClock, span: timedelta = HALF_HOUR) -> None:
@@ -208,6 +209,9 @@ def test_the_heartbeat_command_runs_one_now(home: Path) -> None:
     result = runner.invoke(app, ["heartbeat", "kai"], env=env)
     assert result.exit_code == 0, result.output
     assert "kai: heartbeat: nothing to say" in result.output
+    # what the README's command table promises it prints
+    row = next(line for line in README.read_text().splitlines() if "`animahub heartbeat" in line)
+    assert "heartbeat: nothing to say" in row, row
     # the command ran a hub in its own process; its log still says what happened, in words
     logs = runner.invoke(app, ["logs", "kai"], env=env)
     assert logs.exit_code == 0, logs.output
