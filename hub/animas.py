@@ -7,11 +7,11 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hub.files import atomic_write
 from hub.roles import Role
-from hub.settings import describe_errors
+from hub.settings import check_timezone, describe_errors
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MEMORY_DIRS = ("episodes", "knowledge", "procedures", "skills", "crons", "archive/forgotten")
@@ -53,6 +53,11 @@ class AnimaFile(BaseModel):
     # Where this Anima's task reports go besides the conversation that asked (targets as
     # in a cron's post_to: an address, dm:<platform>:<user>, notion:notion/<data source>).
     report_to: list[str] = Field(default_factory=list)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        return check_timezone(value) if value else value  # empty: the hub's
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,7 +49,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.triggers.cron import (
     CronTrigger,
@@ -57,6 +56,7 @@ from apscheduler.triggers.cron import (
 
 from hub.memory.slugs import slug
 from hub.messages import Command
+from hub.settings import check_timezone
 from hub.targets import Target, parse_target
 
 log = logging.getLogger(__name__)
@@ -189,14 +189,6 @@ def _weekday(text: str) -> int:
     if name.isdigit() and int(name) <= 7:
         return int(name)
     raise ValueError(f"{text!r} is not a weekday (0-7 or sun-sat)")
-
-
-def check_timezone(timezone: str) -> str:
-    try:
-        ZoneInfo(timezone)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ValueError(f"unknown timezone {timezone!r}: use an IANA name") from exc
-    return timezone
 
 
 # --- parsing -------------------------------------------------------------------------------

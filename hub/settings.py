@@ -19,6 +19,7 @@ from functools import cache
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, TypeVar, get_args
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from dotenv import dotenv_values
 from pydantic import (
@@ -82,6 +83,13 @@ class HubSection(SettingsSection):
             if not _IDENTITY_RE.match(entry):
                 raise ValueError(f"{entry!r} is not platform:user_id (e.g. web:alice)")
         return value
+
+    # Checked as settings load: an unknown zone let the hub start, then failed every
+    # scheduler tick, heartbeat and dashboard request.
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        return check_timezone(value)
 
 
 class DmPolicy(StrEnum):
@@ -420,6 +428,17 @@ def _host_pattern(entry: str) -> str:
             f"a wildcard only as *.example.com)"
         ) from None
     return f"[{address}]" if address.version == 6 else str(address)
+
+
+def check_timezone(timezone: str) -> str:
+    """An IANA zone name that this machine knows, else a ValueError saying so."""
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(
+            f"unknown timezone {timezone!r}: use an IANA name (e.g. UTC, Europe/Berlin)"
+        ) from exc
+    return timezone
 
 
 def is_loopback(host: str) -> bool:

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hub.crons import KINDS, ScheduleError, check_timezone, cron_trigger, parse_cron_text
+from hub.crons import KINDS, ScheduleError, cron_trigger, parse_cron_text
+from hub.settings import check_timezone
 from tests.fuzz.strategies import examples, nasty_text
 
 _DAYS = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")

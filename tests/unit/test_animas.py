@@ -226,6 +226,7 @@ BROKEN = {
     "bad-toml": 'name = "bad-toml"\nrole = \n',
     "unknown-key": 'name = "unknown-key"\nrole = "engineer"\ncolour = "blue"\n',
     "mismatch": 'name = "other"\nrole = "engineer"\n',
+    "bad-zone": 'name = "bad-zone"\nrole = "engineer"\ntimezone = "Mars/Olympus"\n',
 }
 
 
@@ -246,6 +247,24 @@ def test_load_reports_one_line_per_broken_folder(
     assert len(problems) == 1
     assert str(toml_path) in problems[0]
     assert "\n" not in problems[0], f"problem spans several lines: {problems[0]!r}"
+
+
+def test_an_unknown_timezone_is_named_with_its_file(registry: AnimaRegistry, root: Path) -> None:
+    """Loaded, it failed every scheduler tick of the running hub instead."""
+    registry.create("kai", "engineer")
+    toml_path = root / "kai" / "anima.toml"
+    toml_path.write_text(
+        toml_path.read_text(encoding="utf-8").replace('timezone = ""', 'timezone = "Mars/Olympus"'),
+        encoding="utf-8",
+    )
+
+    problems = registry.load()
+
+    assert problems == [
+        f"{toml_path}: timezone: unknown timezone 'Mars/Olympus': use an IANA name "
+        "(e.g. UTC, Europe/Berlin)"
+    ]
+    assert registry.names() == []
 
 
 def test_load_forgets_an_anima_whose_folder_broke(registry: AnimaRegistry, root: Path) -> None:

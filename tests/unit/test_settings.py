@@ -265,6 +265,24 @@ def test_bad_environment_value_names_the_key(home: Path, monkeypatch: pytest.Mon
     assert "server.port" in config_error(home)
 
 
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "", "utc", "../etc/passwd", "zone.tab"])
+def test_an_unknown_timezone_is_refused(
+    home: Path, monkeypatch: pytest.MonkeyPatch, zone: str
+) -> None:
+    """Accepted, it failed every scheduler tick and heartbeat of a hub that had started."""
+    monkeypatch.setenv("ANIMAHUB_HUB__TIMEZONE", zone)
+
+    assert config_error(home) == (
+        f"hub.timezone: unknown timezone {zone!r}: use an IANA name (e.g. UTC, Europe/Berlin)"
+    )
+
+
+def test_a_known_timezone_loads(home: Path) -> None:
+    write_toml(home, '[hub]\ntimezone = "America/Argentina/Buenos_Aires"\n')
+
+    assert load_settings(home).hub.timezone == "America/Argentina/Buenos_Aires"
+
+
 def test_admin_without_platform_names_the_entry(home: Path) -> None:
     message = config_error(home, hub={"admins": ["web:root", "alice"]})
 
