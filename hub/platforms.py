@@ -36,7 +36,7 @@ Clock = Callable[[], datetime]
 class PlatformStatus:
     state: PlatformState
     reason: str = ""
-    since: datetime | None = None
+    since: datetime | None = None  # when it came to this state (down: the first failed try)
     next_retry_at: datetime | None = None
     failures: int = 0
 
@@ -126,8 +126,9 @@ class Platforms:
         self, name: str, adapter: Adapter, hub: HubPort, tried: asyncio.Event
     ) -> None:
         failures = 0
+        self._set(name, PlatformState.STARTING)
         while True:
-            self._set(name, PlatformState.STARTING, failures=failures)
+            # A retry leaves it down: `since` stays when it went down, not the latest try.
             try:
                 await adapter.start(hub)
             except PlatformUnauthorized as exc:
@@ -149,7 +150,7 @@ class Platforms:
             failures += 1
             delay = self._backoff.delay(failures)
             retry_at = self._clock() + timedelta(seconds=delay)
-            log.warning("%s is down: %s; retrying in %.0fs", name, reason, delay)
+            log.warning("%s; retrying in %.1fs", _down(name, reason, failures), delay)
             self._set(name, PlatformState.DOWN, reason, retry_at, failures)
             tried.set()
             await asyncio.sleep(delay)
@@ -167,3 +168,11 @@ class Platforms:
         self._status[name] = PlatformStatus(state, reason, since, retry_at, failures)
         for listener in self._listeners:
             listener(name, state)
+
+
+def _down(platform: str, reason: str, failures: int) -> str:
+    """The log line of a failed start: a retry's names its count, so two tries that fail
+    alike are not taken for one failure logged twice."""
+    if failures == 1:
+        return f"{platform} is down: {reason}"
+    return f"{platform} is still down (try {failures} failed): {reason}"

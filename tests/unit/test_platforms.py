@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -139,6 +140,28 @@ async def test_a_down_platform_shows_its_reason_and_next_try(
     assert line.startswith("telegram is down: Bot API unreachable; retrying in ")
     await platforms.stop()
     assert down.stops == 0  # never started: nothing to stop
+
+
+async def test_a_platform_stays_down_since_its_first_failure_and_logs_each_try_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ticks = iter(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=n) for n in range(10_000))
+    down = Flaky("telegram", [PlatformUnavailable("Bot API unreachable")] * 3)
+    platforms = Platforms({"telegram": down}, FAST, clock=lambda: next(ticks))
+    with caplog.at_level(logging.WARNING, "hub.platforms"):
+        await platforms.start(NoHub())
+        went_down = platforms.status()["telegram"].since
+        await eventually(lambda: platforms.status()["telegram"].failures == 3)
+        assert platforms.status()["telegram"].since == went_down  # not the latest try's
+        await eventually(lambda: platforms.ready("telegram"))
+    assert platforms.status()["telegram"].since != went_down  # up since it started
+    lines = [r.getMessage().partition("; retrying in ")[0] for r in caplog.records]
+    assert lines == [
+        "telegram is down: Bot API unreachable",
+        "telegram is still down (try 2 failed): Bot API unreachable",
+        "telegram is still down (try 3 failed): Bot API unreachable",
+    ]
+    await platforms.stop()
 
 
 async def test_refused_credentials_are_not_retried(caplog: pytest.LogCaptureFixture) -> None:
