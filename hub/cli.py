@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import json
 import re
+import signal
 import socket
 import sys
 import time
 from collections import deque
 from pathlib import Path
-from typing import Annotated, Any
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -39,6 +42,9 @@ from hub.messages import SESSION_ID_PATTERN, SESSION_ID_RULE
 from hub.roles import bundled_config_dir, load_roles
 from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
 from hub.settings import CONFIG_NAME, ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    import uvicorn  # imported when the hub starts: other commands start faster
 
 app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
@@ -163,7 +169,7 @@ def start(
             console.print(styled("AnimaHub on ", (url, "bold"), f" (data: {settings.home})"))
             console.print(styled("Open ", (f"{url}/", "bold"), f" to chat; API docs at {url}/docs"))
             config = uvicorn_config(create_app(Hub(settings)), settings.server)
-            uvicorn.Server(config).run(sockets=[listening])
+            _serve(uvicorn.Server(config), listening)
     except HubBusy as exc:
         try:
             running = running_hub(settings.home)
@@ -174,6 +180,26 @@ def start(
                 f"a hub already runs on {settings.home}, at {running.url} (pid {running.pid})"
             ) from None
         raise fail(f"{exc}; is a hub already running?") from None
+
+
+class _Stopped(Exception):
+    """SIGTERM, raised again by uvicorn once it has shut down."""
+
+
+def _raise_stopped(signum: int, frame: FrameType | None) -> None:
+    raise _Stopped
+
+
+def _serve(server: uvicorn.Server, listening: socket.socket) -> None:
+    """Serve until Ctrl-C (SIGINT) or SIGTERM. uvicorn shuts down cleanly on either, then
+    raises the signal again; that stop is how `start` is meant to end, so it exits 0 (it
+    exited 130 and `make run` reported an error). A crash still fails."""
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        with contextlib.suppress(KeyboardInterrupt, _Stopped):
+            server.run(sockets=[listening])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _listen(host: str, port: int) -> socket.socket:

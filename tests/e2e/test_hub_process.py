@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import socket
 from pathlib import Path
 
@@ -68,8 +69,7 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
         wrong = cli(home, "memory", "search", "aria", "launch", "--scope", "friends")
         assert wrong.returncode == 2 and "bad scope 'friends'" in wrong.stderr
     finally:
-        hub.stop()
-    # uvicorn re-raises SIGTERM after a graceful shutdown, so look for the shutdown itself.
+        assert hub.stop() == 0
     assert "Application shutdown complete" in (home / "logs" / "hub.log").read_text()
 
     hub = HubProcess(home, free_port()).start()
@@ -89,6 +89,19 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
     line = re.search(r"answered (\S+) in (.+?) in [\d.]+ s \((.+?); (\d+) memor", logs.stdout)
     assert line is not None, logs.stdout
     assert line.group(1) == "alice" and "web" in line.group(2) and line.group(3) == "offline mode"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_a_hub_stopped_by_a_signal_shuts_down_and_exits_0(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """Ctrl-C is how a person stops the hub: it exited 130, so `make run` ended in an error."""
+    home = tmp_path / "home"
+    cli(home, "init", "--demo")
+    hub = HubProcess(home, free_port()).start()
+
+    assert hub.stop(sig) == 0
+    assert "Application shutdown complete" in (home / "logs" / "hub.log").read_text()
 
 
 def test_second_hub_on_same_data_root_is_refused(tmp_path: Path) -> None:
