@@ -361,10 +361,13 @@ def _task_line(tasks: dict[str, int] | None) -> str:
 
 
 def _platform_lines(platforms: dict[str, Any]) -> str:
-    """One line a platform: `slack  down: Slack cannot be reached: … (next try 12:00:05)`."""
+    """One line a platform: `slack  down since 11:59:58 UTC: Slack cannot be reached: …
+    (next try 12:00:05 UTC)`."""
     lines = []
     for name, p in sorted(platforms.items()):
         line = f"{name}  {p['state']}"
+        if p["state"] != "up" and p.get("since"):
+            line += f" since {p['since'][11:19]} UTC"
         if p["reason"]:
             line += f": {p['reason']}"
         if p["next_retry_at"]:

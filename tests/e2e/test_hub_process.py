@@ -237,6 +237,8 @@ def test_platforms_that_cannot_be_reached_do_not_stop_the_hub(tmp_path: Path) ->
         status = cli(home, "status", COLUMNS="250", **platforms)
         assert status.returncode == 0, status.stderr
         assert "degraded" in status.stdout and "web  up" in status.stdout
+        went_down = health["platforms"]["telegram"]["since"][11:19]
+        assert f"telegram  down since {went_down} UTC: " in status.stdout
     finally:
         hub.stop()
     log = (home / "logs" / "hub.log").read_text()
