@@ -41,6 +41,15 @@ def inbound(user: str, n: int) -> Inbound:
     )
 
 
+async def paced_hub(home: Path, per_minute: float, burst: int) -> Hub:
+    """A started hub with the demo Animas, aria answering, each person paced as given."""
+    runtime = {"person_messages_per_minute": per_minute, "person_burst": burst}
+    hub = Hub(make_settings(home, hub={"default_anima": "aria"}, runtime=runtime))
+    await hub.start()
+    add_demo_animas(hub)
+    return hub
+
+
 def statuses(hub: Hub, user: str) -> list[InboxStatus]:
     with hub.db.session() as session:
         rows = session.exec(select(InboxItem).where(InboxItem.sender_key == f"web:{user}")).all()
@@ -50,14 +59,7 @@ def statuses(hub: Hub, user: str) -> list[InboxStatus]:
 async def test_a_flood_from_one_person_is_slowed_reported_once_and_answered_in_full(
     home: Path,
 ) -> None:
-    settings = make_settings(
-        home,
-        hub={"default_anima": "aria"},
-        runtime={"person_messages_per_minute": 60, "person_burst": 2},
-    )
-    hub = Hub(settings)
-    await hub.start()
-    add_demo_animas(hub)
+    hub = await paced_hub(home, per_minute=60, burst=2)
     try:
         for n in range(6):
             await hub.receive(inbound("flood", n))
@@ -97,14 +99,7 @@ async def test_a_flood_from_one_person_is_slowed_reported_once_and_answered_in_f
 async def test_a_paced_message_streams_its_reply_when_its_slot_comes(home: Path) -> None:
     """Whoever waits on a paced message (the CLI's `chat`, the web chat) gets its reply; it
     was told "still being answered; the reply will appear here", and the CLI exited."""
-    settings = make_settings(
-        home,
-        hub={"default_anima": "aria"},
-        runtime={"person_messages_per_minute": 120, "person_burst": 1},
-    )
-    hub = Hub(settings)
-    await hub.start()
-    add_demo_animas(hub)
+    hub = await paced_hub(home, per_minute=120, burst=1)
     try:
         await hub.receive(inbound("quick", 0))
         paced = await hub.receive(inbound("quick", 1))
