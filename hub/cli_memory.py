@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import httpx
 import typer
+from rich.console import Group
 from rich.markdown import Markdown
 from rich.progress import (
     BarColumn,
@@ -25,6 +26,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from hub.animas import AnimaRegistry
 from hub.cli_console import HELP_MARKUP, console, fail, given
@@ -179,14 +181,16 @@ def memory_search(
     if not rows:
         console.print(f"nothing in {name}'s memory matches that", highlight=False)
         return
-    table = Table("score", "layer", "where", "text", "why")
+    table = Table("score", "layer", "text", "why")
     wanted = set(tokenize(query))
     for row in rows:
         where = row["path"] + (f" § {row['section']}" if row.get("section") else "")
         text = " ".join(row["text"].split())
         shown = Markdown(inline(excerpt(text, wanted, 160)))  # **who**: what, what matches
+        # Where it is, under it: a column of its own was cut to "episodes/2026-1…" at 80.
+        cell = Group(shown, Text(where, style="dim", overflow="fold"))
         layer = LAYER_NAMES.get(row["layer"], row["layer"])  # as --layer names it
-        table.add_row(f"{row['score']:.4f}", layer, where, shown, str(row["why"]))
+        table.add_row(f"{row['score']:.4f}", layer, cell, str(row["why"]))
     console.print(table)
 
 

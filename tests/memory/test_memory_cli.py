@@ -5,6 +5,7 @@ was); search takes the kind of memory (`--layer`) apart from whose (`--scope`)."
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,15 @@ def test_a_long_result_shows_the_sentence_that_matches(
     assert found.exit_code == 0, found.output
     assert "… The kumquat order ships on Friday." in found.output
     assert "Chore 1 " not in found.output
+
+
+def test_a_result_says_where_it_is_in_full_in_a_narrow_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A column of its own, the place was cut to "episodes/2026-1…" at 80 to 100 columns;
+    under the text it is whole, and the layer is named as --layer names it."""
+    runner = demo_hub(monkeypatch, tmp_path / "home", "Sam", ("aria", "The kumquat order is late."))
+    found = runner.invoke(app, ["memory", "search", "aria", "kumquat"], env={"COLUMNS": "100"})
+    assert found.exit_code == 0, found.output
+    assert re.search(r"episodes/\d{4}-\d\d-\d\d\.md § \d\d:\d\d", found.output), found.output
+    assert "│ episodes " in found.output and "episodic" not in found.output
