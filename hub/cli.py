@@ -38,7 +38,12 @@ from hub.cli_people import pairing_app, people_app, token_app
 from hub.cli_tasks import task_app
 from hub.identity import os_user
 from hub.logs import anima_log_path
-from hub.messages import SESSION_ID_PATTERN, SESSION_ID_RULE
+from hub.messages import (
+    PERSON_NAME_PATTERN,
+    PERSON_NAME_RULE,
+    SESSION_ID_PATTERN,
+    SESSION_ID_RULE,
+)
 from hub.roles import bundled_config_dir, load_roles
 from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
 from hub.settings import CONFIG_NAME, ConfigError, Settings, load_settings
@@ -254,12 +259,20 @@ def _session_id(value: str) -> str:
     return value
 
 
+def _person(value: str) -> str:
+    """As `_session_id`: the hub's rule for a person's name, in words."""
+    if value and not re.fullmatch(PERSON_NAME_PATTERN, value):
+        raise fail(f"--user {value!r} is not a person's id or name: use {PERSON_NAME_RULE}", 2)
+    return value
+
+
 @app.command()
 def chat(
     name: Annotated[str, typer.Argument(help="The Anima to talk to.", callback=given)],
     message: Annotated[str, typer.Argument(help="What to say.")],
     user: Annotated[
-        str, typer.Option(help="Act for this person (owner or admin token only).")
+        str,
+        typer.Option(help="Act for this person (owner or admin token only).", callback=_person),
     ] = "",
     session: Annotated[
         str, typer.Option(help="Conversation id; reuse it to continue.", callback=_session_id)

@@ -27,6 +27,7 @@ from hub.adapter import (
     parse_command,
 )
 from hub.messages import (
+    PERSON_NAME_PATTERN,
     SESSION_ID_PATTERN,
     Address,
     AddressKind,
@@ -36,8 +37,7 @@ from hub.messages import (
 )
 
 STATIC = Path(__file__).parent / "static"
-# A person's id or name ("Dana Li"): inner spaces allowed, as display names have them.
-USER_PATTERN = r"^[\w.@-](?:[\w.@ -]{0,62}[\w.@-])?$"
+USER_PATTERN = PERSON_NAME_PATTERN  # inner spaces allowed, as display names have them
 
 
 # `user` names the person to act for: the hub honours it for its owner and the admin token

@@ -116,6 +116,9 @@ def test_a_session_id_is_explained_in_words(home: Path) -> None:
         assert result.exit_code == 2
         assert "letters, digits, '_', '.' or '-'" in result.output
         assert "pattern" not in result.output and "^" not in result.output
+    named = invoke("chat", "aria", "hi", "--user", "no/slashes#here")
+    assert named.exit_code == 2 and "is not a person's id or name: use 1 to 64" in named.output
+    assert "pattern" not in named.output and "^" not in named.output
 
 
 def test_link_knows_the_platforms_and_unlink_says_what_it_did(home: Path) -> None:
