@@ -64,6 +64,13 @@ def _plausible_password(value: str) -> bool:
     return bool(word) and word not in _PROSE_WORDS and not _PLACEHOLDER_VALUE.match(value)
 
 
+def _spoken_secret(value: str) -> bool:
+    """A password or PIN in a sentence: a value with a digit or a sign, so "the password is
+    rotated monthly" and "is in the vault" stay sentences."""
+    word = value.rstrip(".,!?:;)")
+    return len(word) >= 3 and not word.isalpha() and _plausible_password(word)
+
+
 def _high_entropy(value: str) -> bool:
     """A random-looking token: long, mixed character classes, about 3+ bits a character.
 
@@ -140,6 +147,13 @@ _RULES: tuple[_Rule, ...] = (
         rf"{_KEY_START}(?i:[\w.-]*(?:password|passwd|passphrase|pwd)){_ASSIGN}{_VALUE}",
         _plausible_password,
     ),
+    # Said in words: "my password is hunter2", "the PIN is 9931" (`_spoken_secret`).
+    _rule(
+        "password",
+        rf"{_KEY_START}(?i:password|passwd|passphrase|passcode|pin(?: code| number)?)"
+        rf"\s+(?i:is|was)\s+(?P<secret>{_FRESH}[^\s\"'`,;]*[^\s\"'`,;.!?:)])",
+        _spoken_secret,
+    ),
     _rule(
         "generic_secret",
         rf"{_KEY_START}(?i:[\w.-]*(?:api[_-]?key|access[_-]?key|secret[_-]?key|secret|"
@@ -155,6 +169,7 @@ _ANCHORS = (
     *("private key", "akia", "asia", "github_pat_", "xox", "xapp-", "sk-", "sk_", "rk_"),
     *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "whsec_", "aiza", "eyj", "://", "secret"),
     *("key", "bearer", "basic", "authoriz", "pass", "pwd", "token", "credential", "auth"),
+    "pin",
 )
 
 

@@ -92,6 +92,9 @@ CASES = [
     ("password", "**Password:** {} (rotate monthly)", "hunter2!"),
     ("password", "run `PGPASSWORD={} psql -h db`", "Wint3r"),
     ("password", "export PGPASSWORD={}", "Wint3r"),
+    ("password", "My password is {}, don't tell anyone", "hunter2"),  # said in words
+    ("password", "my PIN is {}.", "9931"),
+    ("password", "The PIN code was {} until May", "0042"),
     ("url_password", "dsn=postgresql://app:{}@db.internal:5432/app", "S3cr3t!"),
     ("url_password", "REDIS_URL=redis://:{}@cache:6379/0", "r3dis-pass"),
     ("bearer_token", 'curl -H "Authorization: Bearer {}" https://api.example.com/v1', BEARER),
@@ -253,6 +256,8 @@ def test_each_kind_is_listed_once() -> None:
         "The AKIA prefix marks long-term AWS keys; eyJ starts base64 JSON.",
         "a risk-assessment-framework-document and scikit-learn-compatible-estimators",
         "author: Jane Doe\ncontributors: 12",
+        "The password is rotated monthly; the password is in the vault.",
+        "My office door code is 7720 and the opinion is 42 to 1.",
         "",
     ],
 )
