@@ -24,6 +24,7 @@ from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock
 from hub.crons import CronBook, CronJob
 from hub.deliveries import bounded_key
+from hub.live import LiveFeed
 from hub.llm import spent
 from hub.messages import Address, Command, DeliveryKind
 from hub.model_client import LLMError, Usage
@@ -91,6 +92,7 @@ class Agenda:
         clock: Clock,
         paused: Callable[[str], bool],
         run_command: CommandRunner,
+        live: LiveFeed,
         memory: MemoryService | None = None,
         consolidator: Consolidator | None = None,
     ) -> None:
@@ -103,6 +105,7 @@ class Agenda:
         self._memory = memory
         self._consolidator = consolidator
         self._run_command = run_command
+        self._live = live
         self._books: dict[str, CronBook] = {}
         self._targets = TargetResolver(db)
         self._thinker = Thinker(settings, responders, memory)
@@ -216,7 +219,10 @@ class Agenda:
         Anima's last heartbeat, and logged."""
         began = time.monotonic()
         outcome = await self._beat(anima, at, key)
-        hb.record_run(self._db, anima.name, self._clock.now(), outcome.said())
+        said = outcome.said()
+        hb.record_run(self._db, anima.name, self._clock.now(), said)
+        # Public, as the Anima's card shows it to anyone: the dashboard re-reads the card.
+        self._live.publish("heartbeat", None, anima=anima.name, outcome=said)
         logged = outcome.logged(time.monotonic() - began)
         log.info("%s%s", "asked for: " if asked else "", logged, extra={"anima": anima.name})
         return outcome

@@ -240,6 +240,7 @@ class Hub:
             self.clock,
             self.anima_states.is_paused,
             self._run_command,
+            self.live,
             self.memory,
             self.consolidator,
         )

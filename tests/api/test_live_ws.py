@@ -112,6 +112,26 @@ async def test_a_person_sees_only_their_own_turns(served: tuple[Hub, int]) -> No
             assert (await _next(socket, "anima"))["paused"] is True
 
 
+async def test_a_heartbeat_run_through_the_api_is_told_to_everyone(
+    served: tuple[Hub, int],
+) -> None:
+    """`animahub heartbeat mika` with a hub running is this call: the dashboard's card of
+    mika (anyone may read it) is re-read on the notice, not left at "never"."""
+    _hub, port = served
+    async with _http(port) as client:
+        dana = await token_for(client, "dana")
+        async with connect(f"ws://127.0.0.1:{port}/ws") as socket:
+            await socket.send(json.dumps({"token": dana["Authorization"].split()[1]}))
+            await _next(socket, "hello")
+            ran = await client.post("/api/animas/mika/heartbeat", headers=ADMIN)
+            assert ran.status_code == 200, ran.text
+            assert await _next(socket, "heartbeat") == {
+                "type": "heartbeat",
+                "anima": "mika",
+                "outcome": "heartbeat: nothing to say",
+            }
+
+
 async def test_the_admin_token_in_the_first_frame_sees_tasks(served: tuple[Hub, int]) -> None:
     hub, port = served
     async with connect(f"ws://127.0.0.1:{port}/ws") as socket:
