@@ -21,6 +21,9 @@ from hub.store.db import Database
 from hub.store.models import InboxItem, Turn
 
 EXCERPT = 140
+# A note in place of a reply, "_(answered in offline mode)_" (hub/memory/text.py): LIKE's own
+# "_" escaped, so the pattern is an underscore, "(", anything, ")", an underscore.
+_NOTE_LIKE = "\\_(%)\\_"
 NameOf = Callable[[str], str]
 """The display name of the person with this id (`IdentityService.by_id`)."""
 
@@ -87,6 +90,7 @@ def listing(db: Database, filters: Filters, limit: int, name_of: NameOf) -> list
                 col(Turn.id).in_([last_id for _, last_id, _ in found])
             )
         ).all()
+        said = _last_said(conn, keys)
         places = _places(conn, keys, name_of)
     latest = {row.id: row for row in lasts}
     return [
@@ -94,7 +98,7 @@ def listing(db: Database, filters: Filters, limit: int, name_of: NameOf) -> list
             places[key],
             latest[last_id].anima,
             latest[last_id].created_at,
-            excerpt(latest[last_id].text),
+            excerpt(said.get(key, latest[last_id].text)),
             int(turns),
         )
         for key, last_id, turns in found
@@ -152,6 +156,22 @@ def excerpt(text: str) -> str:
 
 
 # helpers --------------------------------------------------------------------------------
+
+
+def _last_said(conn: Connection, keys: Sequence[str]) -> dict[str, str]:
+    """Each conversation's last turn that says something: an offline answer's turn holds only
+    a note in place of a reply (`_(answered in offline mode)_`), so the person's message
+    before it is what the conversation last said."""
+    last = func.max(col(Turn.id))
+    ids = (
+        select(last)
+        .where(col(Turn.conversation).in_(keys), col(Turn.text).not_like(_NOTE_LIKE, "\\"))
+        .group_by(col(Turn.conversation))
+    )
+    rows = conn.execute(
+        select(col(Turn.conversation), col(Turn.text)).where(col(Turn.id).in_(ids))
+    ).all()
+    return {key: text for key, text in rows}
 
 
 def _conditions(filters: Filters) -> list[ColumnElement[bool]]:

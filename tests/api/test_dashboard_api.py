@@ -263,6 +263,23 @@ async def test_conversations_on_every_platform_and_a_persons_own(
     ).json()["turns"][0]["text"] == "@aria what is new?"
 
 
+async def test_a_conversations_excerpt_is_the_last_thing_said_not_the_offline_note(
+    client: httpx.AsyncClient,
+) -> None:
+    """In offline mode the answer's turn holds only `_(answered in offline mode)_`: the
+    list shows what the person said last instead of that note on every DM."""
+    dana = await token_for(client, "dana")
+    await chat(client, dana, "First question", "s1")
+    await chat(client, dana, "Where is the pineapple report?", "s1")
+
+    listed = (await client.get("/api/conversations", headers=ADMIN)).json()["conversations"]
+    assert [(c["last_text"], c["turns"]) for c in listed] == [("Where is the pineapple report?", 4)]
+    turns = (
+        await client.get("/api/conversation", params={"key": listed[0]["key"]}, headers=ADMIN)
+    ).json()["turns"]
+    assert turns[-1]["text"] == "_(answered in offline mode)_"  # the transcript keeps it
+
+
 # Audit -----------------------------------------------------------------
 
 
