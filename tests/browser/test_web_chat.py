@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from playwright.sync_api import Page, Request, expect
 
@@ -175,3 +176,40 @@ def test_a_second_person_sees_only_their_own_conversation(
 
     page.reload()  # the owner still has it: Dana's view is empty, not the hub's memory
     expect(page.locator(".msg-mine").first).to_contain_text(secret)
+
+
+def test_a_paused_animas_notice_is_said_once(page: Page, hub: RunningHub) -> None:
+    """The stream's error and the notice the hub delivers to the conversation are the same
+    words: the page shows them once, as the Anima's message (the one a reload keeps)."""
+    notice = "kai is paused; your message will be answered when an admin resumes it."
+    open_anima(page, hub, "kai")
+    # As the dashboard's Pause or `/anima pause kai` in a chat (the CLI has no pause).
+    httpx.post(f"{hub.url}/api/animas/kai/pause", timeout=30).raise_for_status()
+    try:
+        page.fill("#composer-input", "Are the build machines back up?")
+        page.keyboard.press("Enter")
+        expect(page.locator(".msg-anima .bubble", has_text=notice)).to_have_count(1)
+        expect(page.locator(".msg-error")).to_have_count(0)
+        expect(page.locator("#messages")).to_contain_text(notice)
+        assert page.locator("#messages").inner_text().count(notice) == 1
+    finally:
+        httpx.post(f"{hub.url}/api/animas/kai/resume", timeout=30).raise_for_status()
+
+
+def test_the_offline_banner_is_a_band_between_the_header_and_the_messages(
+    page: Page, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    """Not a card floating over the list's top edge, where it looked as if it covered the
+    message scrolled beneath it: a band across the pane, the messages below it."""
+    open_anima(page, hub, "aria")
+    for n in range(3):
+        send(page, f"Line {n} of a conversation long enough to scroll")
+    page.locator("#messages").evaluate("(list) => { list.scrollTop = 40; }")
+    header = page.locator(".conv-header").bounding_box()
+    banner = page.locator("#offline-banner").bounding_box()
+    messages = page.locator("#messages").bounding_box()
+    assert header and banner and messages
+    assert (banner["x"], banner["width"]) == (messages["x"], messages["width"])  # edge to edge
+    assert abs(banner["y"] - (header["y"] + header["height"])) < 1
+    assert abs(messages["y"] - (banner["y"] + banner["height"])) < 1
+    screenshot("scrolled")

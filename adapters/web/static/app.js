@@ -867,15 +867,20 @@
       const data = await apiJSON(`/api/chat/${enc(conv.name)}/history?session_id=${enc(conv.session)}`);
       const messages = Array.isArray(data && data.messages) ? data.messages : [];
       if (conv.streaming) return;
-      const same = (a, b) => a.kind === b.kind && String(a.text).trim() === String(b.text).trim();
+      const sameText = (a, b) => String(a.text).trim() === String(b.text).trim();
+      const same = (a, b) => a.kind === b.kind && sameText(a, b);
       const shown = new Set(conv.items.map((i) => i.key));
       const fresh = messages
         .map(fromServer)
         .filter((m) => !shown.has(m.key) && !conv.items.some((i) => i.local && same(i, m)));
-      if (fresh.length) {
-        conv.items = conv.items.concat(fresh);
-        renderMessages(conv, { quiet: true });
+      for (const m of fresh) {
+        // The hub also delivers some of what the stream reported as an error (a paused
+        // Anima's notice): its message takes the error's place, so it is said once.
+        const told = conv.items.findIndex((i) => i.kind === "error" && i.local && sameText(i, m));
+        if (told === -1 || m.kind !== "anima") conv.items.push(m);
+        else conv.items[told] = m;
       }
+      if (fresh.length) renderMessages(conv, { quiet: true });
     } catch (err) {
       // The next poll tries again; a failure here is not worth interrupting the person.
     } finally {
