@@ -25,7 +25,9 @@ async def test_the_page_and_everything_it_names_load_from_the_hub(
     assert "script-src 'self'" in page.headers["content-security-policy"]
     named = re.findall(r'(?:src|href)="([^"#]+)"', page.text)
     assets = [url for url in named if url.startswith("/dashboard-assets/")]
-    assert len(assets) == 4, named  # the stylesheet, two libraries, the page's script
+    # The stylesheet, two libraries, the markdown renderer (shared with the web chat) and
+    # the page's script.
+    assert len(assets) == 5, named
     assert all(url.startswith(("/", "data:")) for url in named), named  # nothing elsewhere
     for url in assets:
         loaded = await client.get(url)

@@ -15,6 +15,7 @@ import pytest
 import pytest_asyncio
 
 from adapters.web.adapter import STATIC
+from hub.api.dashboard_page import STATIC as DASHBOARD_STATIC
 from hub.api.guard import DOCS_CSP, PAGE_CSP
 from hub.settings import ConfigError
 from tests.api.web_edge import (
@@ -51,6 +52,7 @@ RESPONSES = [  # method, path, body, the status it gets
     ("GET", "/", None, 200),  # the web chat page
     ("GET", "/static/app.js", None, 200),
     ("GET", "/static/style.css", None, 200),
+    ("GET", "/dashboard-assets/markdown.js", None, 200),  # the web chat loads it too
     ("GET", "/api/animas", None, 200),
     ("GET", "/api/system/health", None, 200),
     ("GET", "/openapi.json", None, 200),
@@ -117,11 +119,13 @@ async def test_the_page_as_it_is_needs_nothing_the_policy_refuses() -> None:
     scripts/csp_check.py)."""
     html = (STATIC / "index.html").read_text()
     for script in re.findall(r"<script\b([^>]*)>(.*?)</script>", html, re.S):
-        assert 'src="/static/' in script[0] and not script[1].strip()
+        # Its own script, and the hub's markdown renderer it shares with the dashboard.
+        assert re.search(r'src="/(static|dashboard-assets)/', script[0]) and not script[1].strip()
     assert "<style" not in html
     assert not re.search(r"\s(style|on[a-z]+)\s*=", html)
     assert not re.search(r"(src|href)=\"(https?:)?//", html)
     sources = html + (STATIC / "app.js").read_text() + (STATIC / "style.css").read_text()
+    sources += (DASHBOARD_STATIC / "markdown.js").read_text()
     assert "@import" not in sources and "eval(" not in sources and "new Function" not in sources
     # The app builds markup from strings: none of it may carry a style attribute either.
     assert not re.search(r"style=\\?[\"']", (STATIC / "app.js").read_text())

@@ -177,3 +177,63 @@ def test_a_platform_that_is_down_is_named_on_each_anima(
         page.close()
     finally:
         process.stop()
+
+
+def test_a_heartbeat_shows_on_its_card_and_in_the_ticker_live(
+    page: Page, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    open_view(page, hub, "animas")
+    ticker = page.locator("#ticker")
+    expect(ticker).to_have_text(re.compile(r"^\s*Nothing yet: turns, heartbeats"))
+    last = card(page, "aria").locator("dd").nth(1)  # last heartbeat
+    expect(last).to_have_text("never")
+
+    hub.cli("heartbeat", "aria")  # through the running hub's API
+
+    # No reload: the heartbeat's notice made the page read again.
+    expect(last).to_contain_text("ago")
+    expect(last).to_contain_text("heartbeat")  # what came of it
+    expect(ticker).to_contain_text("aria: heartbeat")
+    expect(ticker).not_to_contain_text("Nothing yet")
+    screenshot("after-heartbeat")
+
+
+def test_conversations_and_memory_show_what_was_said_rendered_and_escaped(
+    browser: BrowserPages, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    """The list shows the last words said (not the offline note in place of a reply),
+    "turn" counted right, and memory's markdown rendered: bold, never HTML from the text."""
+    chat = browser.new_page("chat")
+    open_anima(chat, hub, "mika")
+    chat.fill("#composer-input", "Ask **Walter** about the <img src=x> badge pickup")
+    chat.keyboard.press("Enter")  # not send(): the page shows it rendered, not as typed
+    expect(chat.locator(".msg-anima .bubble").last).to_contain_text("badge pickup")
+    expect(chat.locator("#messages")).to_have_attribute("aria-busy", "false")
+
+    dashboard = browser.new_page("dashboard")
+    open_view(dashboard, hub, "conversations")
+    row = dashboard.locator("#conv-list button", has_text="badge pickup")
+    expect(row).to_have_count(1)
+    expect(row.locator(".excerpt strong")).to_have_text("Walter")
+    expect(row.locator(".excerpt")).to_contain_text("<img src=x> badge pickup")
+    expect(row).not_to_contain_text("_(answered in offline mode)_")
+    expect(row).to_contain_text(" · 2 turns · ")
+    row.click()
+    expect(dashboard.locator("#conv-turns .note")).to_have_text("answered in offline mode")
+
+    dashboard.click('.tabs a[data-view="memory"]')
+    dashboard.select_option("#mem-anima", "mika")
+    episode = dashboard.locator("#episode-text")
+    expect(episode).to_contain_text("badge pickup")
+    expect(episode.locator("strong", has_text=OWNER).first).to_be_visible()
+    expect(episode).not_to_contain_text("**")
+    # mika's only episode in this module's hub: counted as "1 item", as a turn is "1 turn".
+    expect(dashboard.locator("#episode-days button").first).to_have_text(re.compile(r"· 1 item$"))
+    dashboard.click('[data-mem="search"]')
+    dashboard.fill('#mem-search-form input[name="query"]', "badge pickup")
+    dashboard.click("#mem-search-form button")
+    result = dashboard.locator("#mem-results .result", has_text="badge pickup").first
+    expect(result.locator("strong", has_text="Walter")).to_be_visible()
+    expect(result).not_to_contain_text("**")
+    expect(dashboard.locator("#view-memory img, #conv-list img")).to_have_count(0)
+    screenshot("memory-search", page=dashboard)

@@ -1,7 +1,8 @@
 /* AnimaHub dashboard: one page, no build step. Everything shown comes from /api/* and
    WS /ws, which apply the caller's rights; admin controls are only drawn for admins, and
-   the API refuses a person's admin calls anyway. Text from the hub is always set as text
-   (never as HTML). Chart.js and Cytoscape.js are served by the hub (vendor/). */
+   the API refuses a person's admin calls anyway. Text from the hub is set as text, or as
+   markdown through markdown.js (shared with the web chat), which escapes it first. Chart.js
+   and Cytoscape.js are served by the hub (vendor/). */
 "use strict";
 
 (() => {
@@ -24,6 +25,28 @@
       el.append(child instanceof Node ? child : document.createTextNode(String(child)));
     }
     return el;
+  }
+
+  const { renderMarkdown } = window.AnimaHubMarkdown;
+
+  /** Markdown someone wrote (a message, a memory), rendered safely: escaped, then formatted. */
+  function md(text, cls = "") {
+    const el = h("div", { class: `md ${cls}`.trim() });
+    el.innerHTML = renderMarkdown(text); // escaped inside renderMarkdown
+    return el;
+  }
+
+  // "_(answered in offline mode)_": a note the hub keeps in place of a reply, not words said.
+  const NOTE = /^_\(([^)]*)\)_$/;
+
+  /** What a turn said: its markdown, or the hub's note in place of a reply, dimmed. */
+  function said(text, cls = "") {
+    const note = NOTE.exec(text.trim());
+    return note ? h("div", { class: `note ${cls}`.trim() }, note[1]) : md(text, cls);
+  }
+
+  function plural(n, word) {
+    return `${n} ${word}${n === 1 ? "" : "s"}`;
   }
 
   function clear(el, ...children) {
@@ -268,6 +291,7 @@
     const what = {
       turn: (n) => `${n.anima}: turn ${n.state}${n.seconds !== undefined ? ` in ${n.seconds.toFixed(1)} s` : ""}${n.error ? ` (${n.error})` : ""}`,
       anima: (n) => `${n.name} ${n.paused ? "paused" : "resumed"}${n.by ? ` by ${n.by}` : ""}`,
+      heartbeat: (n) => `${n.anima}: ${n.outcome}`,
       delivery: (n) => `delivery to ${n.address || "?"}: ${n.status}`,
       task: (n) => `task ${n.id} (${n.assignee}): ${n.state}`,
       platform: (n) => `${n.name} is ${n.state}`,
@@ -302,8 +326,8 @@
               h(
                 "button",
                 { type: "button", class: `list-item${c.key === openConversation ? " selected" : ""}`, onclick: () => showConversation(c.key) },
-                h("strong", {}, c.place), h("span", { class: "muted" }, ` · ${c.anima} · ${c.turns} turns · ${ago(c.last_at)}`),
-                h("span", { class: "excerpt" }, c.last_text || ""),
+                h("strong", {}, c.place), h("span", { class: "muted" }, ` · ${c.anima} · ${plural(c.turns, "turn")} · ${ago(c.last_at)}`),
+                said(c.last_text || "", "excerpt"),
               ),
             ),
           )
@@ -319,7 +343,7 @@
       $("conv-turns"),
       h("h2", {}, data.place),
       data.turns.map((t) =>
-        h("div", { class: `turn turn-${t.role}` }, h("div", { class: "turn-meta" }, `${t.author} · ${when(t.at)}`), h("div", { class: "turn-text" }, t.text)),
+        h("div", { class: `turn turn-${t.role}` }, h("div", { class: "turn-meta" }, `${t.author} · ${when(t.at)}`), said(t.text, "turn-text")),
       ),
     );
   }
@@ -356,7 +380,7 @@
       el,
       h("h2", {}, path),
       found ? h("details", { class: "front-matter" }, h("summary", {}, "Front matter"), h("pre", {}, found[1])) : null,
-      h("pre", { class: "markdown" }, body.trim()),
+      md(body.trim(), "markdown"),
     );
   }
 
@@ -370,7 +394,7 @@
       $("episode-days"),
       data.days.length
         ? data.days.map((d) =>
-            h("li", {}, h("button", { type: "button", class: "list-item", onclick: () => open(d.day) }, h("strong", {}, d.day), h("span", { class: "muted" }, ` · ${d.items} items`))),
+            h("li", {}, h("button", { type: "button", class: "list-item", onclick: () => open(d.day) }, h("strong", {}, d.day), h("span", { class: "muted" }, ` · ${plural(d.items, "item")}`))),
           )
         : h("li", { class: "muted" }, "No episodes yet."),
     );
@@ -431,7 +455,7 @@
       $("mem-results"),
       data.results.length
         ? data.results.map((r) =>
-            h("li", { class: "result" }, h("div", { class: "result-head" }, h("strong", {}, r.section ? `${r.path} · ${r.section}` : r.path), h("span", { class: "why" }, Array.isArray(r.why) ? r.why.join(" · ") : r.why || "")), h("p", {}, r.text)),
+            h("li", { class: "result" }, h("div", { class: "result-head" }, h("strong", {}, r.section ? `${r.path} · ${r.section}` : r.path), h("span", { class: "why" }, Array.isArray(r.why) ? r.why.join(" · ") : r.why || "")), md(r.text)),
           )
         : h("li", { class: "muted" }, "Nothing matched."),
     );
@@ -564,6 +588,7 @@
   const AFFECTS = {
     turn: ["animas", "conversations", "charts", "memory"],
     anima: ["animas"],
+    heartbeat: ["animas"],
     delivery: ["outbox", "animas"],
     task: ["tasks"],
     platform: ["animas"],
