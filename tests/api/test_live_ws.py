@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,16 @@ async def _nothing_of(socket: ClientConnection, kind: str, wait_s: float = 0.5) 
         return
 
 
+@asynccontextmanager
+async def _as_dana(client: httpx.AsyncClient, port: int) -> AsyncIterator[ClientConnection]:
+    """The live feed, signed in with a token of dana's (an ordinary person), past its hello."""
+    dana = await token_for(client, "dana")
+    async with connect(f"ws://127.0.0.1:{port}/ws") as socket:
+        await socket.send(json.dumps({"token": dana["Authorization"].split()[1]}))
+        await _next(socket, "hello")
+        yield socket
+
+
 def _http(port: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30)
 
@@ -118,18 +129,14 @@ async def test_a_heartbeat_run_through_the_api_is_told_to_everyone(
     """`animahub heartbeat mika` with a hub running is this call: the dashboard's card of
     mika (anyone may read it) is re-read on the notice, not left at "never"."""
     _hub, port = served
-    async with _http(port) as client:
-        dana = await token_for(client, "dana")
-        async with connect(f"ws://127.0.0.1:{port}/ws") as socket:
-            await socket.send(json.dumps({"token": dana["Authorization"].split()[1]}))
-            await _next(socket, "hello")
-            ran = await client.post("/api/animas/mika/heartbeat", headers=ADMIN)
-            assert ran.status_code == 200, ran.text
-            assert await _next(socket, "heartbeat") == {
-                "type": "heartbeat",
-                "anima": "mika",
-                "outcome": "heartbeat: nothing to say",
-            }
+    async with _http(port) as client, _as_dana(client, port) as socket:
+        ran = await client.post("/api/animas/mika/heartbeat", headers=ADMIN)
+        assert ran.status_code == 200, ran.text
+        assert await _next(socket, "heartbeat") == {
+            "type": "heartbeat",
+            "anima": "mika",
+            "outcome": "heartbeat: nothing to say",
+        }
 
 
 async def test_the_admin_token_in_the_first_frame_sees_tasks(served: tuple[Hub, int]) -> None:
@@ -165,15 +172,11 @@ async def test_a_revoked_token_stops_receiving(
 ) -> None:
     monkeypatch.setattr(live_ws, "RECHECK_S", 0.2)
     _hub, port = served
-    async with _http(port) as client:
-        dana = await token_for(client, "dana")
-        async with connect(f"ws://127.0.0.1:{port}/ws") as socket:
-            await socket.send(json.dumps({"token": dana["Authorization"].split()[1]}))
-            await _next(socket, "hello")
-            assert (await _next(socket, "ping"))["type"] == "ping"  # still good
-            listed = (await client.get("/api/tokens", headers=ADMIN)).json()
-            token_id = next(t["id"] for t in listed if t["person"] == "dana")
-            assert (await client.delete(f"/api/tokens/{token_id}", headers=ADMIN)).is_success
-            with pytest.raises(ConnectionClosed) as closed:
-                await _next(socket, "never")
-            assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+    async with _http(port) as client, _as_dana(client, port) as socket:
+        assert (await _next(socket, "ping"))["type"] == "ping"  # still good
+        listed = (await client.get("/api/tokens", headers=ADMIN)).json()
+        token_id = next(t["id"] for t in listed if t["person"] == "dana")
+        assert (await client.delete(f"/api/tokens/{token_id}", headers=ADMIN)).is_success
+        with pytest.raises(ConnectionClosed) as closed:
+            await _next(socket, "never")
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
