@@ -213,3 +213,19 @@ def test_the_offline_banner_is_a_band_between_the_header_and_the_messages(
     assert abs(banner["y"] - (header["y"] + header["height"])) < 1
     assert abs(messages["y"] - (banner["y"] + banner["height"])) < 1
     screenshot("scrolled")
+
+
+def test_a_phone_wide_page_never_scrolls_sideways(
+    page: Page, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    """The earlier-conversations selector is as wide as its longest title unless let shrink:
+    at 420 px it ran off the screen, and the Anima's name beside it was cut to "a…"."""
+    page.set_viewport_size({"width": 420, "height": 800})
+    open_anima(page, hub, "mika")
+    send(page, "A first conversation whose opening line is long enough to be a very wide title")
+    page.click("#new-conversation")
+    expect(page.locator("#past-conversations")).to_be_visible()
+    wide = page.evaluate("document.documentElement.scrollWidth")
+    assert wide <= 420, wide
+    assert page.locator("#conv-title").evaluate("(h) => h.scrollWidth <= h.clientWidth")
+    screenshot("narrow")
