@@ -7,7 +7,8 @@ section lifted because the one after it matched) and what lifted it (`recent`,
 `important`, `when` for what lies within a time the query names, `says when` for what says
 when, asked when); a profile fact is `profile`. This says so for a person reading, and names
 the words a lexical match shares with the query, as the lexical index sees words (stemmed,
-case-folded: "meetings" matches "meeting").
+case-folded: "meetings" matches "meeting"). Words that only frame a question ("How do
+I…") are named only when nothing else is shared: they match, but say nothing of why.
 """
 
 from __future__ import annotations
@@ -15,22 +16,32 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hub.memory.lexical import tokenize
+from hub.memory.lexical import ENGLISH_STOPWORDS, tokenize
 
 _WORD = re.compile(r"\S+")
 _EDGES = "\"'`.,;:!?()[]{}<>“”‘’«»「」『』。、？！"
 MAX_WORDS = 6
+# The lexical index keeps these (dropping them would change every stored vector), so a
+# result may share nothing else; they are the frame of a question, not its subject.
+_FRAMING = ENGLISH_STOPWORDS | {
+    "how", "why", "where", "do", "does", "did", "done", "can", "could", "would", "should",
+    "shall", "may", "might", "must", "am", "been", "being", "not", "no", "yes", "about",
+    "any", "some", "all", "just", "also", "know", "tell", "please", "us", "him", "hers",
+    "mine", "yours", "whom", "whose", "there", "here", "again", "ever", "now",
+}  # fmt: skip
 
 
 def shared_words(query: str, text: str) -> list[str]:
-    """The query's words, as written, that share a search term with `text`."""
+    """The query's words, as written, that share a search term with `text`: the words
+    that carry meaning, or the question's framing words when they are all it shares."""
     terms = set(tokenize(text))
     words: dict[str, str] = {}
     for raw in _WORD.findall(query):
         word = raw.strip(_EDGES)
         if word and word.casefold() not in words and set(tokenize(word)) & terms:
             words[word.casefold()] = word
-    return list(words.values())
+    meaningful = [w for folded, w in words.items() if folded not in _FRAMING]
+    return meaningful or list(words.values())
 
 
 def why(signals: Sequence[str], query: str, text: str, person: str | None = None) -> str:

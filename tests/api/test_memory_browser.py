@@ -142,6 +142,12 @@ async def test_search_results_say_why_they_matched(
     assert why(["lexical"], "What is the budget code?", "The budget code is QX-41") == (
         'Shares the words "budget", "code"'
     )
+    # A question's framing words are named only when nothing else is shared.
+    how = "How do I release the app?"
+    assert why(["lexical"], how, "How to release: run tests, then tag.") == (
+        'Shares the words "release"'
+    )
+    assert why(["lexical"], how, "How do you feel?") == 'Shares the words "How", "do"'
     assert why(["dense", "recent"], "q", "t") == "Close in meaning; recent"
     assert why([], "q", "t") == "Ranked high by dense and lexical search together"
 
