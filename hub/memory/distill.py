@@ -112,7 +112,8 @@ class Distiller(Protocol):
 _SPEAKER = re.compile(r"^\*\*(?P<who>[^*\n]{1,80})\*\*(?: \([^)\n]*\))?:\s?(?P<text>.*)$")
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
 # Facts are looked for clause by clause: "A lot happened - I joined a new group last Tues."
-_CLAUSE = re.compile(r"(?<=[.!?。！？])\s+|\n+|\s+[-–—]+\s+")
+# CJK sentences follow one another with no space: 「…行きました。来週…」 is two.
+_CLAUSE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+|\s+[-–—]+\s+")
 _MARKER = re.compile(
     r"^(?:(?:please\s+)?(?:remember|reminder|note|fyi|for the record|keep in mind|heads up|"
     r"psa)\b(?:\s+that)?\s*[:,\-–]?\s*|(?:リマインダー|メモ|注意|提醒|备注|注意)\s*[:：]\s*)",

@@ -8,7 +8,12 @@ Beyond "X is Y" and marked sentences, a sentence is kept as knowledge when it is
   「来週…します」, 「下周…去…」;
 - a shared preference or habit: "we prefer X", "we always X", "the team never X";
 - a first-person event: "I went to / visited / started / joined … X", kept as
-  "<person> went to X" (what a person says of their own day);
+  "<person> went to X" (what a person says of their own day), 「私は先週京都に行きました」,
+  「我上周去了上海」;
+- a first-person plan: "I'm planning to X", "I plan to X", and "I will / I'm going to / I'm
+  flying to X" when it says when ("next Tuesday", "this summer", "in May"), kept as
+  "<person> is planning to X" beside their events (a promise in passing, "I'll keep that in
+  mind", says no when and is not kept); 「私は来週大阪へ出張します」, 「我下周去北京出差」;
 
 and the subject it is filed under comes from what was decided, planned or done (its first
 content words, without articles, prepositions or time words), so a later decision on the
@@ -24,6 +29,14 @@ from dataclasses import dataclass
 _TIME = (
     r"(?:next|this|on|coming)\s+(?:week|month|year|weekend|monday|tuesday|wednesday|thursday"
     r"|friday|saturday|sunday)|tomorrow|tonight|later today|soon"
+)
+_MONTH = r"january|february|march|april|may|june|july|august|september|october|november|december"
+# When a person's own plan is for: _TIME, or a season, a month, a count of days ahead.
+_LATER = re.compile(
+    rf"\b(?:{_TIME}|(?:this|next|coming)\s+(?:summer|fall|autumn|winter|spring|semester|"
+    rf"quarter|{_MONTH})|in\s+(?:{_MONTH}|a\s+(?:few|couple\s+of)?\s*(?:days?|weeks?|months?)|"
+    r"\w+\s+(?:days|weeks|months))|later\s+this\s+\w+|over\s+the\s+weekend)\b",
+    re.IGNORECASE,
 )
 _WHO_PLURAL = r"(?:we|the team|our team|they|everyone)"
 _DECISION = re.compile(
@@ -59,20 +72,44 @@ _EVENT = re.compile(
     rf"(?:(?P<verb>{_EVENT_VERBS})\b|(?:['’]ve|have) been (?P<doing>\w+ing)\b)(?P<rest>.{{3,}})$",
     re.IGNORECASE,
 )
-_JA_DECISION = re.compile(r"^(?P<what>.{2,}?)(?:ことに)?(?:決めました|決定しました|決まりました)")
-_ZH_DECISION = re.compile(r"^(?:我们|大家)?(?:决定|同意)(?P<what>.{2,})")
+# A person's own plan: "I'm planning to", "I plan on"; or, when it says when, "I will",
+# "I'll", "I'm going to", "I'm flying" (group `later`).
+_OWN_PLAN = re.compile(
+    r"^(?P<lead>(?:[\w'’]+,?\s+){0,3}?)\bi(?:"
+    r"(?P<plan>['’]m\s+planning\s+(?:to|on)|\s+am\s+planning\s+(?:to|on)|\s+plan\s+(?:to|on)"
+    r"|\s+intend\s+to)"
+    r"|(?P<later>['’]m\s+going\s+to|\s+am\s+going\s+to|['’]ll|\s+will|['’]m(?=\s+\w+ing\b)"
+    r"|\s+am(?=\s+\w+ing\b)))\s+(?P<rest>\S.{2,})$",
+    re.IGNORECASE,
+)
+# Japanese and Chinese say who by a topic word ahead of the rest, and often not at all.
+_JA_ME = r"(?:私たち|僕たち|我々|わたし|私|僕|俺|うち)(?:は|も)?、?"
+_JA_DECISION = re.compile(
+    rf"^(?:{_JA_ME}|(?:チーム|みんな)(?:は|で)、?)?"
+    r"(?P<what>.{2,}?)(?:ことに)?(?:決めました|決定しました|決まりました)"
+)
+_ZH_DECISION = re.compile(r"^(?:我们|大家)?(?:决定|同意)(?P<what>.{2,}?)。?$")
+# A person's own past event: 「私は先週京都に行きました」 (when said, or 私 said), and only
+# with no other subject in it (「昨日、雨が降りました」 is the rain's).
+_JA_AGO = r"昨日|先週|先月|先日|この前|週末に|昨年|去年|今朝|さっき"
+_JA_EVENT = re.compile(
+    rf"^(?P<me>{_JA_ME})?(?P<when>(?:{_JA_AGO})(?:の[^がは、]{{1,6}}?)?(?:に|は)?、?)?"
+    r"(?P<what>[^がは]{2,}?)(?:しました|ました)。?$"
+)
+_ZH_AGO = r"昨天|前天|上周|上星期|上个月|周末|去年|刚才|刚刚"
+_ZH_EVENT = re.compile(rf"^我(?P<when>{_ZH_AGO})?(?P<what>[^我]{{1,}}?了.*?)。?$")
 # A plan says when and then what, filed under the what: 「来週の火曜日にチームで京都へ出張します」
 # (チームで京都へ出張), 「我们下周去北京出差」 (去北京出差).
 _JA_WHEN = r"来週|再来週|今週|明日|明後日|あした|来月|今月|今度|週末|次回"
 _JA_PLAN = re.compile(
-    rf"^(?:{_JA_WHEN})(?:の[^にはで、]{{1,6}}(?=[にはで、]))?(?:に|は|、)?"
+    rf"^(?:{_JA_ME})?(?:{_JA_WHEN})(?:の[^にはで、]{{1,6}}(?=[にはで、]))?(?:に|は|、)?"
     r"(?P<what>.{2,}?)(?:します|する予定です|の予定です|予定です|つもりです|ます)。?$"
 )
 # Cut at 12 characters, a key may end on a particle: 「田中さんとミーティングが」.
 _PARTICLES = "がをにはでとへのもや、"
 _ZH_WHEN = r"下周|下星期|下个月|明天|后天|这周|本周|周末|下次"
 _ZH_PLAN = re.compile(
-    rf"^(?=.*(?:{_ZH_WHEN}))(?:{_ZH_WHEN})?(?:我们|大家|团队)(?:{_ZH_WHEN})?"
+    rf"^(?=.*(?:{_ZH_WHEN}))(?:{_ZH_WHEN})?(?:我们|大家|团队|我)(?:{_ZH_WHEN})?"
     r"(?P<what>(?:要|会|打算|计划|准备|去|开).{2,}?)。?$"
 )
 _NOT_KEY = frozenset(
@@ -116,7 +153,7 @@ def said_of_them(rest: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Statement:
-    kind: str  # "decision" | "plan" | "habit" | "event"
+    kind: str  # "decision" | "plan" | "habit" | "event" (a person's own event or plan)
     subject: str  # the note's key
     text: str  # the sentence as it is kept
 
@@ -146,7 +183,10 @@ def stated(sentence: str, who: str) -> Statement | None:
         cjk = pattern.match(sentence)
         if cjk:
             what = cjk.group("what")[:12].rstrip(_PARTICLES)
-            return Statement(kind, f"{kind}: {what}", sentence)
+            return Statement(kind, f"{kind}: {what}", _cjk_said_of(sentence, who))
+    who = who[:1].upper() + who[1:]  # a name as typed ("dana") starts a word of a sentence
+    if who and (own := _own_plan(sentence, who) or _cjk_event(sentence, who)):
+        return own
     event = _EVENT.match(sentence)
     if event and who:
         verb = (event.group("verb") or event.group("doing")).casefold()
@@ -160,4 +200,52 @@ def stated(sentence: str, who: str) -> Statement | None:
                 rest = (" has" if mine else " have") + rest[3:]
             said = sentence[:start] + name + said_of_them(rest)
             return Statement("event", f"{who.casefold()} {verb} {key}", said)
+    return None
+
+
+def _own_plan(sentence: str, who: str) -> Statement | None:
+    """ "Next week I'm flying to Osaka" as "Next week Dana is flying to Osaka"."""
+    found = _OWN_PLAN.match(sentence)
+    if found is None or (found["later"] and not _LATER.search(sentence)):
+        return None
+    key = key_words(found["rest"])
+    if not key:
+        return None
+    aux = " ".join((found["plan"] or found["later"]).replace("’", "'").split())
+    if aux.startswith(("'m", "am")):
+        aux = "is" + aux.removeprefix("'m").removeprefix("am")
+    elif aux in {"'ll", "will"}:
+        aux = "will"
+    else:  # "plan to", "intend to"
+        verb, _, tail = aux.partition(" ")
+        aux = f"{verb}s {tail}"
+    said = f"{found['lead']}{who} {aux} {said_of_them(found['rest'])}"
+    return Statement("event", f"{who.casefold()} plans {key}", said)
+
+
+# "I" alone, not "we": 私は, 僕は, 我 (not 我们).
+_CJK_I = re.compile(r"^(?:(?:私|わたし|僕|俺)(?!たち)(?:は|も)?、?|我(?!们))")
+
+
+def _cjk_said_of(sentence: str, who: str) -> str:
+    """「私は来週…」 as 「Danaは来週…」, 「我下周…」 as 「Dana下周…」 (as "I" is "Dana")."""
+    found = _CJK_I.match(sentence)
+    if not who or found is None:
+        return sentence
+    particle = "" if sentence.startswith("我") else "は"
+    return f"{who}{particle}{sentence[found.end() :]}"
+
+
+def _cjk_event(sentence: str, who: str) -> Statement | None:
+    """「私は先週京都に行きました」 as 「Danaは先週京都に行きました」; 「我上周去了上海」 as
+    「Dana上周去了上海」."""
+    ja = _JA_EVENT.match(sentence)
+    if ja and (ja["me"] or ja["when"]):
+        said = _cjk_said_of(sentence, who) if ja["me"] else f"{who}は{sentence}"
+        return Statement("event", f"{who.casefold()} {ja['what'][:12]}", said)
+    zh = _ZH_EVENT.match(sentence)
+    if zh and zh["when"]:
+        return Statement(
+            "event", f"{who.casefold()} {zh['what'][:12]}", _cjk_said_of(sentence, who)
+        )
     return None

@@ -31,6 +31,16 @@ CASES = [
     ("我们下周去北京出差。", "plan: 去北京出差", S),
     ("明天我们开会讨论预算。", "plan: 开会讨论预算", S),
     ("来週の月曜日に田中さんとミーティングがあります。", "plan: 田中さんとミーティング", S),
+    ("私は来週の火曜日に大阪へ出張します。", "plan: 大阪へ出張", S),
+    ("我下周去北京出差。", "plan: 去北京出差", S),
+    ("我们决定周五发布测试版。", "decision: 周五发布测试版", S),
+    ("チームはリリースを金曜日にすることに決めました。", "decision: リリースを金曜日にする", S),
+    # A person's own plans and events (kept in their day's log when the day is known).
+    ("I'm flying to Osaka next Tuesday.", "caroline plans flying osaka", S),
+    ("I'm planning to start a volunteer program.", "caroline plans start volunteer program", S),
+    ("私は先週京都に行きました。", "caroline 京都に行き", S),
+    ("昨日、新しいプロジェクトを始めました。", "caroline 新しいプロジェクトを始め", S),
+    ("我上周去了上海。", "caroline 去了上海", S),
 ]
 
 
@@ -70,6 +80,23 @@ def test_what_a_person_said_of_themselves_reads_as_said_of_them() -> None:
     assert went.text == "Dana went to Iceland and they are going back, as they've said."
     (day,) = facts_in("dana", "I went hiking.", "s1", day=date(2026, 12, 5))
     assert (day.title, day.text) == ("Dana on 5 December 2026", "- Dana went hiking.")
+    (fly,) = facts_in("dana", "Next Tuesday I will fly to Osaka with my team.", "s1")
+    assert fly.text == "Next Tuesday Dana will fly to Osaka with their team."
+    (going,) = facts_in("dana", "I’m going to visit my parents in May.", "s1")
+    assert going.text == "Dana is going to visit their parents in May."
+    (film,) = facts_in("dana", "I plan on submitting it to a film festival.", "s1")
+    assert film.text == "Dana plans on submitting it to a film festival."
+    (kyoto,) = facts_in("dana", "私は先週京都に行きました。", "s1")
+    assert kyoto.text == "Danaは先週京都に行きました。"
+    (osaka,) = facts_in("dana", "私は来週大阪へ出張します。", "s1")
+    assert osaka.text == "Danaは来週大阪へ出張します。"
+    (shanghai,) = facts_in("dana", "我上周去了上海。", "s1")
+    assert shanghai.text == "Dana上周去了上海。"
+    (ours_ja,) = facts_in("dana", "私たちは来週京都へ行きます。", "s1")
+    assert ours_ja.text == "私たちは来週京都へ行きます。"  # "we", not Dana alone
+    # CJK sentences run on with no space between them; each is its own.
+    both_ja = facts_in("dana", "先週京都に行きました。来週の月曜日に大阪へ出張します。", "s1")
+    assert [f.subject for f in both_ja] == ["dana 京都に行き", "plan: 大阪へ出張"]
     (renew,) = facts_in("dana", "Reminder: renew the SSL certificate before January 5.", "s1")
     assert (renew.subject, renew.title) == ("renew the ssl", "Renew the SSL")
 
@@ -84,6 +111,11 @@ def test_what_a_person_said_of_themselves_reads_as_said_of_them() -> None:
         "I think so.",
         "来週の予定は？",
         "明天要下雨。",
+        # A promise in passing says no when; the rain is not the person's own doing.
+        "I'll keep that in mind.",
+        "I'm going to miss you.",
+        "I am hoping to win.",
+        "昨日、雨が降りました。",
     ],
 )
 def test_chatter_and_questions_are_not_kept(said: str) -> None:
