@@ -17,10 +17,13 @@ HEADER = re.compile(
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 _SPEAKER = re.compile(r"\*\*[^*\n]{1,40}\*\*:?")  # "**Dana Scully**:" inside a summary
+# An underscore opens or closes emphasis only at a word's edge: API_KEY_2 is no span.
+_UNDER_OPENS = re.compile(r"(?<![\w\\])_(?=[^\s_]|$)")
+_UNDER_CLOSES = re.compile(r"(?<=[^\s_\\])_(?!\w)")
 
 
 def closed(partial: str) -> str:
-    """Markdown cut off with its open bold and code spans closed: a frame drawn while
+    """Markdown cut off with its open bold, italic and code spans closed: a frame drawn while
     "**No language model" waits for its "**" would show the asterisks. A mark that nothing
     follows yet is left out, and a closing one goes before trailing spaces, where Markdown
     reads it."""
@@ -33,6 +36,9 @@ def closed(partial: str) -> str:
         still_open.append((body.rfind("**"), "**"))
     if body.replace("```", "").count("`") % 2:
         still_open.append((body.rfind("`"), "`"))
+    opens = [m.start() for m in _UNDER_OPENS.finditer(body)]
+    if len(opens) > len(_UNDER_CLOSES.findall(body)):  # "_(answered in offline mod…"
+        still_open.append((opens[-1], "_"))
     for at, mark in sorted(still_open, reverse=True):
         body = body[:at] if at + len(mark) == len(body) else body + mark
     return body + spaces

@@ -21,6 +21,11 @@ def test_a_reply_cut_off_mid_stream_is_drawn_with_its_spans_closed() -> None:
     assert closed("```python\nx = 1") == "```python\nx = 1\n```"
     assert closed("**No language model is ") == "**No language model is** "  # then a space
     assert closed("Hello **") == "Hello "  # nothing bold yet
+    assert closed("aria: _(answered in offline mod…") == "aria: _(answered in offline mod…_"
+    assert closed("_(answered in offline mode)_ and API_KEY_2") == (
+        "_(answered in offline mode)_ and API_KEY_2"
+    )  # an underscore inside a word is no span
+    assert closed("say _") == "say "
     done = "**No model** is set: set `model`."
     assert closed(done) == done
 
