@@ -28,7 +28,7 @@ from sqlmodel import col, select
 from hub.mailbox import TurnJob
 from hub.memory.redact import redact, redact_json
 from hub.messages import utcnow
-from hub.store.db import Database
+from hub.store.db import Database, scrub_after_commit
 from hub.store.models import InboxItem, InboxStatus
 
 OPEN = (InboxStatus.RECEIVED, InboxStatus.PROCESSING)
@@ -134,6 +134,7 @@ class Inbox:
                 .where(col(InboxItem.id) == inbox_id)
                 .values(text=clean, raw=redact_json(raw))
             )
+            scrub_after_commit(conn)
 
     def close_now(
         self,

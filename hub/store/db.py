@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+_SCRUB = "animahub.scrub"  # a Connection.info key: this transaction overwrote a secret
 
 
 def make_engine(url: str) -> Engine:
@@ -44,7 +45,16 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.execute("PRAGMA busy_timeout=30000")
+    # A row rewritten to redact a secret leaves no copy of its old bytes in the page's free
+    # space. Debian's SQLite is built with this on; macOS's and others' are not.
+    cur.execute("PRAGMA secure_delete=ON")
     cur.close()
+
+
+def scrub_after_commit(conn: Connection) -> None:
+    """Mark the caller's transaction (one of `Database.write`'s) as having overwritten a
+    secret: once it commits, the database keeps no earlier copy of it where it can."""
+    conn.info[_SCRUB] = True
 
 
 def migrate(engine: Engine) -> None:
@@ -82,7 +92,27 @@ class Database:
         """A transaction for the hot path: Core statements skip the ORM's unit of work,
         which costs more than the SQLite write itself."""
         with self.engine.begin() as conn:
-            yield conn
+            try:
+                yield conn
+            finally:  # the key lives on the pooled DBAPI connection: never leave it behind
+                scrub = conn.info.pop(_SCRUB, False)
+        if scrub:
+            self.scrub()
+
+    def scrub(self) -> None:
+        """Leave no earlier version of a rewritten row in SQLite's write-ahead log: copy it
+        into the database and truncate the log to nothing. A reader still on an older
+        snapshot makes this give up after a second (the next scrub finishes it). PostgreSQL
+        keeps an old row version until autovacuum and in its own WAL, the server's to
+        manage (docs/operations.md)."""
+        if self.engine.dialect.name != "sqlite":
+            return
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA busy_timeout=1000")
+            try:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                conn.exec_driver_sql("PRAGMA busy_timeout=30000")
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -134,6 +134,8 @@ async def test_pasted_secrets_are_kept_nowhere(
     found += database_leaks(hub)
     found += leaks("the logs", files_text(home / "logs"))
     found += leaks("the memory files", files_text(home / "animas") + files_text(home / "shared"))
+    # Nor as the old text of a row, in the SQLite file's free space or its write-ahead log.
+    found += leaks("the data folder's files", files_text(home))
     assert found == []
     # Redacted, not dropped: what was said is still there around the placeholder.
     assert "[REDACTED:openai_key]" in history.text and "for the demo" in history.text
