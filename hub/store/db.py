@@ -102,13 +102,13 @@ class Database:
     def scrub(self) -> None:
         """Leave no earlier version of a rewritten row in SQLite's write-ahead log: copy it
         into the database and truncate the log to nothing. A reader still on an older
-        snapshot makes this give up after a second (the next scrub finishes it). PostgreSQL
+        snapshot makes this give up after 250 ms (a later scrub finishes it). PostgreSQL
         keeps an old row version until autovacuum and in its own WAL, the server's to
         manage (docs/operations.md)."""
         if self.engine.dialect.name != "sqlite":
             return
         with self.engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA busy_timeout=1000")
+            conn.exec_driver_sql("PRAGMA busy_timeout=250")  # it runs on the event loop
             try:
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
