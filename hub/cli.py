@@ -453,7 +453,7 @@ def logs(
     ] = 50,
     follow: Annotated[bool, typer.Option("--follow", "-f", help="Keep printing.")] = False,
 ) -> None:
-    """Show an Anima's log: turns answered, failures, schedule problems."""
+    """Show an Anima's log: turns answered, failures, consolidation runs, schedule problems."""
     if lines < 0:  # sliced, -n -5 printed all the lines but five
         raise fail(f"-n {lines}: the number of lines must be 0 or more", code=2)
     settings = settings_or_exit()

@@ -168,7 +168,12 @@ class Consolidator:
         """The daily stage for every day up to `until` not yet distilled (a hub that was
         off, or `consolidate --daily` run by hand): a section is still distilled once."""
         reports = [await self.daily(anima, day, now) for day in self.undistilled_days(anima, until)]
-        return StageReport.combined("daily", anima, reports)
+        report = StageReport.combined("daily", anima, reports)
+        if not reports:  # each day's run logs itself; no day to run is worth a line too
+            log.info(
+                "%s (every day to %s)", report.summary(), until.isoformat(), extra={"anima": anima}
+            )
+        return report
 
     async def run(
         self,
@@ -240,6 +245,12 @@ class Consolidator:
         after its own run (episode files are UTC days; the Anima's midnight may come
         before the UTC one). A section is distilled once."""
         changes = Changes()
+        await self._distil_day(anima, day, changes)
+        report = StageReport.of("daily", anima, changes)
+        log.info("%s (%s)", report.summary(), day.isoformat(), extra={"anima": anima})
+        return report
+
+    async def _distil_day(self, anima: str, day: date, changes: Changes) -> None:
         folder = self.memory.anima_dir(anima)
         async with self._lock(anima):
             self.memory.flush_access()
@@ -252,7 +263,7 @@ class Consolidator:
                     fresh[relative] = [s for s in items if s.id not in done]
             sections = [s for items in fresh.values() for s in items]
             if not sections:
-                return StageReport.of("daily", anima, changes)
+                return
             candidates = await self._extract(anima, folder, sections)
             # From here to the index update nothing awaits: the notes read are the notes
             # written over (the access flusher runs on this loop too).
@@ -264,8 +275,6 @@ class Consolidator:
                 ledger.mark_distilled(relative, (s.id for s in items))
             ledger.save()
             await self.memory.refresh(anima, changes.reindex, changes.gone)
-        log.info("%s", StageReport.of("daily", anima, changes).summary())
-        return StageReport.of("daily", anima, changes)
 
     async def _extract(
         self, anima: str, folder: Path, sections: Sequence[MemoryItem]
@@ -299,7 +308,7 @@ class Consolidator:
             self.memory.flush_access()
             await weekly(self.memory, self.distiller(anima), anima, today, now, changes)
             await self.memory.refresh(anima, changes.reindex, changes.gone)
-        log.info("%s", StageReport.of("weekly", anima, changes).summary())
+        log.info("%s", StageReport.of("weekly", anima, changes).summary(), extra={"anima": anima})
         return StageReport.of("weekly", anima, changes)
 
     async def monthly(self, anima: str, today: date, now: datetime) -> StageReport:
@@ -310,7 +319,7 @@ class Consolidator:
             folder = self.memory.anima_dir(anima)
             forget(folder, self.memory.access(anima), now, changes)
             await self.memory.refresh(anima, changes.reindex, changes.gone)
-        log.info("%s", StageReport.of("monthly", anima, changes).summary())
+        log.info("%s", StageReport.of("monthly", anima, changes).summary(), extra={"anima": anima})
         return StageReport.of("monthly", anima, changes)
 
     async def restore(self, anima: str, path: str, now: datetime | None = None) -> str:

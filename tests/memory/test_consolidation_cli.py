@@ -89,6 +89,10 @@ def test_daily_distils_every_day_not_yet_distilled_and_today_on_request(
     now = runner.invoke(app, ["consolidate", "aria", "--today"])
     assert now.exit_code == 0 and "aria daily: 1 created" in now.output, now.output
     assert (folder / "knowledge/door-code.md").exists()
+    # The Anima's own log says what each run did, as it says what its turns did.
+    logs = runner.invoke(app, ["logs", "aria"])
+    assert logs.exit_code == 0, logs.output
+    assert "aria daily: 1 created" in logs.output and "aria daily: nothing to do" in logs.output
     bad = runner.invoke(app, ["consolidate", "aria", "--day", "yesterday"])
     assert bad.exit_code == 2 and "is not a day: use YYYY-MM-DD" in bad.output
     one = runner.invoke(app, ["consolidate", "aria", "--day", today.isoformat()])
