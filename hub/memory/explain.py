@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hub.memory.lexical import ENGLISH_STOPWORDS, tokenize
+from hub.memory.lexical import CJK_RUN, ENGLISH_STOPWORDS, tokenize
 
 _WORD = re.compile(r"\S+")
 _EDGES = "\"'`.,;:!?()[]{}<>“”‘’«»「」『』。、？！"
@@ -28,6 +28,8 @@ _FRAMING = ENGLISH_STOPWORDS | {
     "shall", "may", "might", "must", "am", "been", "being", "not", "no", "yes", "about",
     "any", "some", "all", "just", "also", "know", "tell", "please", "us", "him", "hers",
     "mine", "yours", "whom", "whose", "there", "here", "again", "ever", "now",
+    "ます", "です", "ました", "ません", "でした", "した", "して", "する", "ある", "いる",
+    "こと", "もの", "什么", "时候", "我们", "你们", "他们", "怎么", "哪里",
 }  # fmt: skip
 
 
@@ -36,12 +38,26 @@ def shared_words(query: str, text: str) -> list[str]:
     that carry meaning, or the question's framing words when they are all it shares."""
     terms = set(tokenize(text))
     words: dict[str, str] = {}
-    for raw in _WORD.findall(query):
+    for raw in _WORD.findall(CJK_RUN.sub(lambda run: _spans(run[0], text), query)):
         word = raw.strip(_EDGES)
         if word and word.casefold() not in words and set(tokenize(word)) & terms:
             words[word.casefold()] = word
     meaningful = [w for folded, w in words.items() if folded not in _FRAMING]
     return meaningful or list(words.values())
+
+
+def _spans(run: str, text: str) -> str:
+    """A run of CJK query text as its longest pieces that `text` holds too, apart: the
+    lexical index matches such text by pairs of characters, so 「大阪出張はいつ」 shares
+    「大阪」 and 「出張」 with 「大阪へ出張します」, not itself."""
+    pieces, at = [], 0
+    while at < len(run):
+        end = at + 1
+        while end < len(run) and run[at : end + 1] in text:
+            end += 1
+        pieces.append(run[at:end])
+        at = end
+    return " ".join(pieces)
 
 
 def why(signals: Sequence[str], query: str, text: str, person: str | None = None) -> str:

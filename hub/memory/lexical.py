@@ -76,6 +76,7 @@ _CJK = (
     "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
     "\U00020000-\U0003134f"
 )
+CJK_RUN = re.compile(f"[{_CJK}]+")  # text written without spaces, searched by bigrams
 _WORD = f"(?:[^\\W{_CJK}]|[{_mark_ranges()}])"  # a letter, digit, _ or mark, not CJK
 _JOINER = r"[-.@/\\:?=&#+~%]"  # inside identifiers, paths, URLs, emails, versions
 _SEGMENT = re.compile(f"(?P<cjk>[{_CJK}]+)|(?P<word>#?{_WORD}+(?:{_JOINER}+{_WORD}+)*)")

@@ -148,6 +148,13 @@ async def test_search_results_say_why_they_matched(
         'Shares the words "release"'
     )
     assert why(["lexical"], how, "How do you feel?") == 'Shares the words "How", "do"'
+    # Text written without spaces shares its pieces, not the whole question.
+    osaka = "私は来週の火曜日に大阪へ出張します。"
+    assert why(["lexical"], "大阪出張はいつ？", osaka) == 'Shares the words "大阪", "出張"'
+    assert why(["lexical"], "来週どこに行きますか？", osaka) == 'Shares the words "来週"'
+    assert why(["lexical"], "我们什么时候去北京？", "我们下周去北京出差。") == (
+        'Shares the words "去北京"'
+    )
     assert why(["dense", "recent"], "q", "t") == "Close in meaning; recent"
     assert why([], "q", "t") == "Ranked high by dense and lexical search together"
 
