@@ -184,6 +184,9 @@ class TranscriptEntry:
     text: str
     at: str
     anima: str | None = None
+    # A person's message: the id its platform gave it (the web chat's own message_id), so
+    # a page that sent it knows it again, though the text kept is redacted.
+    message_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ def transcript(db: Database, address: Address, limit: int) -> list[TranscriptEnt
                 # A row is stored redacted once answered; one still waiting is shown so too.
                 text=redact(row.text)[0],
                 at=as_utc(row.received_at).isoformat(),
+                message_id=row.event_id,
             )
             for row in inbox
         ] + [

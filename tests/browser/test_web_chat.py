@@ -196,6 +196,26 @@ def test_a_paused_animas_notice_is_said_once(page: Page, hub: RunningHub) -> Non
         httpx.post(f"{hub.url}/api/animas/kai/resume", timeout=30).raise_for_status()
 
 
+def test_a_pasted_secret_shows_once_as_the_hub_keeps_it(
+    page: Page, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    """The hub keeps the message redacted; the page that sent it swaps its own copy for
+    the kept one (known by its message id) instead of listing it a second time."""
+    open_anima(page, hub, "mika")
+    page.click("#new-conversation")
+    page.fill("#composer-input", "my PIN is 55021987 for the side door")
+    page.keyboard.press("Enter")
+    mine = page.locator(".msg-mine")
+    expect(page.locator(".msg-anima .bubble").last).to_contain_text("[REDACTED:password]")
+    # The page asks for what it has not seen every 3 s; one ask must not add a copy.
+    kept = "my PIN is [REDACTED:password] for the side door"
+    expect(mine.first).to_contain_text(kept, timeout=10_000)
+    page.wait_for_timeout(3_500)
+    expect(mine).to_have_count(1)
+    assert "55021987" not in page.locator("#messages").inner_text()
+    screenshot("secret-kept-once")
+
+
 def test_the_offline_banner_is_a_band_between_the_header_and_the_messages(
     page: Page, hub: RunningHub, screenshot: Screenshot
 ) -> None:

@@ -347,6 +347,7 @@
       text: m.text || "",
       at: m.at || "",
       anima: m.anima || "",
+      messageId: m.message_id || "",
       rev: 0,
     };
   }
@@ -731,9 +732,20 @@
       const sameText = (a, b) => String(a.text).trim() === String(b.text).trim();
       const same = (a, b) => a.kind === b.kind && sameText(a, b);
       const shown = new Set(conv.items.map((i) => i.key));
-      const fresh = messages
-        .map(fromServer)
-        .filter((m) => !shown.has(m.key) && !conv.items.some((i) => i.local && same(i, m)));
+      const fresh = [];
+      let kept = false;
+      for (const m of messages.map(fromServer)) {
+        if (shown.has(m.key)) continue;
+        // What this page sent, known by its id: shown as the hub keeps it (a pasted secret
+        // redacted), not added a second time beside it.
+        const sent = m.messageId
+          ? conv.items.findIndex((i) => i.local && i.kind === "person" && i.id === m.messageId)
+          : -1;
+        if (sent !== -1) {
+          conv.items[sent] = m;
+          kept = true;
+        } else if (!conv.items.some((i) => i.local && same(i, m))) fresh.push(m);
+      }
       for (const m of fresh) {
         // The hub also delivers some of what the stream reported as an error (a paused
         // Anima's notice): its message takes the error's place, so it is said once.
@@ -741,7 +753,7 @@
         if (told === -1 || m.kind !== "anima") conv.items.push(m);
         else conv.items[told] = m;
       }
-      if (fresh.length) renderMessages(conv, { quiet: true });
+      if (fresh.length || kept) renderMessages(conv, { quiet: true });
     } catch (err) {
       // The next poll tries again; a failure here is not worth interrupting the person.
     } finally {
