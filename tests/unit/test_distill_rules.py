@@ -57,43 +57,61 @@ def test_what_is_kept_reads_as_it_was_said() -> None:
     assert procedure.text == "1. run tests\n2. tag\n3. push"
 
 
-def test_what_a_person_said_of_themselves_reads_as_said_of_them() -> None:
-    # The name as typed ("dana"), the sentence still starting upper case; their own words
-    # after the subject in the third person; a title in the case it was written.
-    (trip,) = facts_in("dana", "I went to Kyoto last weekend with my sister Emi.", "s1")
-    assert trip.text == "Dana went to Kyoto last weekend with their sister Emi."
-    (moved,) = facts_in("dana", "I moved to the US with my family.", "s1")
-    assert moved.text == "Dana moved to the US with their family."
-    (ours,) = facts_in("dana", "We celebrated our anniversary with friends of ours.", "s1")
-    assert ours.text == "Dana and others celebrated their anniversary with friends of theirs."
-    (own,) = facts_in("dana", "My dentist appointment is on Tuesday at 3pm.", "s1")
-    assert own.text == "Dana's dentist appointment is on Tuesday at 3pm."
+# The name as typed ("dana"), the sentence still starting upper case; their own words
+# after the subject in the third person.
+AS_SAID_OF_THEM = [
+    (
+        "I went to Kyoto last weekend with my sister Emi.",
+        "Dana went to Kyoto last weekend with their sister Emi.",
+    ),
+    ("I moved to the US with my family.", "Dana moved to the US with their family."),
+    (
+        "We celebrated our anniversary with friends of ours.",
+        "Dana and others celebrated their anniversary with friends of theirs.",
+    ),
+    (
+        "My dentist appointment is on Tuesday at 3pm.",
+        "Dana's dentist appointment is on Tuesday at 3pm.",
+    ),
+    (
+        "My locker code is 4521 and I prefer tea over coffee.",
+        "Dana's locker code is 4521 and they prefer tea over coffee.",
+    ),
+    (
+        "My flat is in Leeds, I'm happy there and I was born in York.",
+        "Dana's flat is in Leeds, they're happy there and they were born in York.",
+    ),
+    (
+        "I went to Iceland and I am going back, as I've said.",
+        "Dana went to Iceland and they are going back, as they've said.",
+    ),
+    (
+        "Next Tuesday I will fly to Osaka with my team.",
+        "Next Tuesday Dana will fly to Osaka with their team.",
+    ),
+    ("I’m going to visit my parents in May.", "Dana is going to visit their parents in May."),
+    (
+        "I plan on submitting it to a film festival.",
+        "Dana plans on submitting it to a film festival.",
+    ),
+    ("私は先週京都に行きました。", "Danaは先週京都に行きました。"),
+    ("私は来週大阪へ出張します。", "Danaは来週大阪へ出張します。"),
+    ("我上周去了上海。", "Dana上周去了上海。"),
+    ("私たちは来週京都へ行きます。", "私たちは来週京都へ行きます。"),  # "we", not Dana alone
+]
+
+
+@pytest.mark.parametrize(("said", "kept"), AS_SAID_OF_THEM)
+def test_what_a_person_said_of_themselves_reads_as_said_of_them(said: str, kept: str) -> None:
+    (fact,) = facts_in("dana", said, "s1")
+    assert fact.text == kept
+
+
+def test_titles_days_and_run_on_sentences() -> None:
     (badge,) = facts_in("Fox Mulder", "My badge number is 4471", "s1")
-    assert badge.title == "Fox Mulder's badge number"  # was "Fox mulder badge number"
-    (both,) = facts_in("dana", "My locker code is 4521 and I prefer tea over coffee.", "s1")
-    assert both.text == "Dana's locker code is 4521 and they prefer tea over coffee."
-    (moods,) = facts_in(
-        "dana", "My flat is in Leeds, I'm happy there and I was born in York.", "s1"
-    )
-    assert moods.text == "Dana's flat is in Leeds, they're happy there and they were born in York."
-    (went,) = facts_in("dana", "I went to Iceland and I am going back, as I've said.", "s1")
-    assert went.text == "Dana went to Iceland and they are going back, as they've said."
+    assert badge.title == "Fox Mulder's badge number"  # a title in the case it was written
     (day,) = facts_in("dana", "I went hiking.", "s1", day=date(2026, 12, 5))
     assert (day.title, day.text) == ("Dana on 5 December 2026", "- Dana went hiking.")
-    (fly,) = facts_in("dana", "Next Tuesday I will fly to Osaka with my team.", "s1")
-    assert fly.text == "Next Tuesday Dana will fly to Osaka with their team."
-    (going,) = facts_in("dana", "I’m going to visit my parents in May.", "s1")
-    assert going.text == "Dana is going to visit their parents in May."
-    (film,) = facts_in("dana", "I plan on submitting it to a film festival.", "s1")
-    assert film.text == "Dana plans on submitting it to a film festival."
-    (kyoto,) = facts_in("dana", "私は先週京都に行きました。", "s1")
-    assert kyoto.text == "Danaは先週京都に行きました。"
-    (osaka,) = facts_in("dana", "私は来週大阪へ出張します。", "s1")
-    assert osaka.text == "Danaは来週大阪へ出張します。"
-    (shanghai,) = facts_in("dana", "我上周去了上海。", "s1")
-    assert shanghai.text == "Dana上周去了上海。"
-    (ours_ja,) = facts_in("dana", "私たちは来週京都へ行きます。", "s1")
-    assert ours_ja.text == "私たちは来週京都へ行きます。"  # "we", not Dana alone
     # CJK sentences run on with no space between them; each is its own.
     both_ja = facts_in("dana", "先週京都に行きました。来週の月曜日に大阪へ出張します。", "s1")
     assert [f.subject for f in both_ja] == ["dana 京都に行き", "plan: 大阪へ出張"]
