@@ -167,6 +167,7 @@ def key_words(text: str, limit: int = 3) -> str:
 
 def stated(sentence: str, who: str) -> Statement | None:
     """The decision, plan, habit or first-person event `sentence` states, if any."""
+    who = who[:1].upper() + who[1:]  # a name as typed ("dana") starts a word of a sentence
     for kind, pattern in (("decision", _DECISION), ("plan", _PLAN), ("habit", _HABIT)):
         found = pattern.match(sentence)
         if found and (key := key_words(found.group("what"))):
@@ -184,7 +185,6 @@ def stated(sentence: str, who: str) -> Statement | None:
         if cjk:
             what = cjk.group("what")[:12].rstrip(_PARTICLES)
             return Statement(kind, f"{kind}: {what}", _cjk_said_of(sentence, who))
-    who = who[:1].upper() + who[1:]  # a name as typed ("dana") starts a word of a sentence
     if who and (own := _own_plan(sentence, who) or _cjk_event(sentence, who)):
         return own
     event = _EVENT.match(sentence)
