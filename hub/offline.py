@@ -99,10 +99,12 @@ def _words(line: str) -> str:
     return " ".join(re.findall(r"\w+", said.casefold()))
 
 
-def relevant(text: str, lines: Sequence[str]) -> list[str]:
+def relevant(text: str, lines: Sequence[str], spoken_to: str = "") -> list[str]:
     """The lines whose words or speaker (not their time or place) share a search term with
-    `text` (question words aside), most shared first, each once."""
-    wanted = _terms(text)
+    `text` (question words aside), most shared first, each once. The name of the Anima
+    `spoken_to` is no match: "mika, have aria…" addresses mika, it does not ask about her
+    (and her name labels every reply she gave)."""
+    wanted = _terms(text) - set(tokenize(spoken_to))
     scored = [(len(wanted & set(tokenize(_said(line)))), i, line) for i, line in enumerate(lines)]
     kept = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
     return list(dict.fromkeys(line for _, _, line in kept))
@@ -154,11 +156,13 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
     does, when nothing does."""
     # "What do you know about me?" shares no word with the facts it asks for: all of them.
     everything = _ABOUT_ME.search(ctx.text)
-    about = list(ctx.about_person) if everything else relevant(ctx.text, ctx.about_person)
+    about = (
+        list(ctx.about_person) if everything else relevant(ctx.text, ctx.about_person, ctx.anima)
+    )
     asked = " ".join(ctx.text.split()).casefold()
     found = [
         line
-        for line in map(_without_offline_reply, relevant(ctx.text, ctx.recalled_lines))
+        for line in map(_without_offline_reply, relevant(ctx.text, ctx.recalled_lines, ctx.anima))
         # A question asked before (this one, or "What's the release procedure?") answers
         # nothing; it only pushed what does down the list.
         if asked not in " ".join(line.split()).casefold() and not _ASKED.search(line)
@@ -167,7 +171,7 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
     # background, a few hundred ms after its reply, so a quick follow-up asks before it is.
     said_here = [
         t
-        for t in relevant(ctx.text, earlier)
+        for t in relevant(ctx.text, earlier, ctx.anima)
         if asked not in " ".join(t.split()).casefold()
         and not any(" ".join(t.split()) in " ".join(line.split()) for line in found)
     ]

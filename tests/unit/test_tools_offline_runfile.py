@@ -291,3 +291,20 @@ def test_one_hub_per_database(database_url: str) -> None:
     # An in-memory database belongs to its process anyway.
     with hold_database("sqlite://"), hold_database("sqlite://"):
         pass
+
+
+def test_the_anima_addressed_by_name_is_no_match() -> None:
+    # "aria, …" addresses aria; every reply she gave carries her name, so it matched them all.
+    recalled = [
+        "[2026-12-06 16:54] **Alice** (a direct conversation on web): have kai check the flaky"
+        " build **aria**: Done: task 1 for kai.",
+        "[2026-12-06 16:55] **Alice** (a direct conversation on web): the vector database"
+        " shortlist is qdrant and pgvector",
+    ]
+    reply = compose(
+        context("aria, have kai research vector databases", ["hi"], recalled_lines=recalled)
+    )
+    assert "vector database shortlist" in reply
+    assert "flaky" in reply  # it names kai, as the message does
+    unrelated = compose(context("aria, summarise the budget", ["hi"], recalled_lines=recalled))
+    assert "From my memory" not in unrelated, unrelated
