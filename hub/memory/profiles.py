@@ -42,10 +42,28 @@ _CJK_SELF_STATEMENT = re.compile(
 )
 
 
+# Where a statement's clauses part: "I prefer tea, and my PIN is …", "…; my PIN is …".
+_CLAUSES = re.compile(r",\s*(?:and\s+|but\s+)?|;\s*|，|、")
+_REDACTED = "[REDACTED:"
+
+
 def self_statements(text: str) -> list[str]:
-    """Sentences in which a person says something about themselves."""
+    """Sentences in which a person says something about themselves (`text` redacted), less
+    the clauses that held a secret: "my PIN is [REDACTED:password]" tells an Anima nothing
+    about the person, so "I prefer tea, and my PIN is …" is kept as "I prefer tea"."""
     found = [m.group(1).strip() for m in _SELF_STATEMENT.finditer(text)]
-    return found + [m.group(1).strip() for m in _CJK_SELF_STATEMENT.finditer(text)]
+    found += [m.group(1).strip() for m in _CJK_SELF_STATEMENT.finditer(text)]
+    kept = []
+    for statement in found:
+        if _REDACTED in statement:
+            clauses = [c.strip() for c in _CLAUSES.split(statement)]
+            statement = ", ".join(c for c in clauses if c and _REDACTED not in c)
+            if not _SELF_STATEMENT.fullmatch(statement) and not _CJK_SELF_STATEMENT.match(
+                statement
+            ):
+                continue  # what is left says nothing of the person either
+        kept.append(statement)
+    return kept
 
 
 @dataclass(frozen=True, slots=True)

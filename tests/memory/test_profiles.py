@@ -66,6 +66,15 @@ def test_self_statements_are_found() -> None:
     assert self_statements("私はお茶が好きですか？我是谁呢？来週京都へ行きます。") == []
 
 
+def test_a_secret_said_of_oneself_is_no_fact() -> None:
+    # The text arrives redacted; a clause that held the secret tells an Anima nothing.
+    pin = "[REDACTED:password]"
+    assert self_statements(f"I prefer tea, and my PIN is {pin}") == ["I prefer tea"]
+    assert self_statements(f"My PIN is {pin}, and I live in Leeds.") == ["I live in Leeds"]
+    assert self_statements(f"my PIN is {pin}") == []
+    assert self_statements(f"我住在上海，密码是{pin}") == ["我住在上海"]
+
+
 def test_a_learned_line_reads_back_as_fact_anima_day_and_where() -> None:
     assert Learned.parse("Leads the QA team _(kai, 2026-01-02)_") == Learned(
         "Leads the QA team", "kai", "2026-01-02", in_dm=False
