@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from hub.episodes import OFFLINE_NOTE
 from hub.excerpt import HEADER, cut, excerpt
 from hub.llm import TurnContext
-from hub.memory.lexical import tokenize
+from hub.memory.lexical import frames_question, tokenize
 from hub.memory.redact import redact
 
 _WORD_RE = re.compile(r"\S+\s*")
@@ -29,12 +29,6 @@ _SHORT_HOW_TO = (
     "_(Offline mode: no language model is configured. Set `model` under `[llm]` in "
     "`hub.toml`, or `ANIMAHUB_LLM__MODEL`, and restart the hub.)_"
 )
-# Words of a question that say nothing about its subject ("what did you say about X?").
-_FILLER = frozenset(
-    {"about", "anyth", "ask", "can", "could", "did", "do", "doe", "know", "rememb", "say"}
-    | {"said", "someth", "tell", "told", "would", "should", "pleas", "hi", "hello", "thank"}
-    | {"how", "where", "whi", "wonder", "mention", "recal", "ever", "again", "yet", "just"}
-)
 _ASKED = re.compile(r"(?:[?？]|ですか|ますか|吗)[。.]?\s*$")  # a line that is only asked
 _QUESTION = re.compile(
     r"[?？]\s*$|(?:ですか|ますか|吗)[。.]?\s*$"
@@ -43,8 +37,6 @@ _QUESTION = re.compile(
 )
 # A bigram of Japanese or Chinese grammar alone (です, 私は, どこ; 我们, 什么, 的是) is in
 # nearly every sentence: sharing one says nothing about the subject.
-_HIRAGANA = range(0x3041, 0x30A0)
-_GRAMMAR_CHARS = frozenset("私僕何的了是在吗呢吧么什哪里怎我你他她它们这那有和也都就不")
 _BACK = re.compile(
     r"\b(what|which)\b.*\b(did|have)\s+i\b.*\b(ask|say|said|tell|told|write|wrote|mention)",
     re.IGNORECASE,
@@ -74,11 +66,7 @@ def _excerpt(line: str, wanted: set[str]) -> str:
 
 
 def _terms(text: str) -> set[str]:
-    return {t for t in tokenize(text) if t not in _FILLER and not _grammar_only(t)}
-
-
-def _grammar_only(term: str) -> bool:
-    return all(ord(c) in _HIRAGANA or c in _GRAMMAR_CHARS for c in term)
+    return {t for t in tokenize(text) if not frames_question(t)}
 
 
 # A recalled line's header (`HEADER`: when, who, where) is no match: "12 March" would find

@@ -16,21 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from hub.memory.lexical import CJK_RUN, ENGLISH_STOPWORDS, tokenize
+from hub.memory.lexical import CJK_RUN, frames_question, tokenize
 
 _WORD = re.compile(r"\S+")
 _EDGES = "\"'`.,;:!?()[]{}<>“”‘’«»「」『』。、？！"
 MAX_WORDS = 6
-# The lexical index keeps these (dropping them would change every stored vector), so a
-# result may share nothing else; they are the frame of a question, not its subject.
-_FRAMING = ENGLISH_STOPWORDS | {
-    "how", "why", "where", "do", "does", "did", "done", "can", "could", "would", "should",
-    "shall", "may", "might", "must", "am", "been", "being", "not", "no", "yes", "about",
-    "any", "some", "all", "just", "also", "know", "tell", "please", "us", "him", "hers",
-    "mine", "yours", "whom", "whose", "there", "here", "again", "ever", "now",
-    "ます", "です", "ました", "ません", "でした", "した", "して", "する", "ある", "いる",
-    "こと", "もの", "什么", "时候", "我们", "你们", "他们", "怎么", "哪里",
-}  # fmt: skip
 
 
 def shared_words(query: str, text: str) -> list[str]:
@@ -42,7 +32,7 @@ def shared_words(query: str, text: str) -> list[str]:
         word = raw.strip(_EDGES)
         if word and word.casefold() not in words and set(tokenize(word)) & terms:
             words[word.casefold()] = word
-    meaningful = [w for folded, w in words.items() if folded not in _FRAMING]
+    meaningful = [w for w in words.values() if not all(map(frames_question, tokenize(w)))]
     return meaningful or list(words.values())
 
 

@@ -47,6 +47,18 @@ ENGLISH_STOPWORDS = frozenset(
     | {"which", "who", "will", "with", "you", "your"}
 )
 
+# Terms (as `tokenize` gives them, stemmed) that frame a question rather than name its
+# subject: "what did you say about X?", "how do I…". The index keeps them; what explains a
+# match or judges it relevant (offline answers, memory search's "why") looks past them.
+QUESTION_TERMS = frozenset(
+    {"about", "anyth", "ask", "can", "could", "did", "do", "doe", "know", "rememb", "say"}
+    | {"said", "someth", "tell", "told", "would", "should", "pleas", "hi", "hello", "thank"}
+    | {"how", "where", "whi", "wonder", "mention", "recal", "ever", "again", "yet", "just"}
+)
+# A CJK pair of grammar alone (です, 什么, 我们) says no more than "how" does.
+_HIRAGANA = range(0x3041, 0x30A0)
+_GRAMMAR_CHARS = frozenset("私僕何的了是在吗呢吧么什哪里怎我你他她它们这那有和也都就不")
+
 _STEMMER = SnowballStemmer("english")
 
 
@@ -252,3 +264,8 @@ def query_vector(text: str) -> tuple[list[int], list[float]]:
     """
     indices = sorted(_id_counts(text))
     return indices, [1.0] * len(indices)
+
+
+def frames_question(term: str) -> bool:
+    """Whether a search term only frames a question: `QUESTION_TERMS`, or CJK grammar."""
+    return term in QUESTION_TERMS or all(ord(c) in _HIRAGANA or c in _GRAMMAR_CHARS for c in term)
