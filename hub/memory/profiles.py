@@ -17,7 +17,7 @@ from pathlib import Path
 
 from hub.files import read_document, write_document
 from hub.memory.lexical import tokenize
-from hub.memory.redact import redact
+from hub.memory.redact import REDACTED_MARK, redact
 
 LEARNED = "## What Animas have learned"
 IN_DM = ", in a DM)_"  # how a bullet learned in a DM ends
@@ -44,7 +44,6 @@ _CJK_SELF_STATEMENT = re.compile(
 
 # Where a statement's clauses part: "I prefer tea, and my PIN is …", "…; my PIN is …".
 _CLAUSES = re.compile(r",\s*(?:and\s+|but\s+)?|;\s*|，|、")
-_REDACTED = "[REDACTED:"
 
 
 def self_statements(text: str) -> list[str]:
@@ -55,9 +54,9 @@ def self_statements(text: str) -> list[str]:
     found += [m.group(1).strip() for m in _CJK_SELF_STATEMENT.finditer(text)]
     kept = []
     for statement in found:
-        if _REDACTED in statement:
+        if REDACTED_MARK in statement:
             clauses = [c.strip() for c in _CLAUSES.split(statement)]
-            statement = ", ".join(c for c in clauses if c and _REDACTED not in c)
+            statement = ", ".join(c for c in clauses if c and REDACTED_MARK not in c)
             if not _SELF_STATEMENT.fullmatch(statement) and not _CJK_SELF_STATEMENT.match(
                 statement
             ):

@@ -29,8 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-PLACEHOLDER = "[REDACTED:{kind}]"
-_FRESH = r"(?!\[REDACTED:)"  # a value that is not already a placeholder
+REDACTED_MARK = "[REDACTED:"  # how every placeholder starts: text holding one held a secret
+PLACEHOLDER = REDACTED_MARK + "{kind}]"
+_FRESH = rf"(?!{re.escape(REDACTED_MARK)})"  # a value that is not already a placeholder
 _KEY_START = r"(?<![\w.-])"  # keys start at a word start: no quadratic rescans
 # `key = value` on one line, also quoted or in markdown: **Password:** `hunter2`
 _ASSIGN = r"""["'`*]{0,3}[ \t]*[:=][ \t]*\**[ \t]*(?P<q>["'`]?)"""
