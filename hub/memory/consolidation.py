@@ -123,6 +123,14 @@ def stage_days(now: datetime, timezone: str) -> tuple[date, date]:
     return today - timedelta(days=1), today
 
 
+def _told(report: StageReport, about: str = "") -> StageReport:
+    """`report`, said in its Anima's log as in the CLI ("aria daily: 2 created (2026-12-06)")."""
+    log.info(
+        "%s%s", report.summary(), f" ({about})" if about else "", extra={"anima": report.anima}
+    )
+    return report
+
+
 class Consolidator:
     """Runs the stages for the Animas of one MemoryService, one stage at a time per Anima.
 
@@ -170,9 +178,7 @@ class Consolidator:
         reports = [await self.daily(anima, day, now) for day in self.undistilled_days(anima, until)]
         report = StageReport.combined("daily", anima, reports)
         if not reports:  # each day's run logs itself; no day to run is worth a line too
-            log.info(
-                "%s (every day to %s)", report.summary(), until.isoformat(), extra={"anima": anima}
-            )
+            return _told(report, f"every day to {until.isoformat()}")
         return report
 
     async def run(
@@ -246,9 +252,7 @@ class Consolidator:
         before the UTC one). A section is distilled once."""
         changes = Changes()
         await self._distil_day(anima, day, changes)
-        report = StageReport.of("daily", anima, changes)
-        log.info("%s (%s)", report.summary(), day.isoformat(), extra={"anima": anima})
-        return report
+        return _told(StageReport.of("daily", anima, changes), day.isoformat())
 
     async def _distil_day(self, anima: str, day: date, changes: Changes) -> None:
         folder = self.memory.anima_dir(anima)
@@ -308,8 +312,7 @@ class Consolidator:
             self.memory.flush_access()
             await weekly(self.memory, self.distiller(anima), anima, today, now, changes)
             await self.memory.refresh(anima, changes.reindex, changes.gone)
-        log.info("%s", StageReport.of("weekly", anima, changes).summary(), extra={"anima": anima})
-        return StageReport.of("weekly", anima, changes)
+        return _told(StageReport.of("weekly", anima, changes))
 
     async def monthly(self, anima: str, today: date, now: datetime) -> StageReport:
         """Forget notes unused for long; skills, profiles and [IMPORTANT] items stay."""
@@ -319,8 +322,7 @@ class Consolidator:
             folder = self.memory.anima_dir(anima)
             forget(folder, self.memory.access(anima), now, changes)
             await self.memory.refresh(anima, changes.reindex, changes.gone)
-        log.info("%s", StageReport.of("monthly", anima, changes).summary(), extra={"anima": anima})
-        return StageReport.of("monthly", anima, changes)
+        return _told(StageReport.of("monthly", anima, changes))
 
     async def restore(self, anima: str, path: str, now: datetime | None = None) -> str:
         """Bring a forgotten note back (e.g. "archive/forgotten/knowledge/x.md", or just
