@@ -151,7 +151,7 @@ def memory_search(
     """Search an Anima's memory as an admin (every privacy scope unless --scope says)."""
     from hub.excerpt import excerpt, inline
     from hub.memory.admin_search import scopes_and_layer
-    from hub.memory.documents import LAYER_NAMES
+    from hub.memory.documents import layer_name
     from hub.memory.lexical import tokenize
 
     if not query.strip():  # REST refuses it too; searched, it listed whatever came first
@@ -189,8 +189,7 @@ def memory_search(
         shown = Markdown(inline(excerpt(text, wanted, 160)))  # **who**: what, what matches
         # Where it is, under it: a column of its own was cut to "episodes/2026-1…" at 80.
         cell = Group(shown, Text(where, style="dim", overflow="fold"))
-        layer = LAYER_NAMES.get(row["layer"], row["layer"])  # as --layer names it
-        table.add_row(f"{row['score']:.4f}", layer, cell, str(row["why"]))
+        table.add_row(f"{row['score']:.4f}", layer_name(row["layer"]), cell, str(row["why"]))
     console.print(table)
 
 

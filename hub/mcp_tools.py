@@ -21,7 +21,14 @@ from hub.animas import AnimaRegistry
 from hub.handoffs import Handoffs
 from hub.identity import IdentityService
 from hub.memory.admin_search import recall
-from hub.memory.documents import SEARCH_LAYERS, UNREADABLE, MemoryItem, items_in
+from hub.memory.documents import (
+    SEARCH_LAYERS,
+    UNREADABLE,
+    MemoryItem,
+    items_in,
+    layer_name,
+    search_layer,
+)
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.recall import RecallScope, when
 from hub.memory.service import MemoryService
@@ -104,16 +111,20 @@ class MemoryTools:
     async def search(self, reader: Reader, query: str, layer: str, limit: int) -> str:
         if not query.strip():
             raise ToolRefused("query is empty")
-        if layer not in SEARCH_LAYERS:
+        named = search_layer(layer)
+        if named is None:
             raise ToolRefused(f"layer must be one of {', '.join(SEARCH_LAYERS)}")
-        limit = max(1, min(limit, MAX_LIMIT))
+        layer, limit = named, max(1, min(limit, MAX_LIMIT))
         found = await recall(self.memory, reader.scope(), query, layer, limit, explain=False)
         if reader.admin:
-            lines = [f"- ({r.layer}, {r.path}) {_one_line(r.text)}" for r in found]
+            lines = [f"- ({layer_name(r.layer)}, {r.path}) {_one_line(r.text)}" for r in found]
         elif layer == "people":
             lines = [f"- (about you) {r.text}" for r in found]
         else:
-            lines = [f"- [{when(r.ts)}] ({r.layer}, {r.path}) {_one_line(r.text)}" for r in found]
+            lines = [
+                f"- [{when(r.ts)}] ({layer_name(r.layer)}, {r.path}) {_one_line(r.text)}"
+                for r in found
+            ]
         return stored(lines, "nothing in memory matches that query")
 
     def read(self, reader: Reader, path: str) -> str:

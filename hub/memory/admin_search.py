@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hub.memory.documents import SEARCH_LAYERS, Layer
+from hub.memory.documents import SEARCH_LAYERS, Layer, search_layer
 from hub.memory.explain import why
 from hub.memory.recall import Recalled, RecallScope
 from hub.memory.service import MemoryService
@@ -20,12 +20,14 @@ NameOf = Callable[[str], str]
 def scopes_and_layer(scope: str, layer: str) -> tuple[tuple[str, ...], str]:
     """The privacy scopes ("all" or empty: every one; else comma-separated shared,
     person:ID, channel:KEY) and the layer a search names. A layer's name given as the scope
-    (`?scope=knowledge`, as clients of the first API wrote it) is the layer. ValueError
-    says what is wrong."""
-    if scope in SEARCH_LAYERS and scope != "all":
+    (`?scope=knowledge`, as clients of the first API wrote it) is the layer; so is a layer's
+    own name as results show it ("procedural"). ValueError says what is wrong."""
+    if scope != "all" and search_layer(scope):
         scope, layer = "all", scope
-    if layer not in SEARCH_LAYERS:
+    named = search_layer(layer)
+    if named is None:
         raise ValueError(f"bad layer {layer!r}: use {', '.join(SEARCH_LAYERS)}")
+    layer = named
     if scope in ("", "all"):
         return (), layer
     parts = tuple(p.strip() for p in scope.split(",") if p.strip())

@@ -66,6 +66,18 @@ SEARCH_LAYERS: dict[str, tuple[str, ...] | None] = {
 LAYER_NAMES = {values[0]: name for name, values in SEARCH_LAYERS.items() if values}
 
 
+def search_layer(name: str) -> str | None:
+    """The `SEARCH_LAYERS` name `name` means, which may be a layer's own name as results
+    show it ("procedural" is "procedures"), so a result's layer can be searched again;
+    None when it names no layer."""
+    return name if name in SEARCH_LAYERS else LAYER_NAMES.get(name)
+
+
+def layer_name(layer: str) -> str:
+    """A result's layer as a search names it ("semantic" is "knowledge")."""
+    return LAYER_NAMES.get(layer, layer)
+
+
 def stable_id(*parts: str) -> str:
     """A UUID derived from where an item lives, so a rebuild gives every item its old id."""
     return str(uuid.uuid5(_ID_NAMESPACE, "\x1f".join(parts)))

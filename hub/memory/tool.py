@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from hub.memory.documents import SEARCH_LAYERS
+from hub.memory.documents import SEARCH_LAYERS, layer_name, search_layer
 from hub.memory.recall import RecallScope, when
 from hub.memory.service import MemoryService
 from hub.tools import Tool, ToolContext
@@ -28,8 +28,8 @@ def search_memory_tool(memory: MemoryService) -> Tool:
         query = str(args.get("query") or "").strip()
         if not query:
             return "error: query is required"
-        kind = str(args.get("layer") or "all")
-        if kind not in _LAYERS:
+        kind = search_layer(str(args.get("layer") or "all"))
+        if kind is None:
             return (
                 f"error: layer must be one of {', '.join(_LAYERS)}: it picks the kind of "
                 "memory; whose memory is searched is this conversation's, never chosen here"
@@ -53,7 +53,7 @@ def search_memory_tool(memory: MemoryService) -> Tool:
         if not found:
             return "nothing found in memory for that query"
         return "\n".join(
-            f"- [{when(r.ts)}] ({r.layer}, {r.path}) {' '.join(r.text.split())[:500]}"
+            f"- [{when(r.ts)}] ({layer_name(r.layer)}, {r.path}) {' '.join(r.text.split())[:500]}"
             for r in found
         )
 

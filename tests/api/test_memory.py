@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import httpx
@@ -114,8 +115,8 @@ async def test_memory_read_write_and_path_safety(client: httpx.AsyncClient, hub:
     found = await client.get("/api/memory/aria/search", params={"query": "when do we deploy"})
     assert found.json()["results"][0]["path"] == "knowledge/deploys.md"
     # `layer` picks the kind of memory, apart from the privacy `scope`; `scope=knowledge`
-    # (the first API's clients) is taken as the layer.
-    for params in ({"layer": "knowledge"}, {"scope": "knowledge"}):
+    # (the first API's clients) is taken as the layer, and so is the layer a result names.
+    for params in ({"layer": "knowledge"}, {"scope": "knowledge"}, {"layer": "semantic"}):
         layered = await client.get(
             "/api/memory/aria/search", params={"query": "when do we deploy", **params}
         )
@@ -127,6 +128,12 @@ async def test_memory_read_write_and_path_safety(client: httpx.AsyncClient, hub:
     assert all(r["layer"] == "episodic" for r in episodes.json()["results"])
     wrong = await client.get("/api/memory/aria/search", params={"query": "x", "layer": "dreams"})
     assert wrong.status_code == 422 and "bad layer 'dreams'" in wrong.text
+    # The model's tool names each result's layer as it takes it, and takes either name.
+    alice = ToolContext("aria", "alice", False, "c", "UTC", "web:local/dm:aria:alice", True)
+    for layer in ("knowledge", "semantic"):
+        args = json.dumps({"query": "when do we deploy", "layer": layer})
+        said = await hub.tools.call("search_memory", args, alice)
+        assert "(knowledge, knowledge/deploys.md) # Deploys" in said, said
 
     outside = hub.settings.home / "outside.md"
     outside.write_text("private")
