@@ -15,7 +15,7 @@ from hub.memory.lexical import tokenize
 HEADER = re.compile(
     r"^\s*(?:\[[^\]\n]{1,40}\]\s*)?(?:\*\*(?P<who>[^*\n]{1,40})\*\*(?: \([^)\n]{1,80}\))?:?)?"
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*")  # CJK: no space after
 _SPEAKER = re.compile(r"\*\*[^*\n]{1,40}\*\*:?")  # "**Dana Scully**:" inside a summary
 # An underscore opens or closes emphasis only at a word's edge: API_KEY_2 is no span.
 _UNDER_OPENS = re.compile(r"(?<![\w\\])_(?=[^\s_]|$)")

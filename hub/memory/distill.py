@@ -110,10 +110,11 @@ class Distiller(Protocol):
 # ----------------------------------------------------------------------------- text rules
 
 _SPEAKER = re.compile(r"^\*\*(?P<who>[^*\n]{1,80})\*\*(?: \([^)\n]*\))?:\s?(?P<text>.*)$")
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-# Facts are looked for clause by clause: "A lot happened - I joined a new group last Tues."
 # CJK sentences follow one another with no space: 「…行きました。来週…」 is two.
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")
+# Facts are looked for clause by clause: "A lot happened - I joined a new group last Tues."
 _CLAUSE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+|\s+[-–—]+\s+")
+_CJK_STOP = ("。", "！", "？")
 _MARKER = re.compile(
     r"^(?:(?:please\s+)?(?:remember|reminder|note|fyi|for the record|keep in mind|heads up|"
     r"psa)\b(?:\s+that)?\s*[:,\-–]?\s*|(?:リマインダー|メモ|注意|提醒|备注|注意)\s*[:：]\s*)",
@@ -233,7 +234,16 @@ def lead(text: str, limit: int, sentences: int = 1) -> str:
     if IMPORTANT_MARK in text:
         return clip(text, max(limit, 1000))
     parts = [p for p in _SENTENCE.split(text.strip()) if p.strip()]
-    return clip(" ".join(parts[:sentences]), limit)
+    return clip(joined(parts[:sentences]), limit)
+
+
+def joined(sentences: Sequence[str]) -> str:
+    """Sentences as one line: a space between them, none after a CJK full stop."""
+    line = ""
+    for sentence in sentences:
+        sentence = sentence.strip()
+        line += sentence if not line or line.endswith(_CJK_STOP) else " " + sentence
+    return line
 
 
 def _steps(text: str, commas: bool = False) -> list[str]:
@@ -382,7 +392,7 @@ def merge_texts(texts: Sequence[str]) -> str:
             if sentence.strip() and all(similarity(sentence, s) < SAME_STATEMENT for s in seen):
                 seen.append(sentence)
                 extra.append(sentence.strip())
-    return kept if not extra else kept + "\n\n" + " ".join(extra)
+    return kept if not extra else kept + "\n\n" + joined(extra)
 
 
 # ----------------------------------------------------------------------------- offline

@@ -10,7 +10,8 @@ import pytest
 from rich.console import Console
 
 from hub import cli_console
-from hub.excerpt import closed
+from hub.excerpt import closed, excerpt
+from hub.memory.lexical import tokenize
 
 
 def test_a_reply_cut_off_mid_stream_is_drawn_with_its_spans_closed() -> None:
@@ -67,3 +68,13 @@ def test_a_closed_pipe_closes_the_reply_stream_in_its_task(
         assert finished == ["closed"]  # before the stream is garbage
 
     asyncio.run(show())
+
+
+def test_an_excerpt_finds_the_matching_sentence_of_cjk_text_written_without_spaces() -> None:
+    """A long line shows the sentence that matches from its start; Japanese sentences follow
+    one another with no space after 「。」."""
+    plan = "来週の月曜日に大阪へ出張します。"
+    line = "**Dana**: " + "今日は雨でした。" * 12 + plan + "以上です。"
+    shown = excerpt(line, set(tokenize("大阪")), 60)
+    assert shown.startswith("**Dana**: … 来週の月曜日に大阪へ出張"), shown
+    assert len(shown) <= 60

@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from hub.memory.distill import facts_in
+from hub.memory.distill import facts_in, lead, merge_texts
 
 S, P = "semantic", "procedural"
 CASES = [
@@ -138,3 +138,15 @@ def test_titles_days_and_run_on_sentences() -> None:
 )
 def test_chatter_and_questions_are_not_kept(said: str) -> None:
     assert facts_in("Caroline", said, "s1") == []
+
+
+def test_a_cjk_text_is_split_into_its_sentences_with_no_space_after_the_stop() -> None:
+    """A session summary leads with a turn's first sentences, and a merge adds only the
+    sentences a note does not say yet: 「…行きました。来週…」 is two sentences."""
+    said = "私は先週京都に行きました。来週の月曜日に大阪へ出張します。楽しみです！"
+    assert lead(said, 300) == "私は先週京都に行きました。"
+    assert lead(said, 300, 2) == "私は先週京都に行きました。来週の月曜日に大阪へ出張します。"
+    assert lead("我上周去了上海。下周去北京。", 300) == "我上周去了上海。"
+    assert lead("We shipped. Then we rested.", 300, 2) == "We shipped. Then we rested."
+    merged = merge_texts(["京都に行きました。", "京都に行きました。大阪に行きます。"])
+    assert merged == "京都に行きました。\n\n大阪に行きます。"
