@@ -38,16 +38,17 @@ async def primed(memory: MemoryService, scope: RecallScope, text: str) -> Primin
         scope, text, limit=5, min_importance=1.0, dense=dense, explain=False, named=named
     )
     related = await memory.search(scope, text, limit=8, dense=dense, explain=False, named=named)
-    shown = {r.id for r in recent} | {r.id for r in important}
+    # The most relevant that fit, then in time order: fitting in time order cut the newest.
+    recent_lines = sorted(_fitted(recent, s.budget_recent), key=lambda pair: pair[0].ts)
+    important_lines = _fitted(important, s.budget_important)
+    shown = {r.id for r, _ in (*recent_lines, *important_lines)}  # the rest may be related
     seeds = [r.path for r in (*important, *related) if r.layer in _NOTES]
     linked = memory.graph(scope.anima).neighbours(seeds, scope.filter_scopes())
     return Priming(
         {
             PROFILE: fit(memory.profile_lines(scope), s.budget_profile),
-            f"Recent activity (last {s.recent_hours:g} hours)": fit(
-                [_line(r) for r in sorted(recent, key=lambda r: r.ts)], s.budget_recent
-            ),
-            "Important": fit([_line(r) for r in important], s.budget_important),
+            f"Recent activity (last {s.recent_hours:g} hours)": [ln for _, ln in recent_lines],
+            "Important": [ln for _, ln in important_lines],
             "Related memories": fit(
                 [_line(r) for r in related if r.id not in shown], s.budget_related
             ),
@@ -57,6 +58,12 @@ async def primed(memory: MemoryService, scope: RecallScope, text: str) -> Primin
             ),
         }
     )
+
+
+def _fitted(found: list[Recalled], budget: int) -> list[tuple[Recalled, str]]:
+    """The first of `found` whose lines fit `budget`, each with its line (`fit` keeps a
+    prefix, the first line cut if it alone is too long)."""
+    return list(zip(found, fit([_line(r) for r in found], budget), strict=False))
 
 
 def _line(recalled: Recalled) -> str:

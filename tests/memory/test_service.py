@@ -9,13 +9,14 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from hub.memory.context import PASSAGE_FORMAT
 from hub.memory.documents import Layer, MemoryItem, append_episode, episode_path, stable_id
 from hub.memory.index import MemoryFilter
 from hub.memory.index_edge import EdgeIndex
+from hub.memory.recall import RecallScope
 from hub.memory.reconcile import MARGIN_S, changed_items, mark_path
 from hub.memory.service import MemoryService, TurnRecord
 from hub.settings import MemorySection
@@ -300,3 +301,25 @@ async def test_the_same_words_said_again_are_recalled_once(tmp_path: Path) -> No
         assert told.id in {r.id for r in found}
     finally:
         await service.stop()
+
+
+async def test_priming_keeps_the_most_relevant_recent_lines_in_time_order(tmp_path: Path) -> None:
+    """Twelve status notes, then the parking spot: the recent-activity budget holds a few
+    lines, and cutting the time-ordered list kept the oldest and dropped the answer."""
+    service = await open_service(tmp_path, "m1")
+    start = datetime.now(UTC) - timedelta(minutes=40)
+    said = [
+        f"Status note {n}: the nightly build of module alpha{n} finished in about {n} minutes."
+        for n in range(12)
+    ]
+    said.append("The visitor parking spot is number P14 behind the lobby.")
+    for n, text in enumerate(said):
+        service.record_turn(replace(turn(f"in-{n}", text), at=start + timedelta(minutes=n)))
+    await service.drain()
+    scope = RecallScope("aria", "alice", "web:local/dm:aria:alice", is_dm=True)
+    priming = await service.prime(scope, "Which visitor parking spot should guests use?")
+    await service.stop()
+    recent = next(lines for title, lines in priming.sections.items() if title.startswith("Recent"))
+    assert 1 < len(recent) < len(said)  # the budget holds some of them
+    assert any("P14" in line for line in recent), recent
+    assert recent == sorted(recent), recent  # "[HH:MM] …" lines: oldest first
