@@ -30,11 +30,23 @@ _SHORT_HOW_TO = (
     "`hub.toml`, or `ANIMAHUB_LLM__MODEL`, and restart the hub.)_"
 )
 _ASKED = re.compile(r"(?:[?？]|ですか|ますか|吗)[。.]?\s*$")  # a line that is only asked
-_QUESTION = re.compile(
-    r"[?？]\s*$|(?:ですか|ますか|吗)[。.]?\s*$"
-    r"|^\s*(what|who|whom|whose|when|where|which|why|how|do|does|did|is|are|can|could)\b",
+_QUESTION = re.compile(r"[?？]\s*$|(?:ですか|ますか|吗)[。.]?\s*$")
+# "where is the budget" asks without its "?"; "How to deploy: 1. run the tests", "Do not
+# deploy on Fridays." and "When the build fails, page the on-call." tell.
+_ASKING_WORD = re.compile(
+    r"^\s*(what|who|whom|whose|when|where|which|why|how|do|does|did|is|are|can|could)\b"
+    r"(?!\s+(?:not|to)\b)(?!n't)",
     re.IGNORECASE,
 )
+_TELLS = re.compile(r"[.!:。！：]\s+\S|[.!。！]\s*$")  # a statement's stop, or a colon
+
+
+def asks(text: str) -> bool:
+    """Whether a message is a question: it ends as one, or opens with an asking word and
+    has no stop or colon of a statement."""
+    return bool(_QUESTION.search(text) or (_ASKING_WORD.match(text) and not _TELLS.search(text)))
+
+
 # A bigram of Japanese or Chinese grammar alone (です, 私は, どこ; 我们, 什么, 的是) is in
 # nearly every sentence: sharing one says nothing about the subject.
 _BACK = re.compile(
@@ -128,9 +140,7 @@ def _follow_up(ctx: TurnContext, earlier: list[str]) -> str:
     name, quoted = ctx.person.display_name, f"“{_quote(ctx.text, 300)}”"
     return "\n".join(
         [
-            f"{name}, you asked: {quoted}"
-            if _QUESTION.search(ctx.text)
-            else f"Noted, {name}: {quoted}",
+            f"{name}, you asked: {quoted}" if asks(ctx.text) else f"Noted, {name}: {quoted}",
             "",
             *_left_off(ctx),
             *_answer(ctx, earlier),
@@ -161,6 +171,7 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         t
         for t in relevant(ctx.text, earlier, ctx.anima)
         if asked not in " ".join(t.split()).casefold()
+        and not _ASKED.search(t)  # another question answers nothing either
         and not any(" ".join(t.split()) in " ".join(line.split()) for line in found)
     ]
     found = _said_once(found, about[:_SHOWN])
@@ -176,7 +187,7 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         lines += ["What I know about you:", *shown, ""]
     if found:
         lines += ["From my memory:", *(f"- {_excerpt(f, wanted)}" for f in found[:_SHOWN]), ""]
-    if not lines and _QUESTION.search(ctx.text):
+    if not lines and asks(ctx.text):
         lines += ["I don't know anything about that yet.", ""]
     return lines
 

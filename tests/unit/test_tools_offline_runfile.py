@@ -135,6 +135,32 @@ def test_offline_answers_lead_with_what_matches_and_say_when_nothing_does() -> N
     assert asked.startswith("Alice, you asked: “What was the budget code?”")
 
 
+def test_a_statement_opening_with_an_asking_word_is_noted_not_asked() -> None:
+    """Told a procedure, a rule or a reminder, the Anima said it knew nothing about it."""
+    for told in (
+        "How to deploy: 1. run the tests 2. tag the release 3. push to production",
+        "Do not deploy on Fridays, ever.",
+        "Which reminds me: the VPN certificate expires on 20 December.",
+        "When the build fails, page the on-call engineer.",
+    ):
+        reply = compose(context(told, ["hi"]))
+        assert reply.startswith("Noted, Alice:"), told
+        assert "I don't know" not in reply, told
+    for asked in ("where is the budget sheet", "How do I deploy", "what is at 10:30"):
+        reply = compose(context(asked, ["hi"]))
+        assert reply.startswith("Alice, you asked:"), asked
+        assert "I don't know anything about that yet." in reply, asked
+
+
+def test_an_earlier_question_here_is_no_answer_to_this_one() -> None:
+    """A second person asked two things in a row; the first was listed as what they said,
+    and hid that nothing is known."""
+    earlier = ["Hi, what is the budget code for Project Falcon?"]
+    reply = compose(context("What is Maya's locker code?", earlier))
+    assert "Earlier here" not in reply and "Falcon" not in reply
+    assert "I don't know anything about that yet." in reply
+
+
 def test_a_long_recalled_line_shows_the_part_that_matches() -> None:
     # A session summary holds the whole conversation: cut at 200 characters, it showed the
     # office door code when asked about tea, and its cut "**Dana Scu…" left the reply bold.
