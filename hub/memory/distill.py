@@ -120,6 +120,13 @@ _MARKER = re.compile(
     r"psa)\b(?:\s+that)?\s*[:,\-–]?\s*|(?:リマインダー|メモ|注意|提醒|备注|注意)\s*[:：]\s*)",
     re.IGNORECASE,
 )
+# A correction's lead-in ("Update: the code is now FAL-9000", "Actually, we decided…"): the
+# statement after it is the fact, which replaces what it corrects.
+_AMENDS = re.compile(
+    r"^(?:(?:update|updated|correction|edit)\s*[:\-–]|(?:actually|in fact|to be clear|"
+    r"scratch that|to correct myself|sorry)\b\s*[,:\-–]?)\s*",
+    re.IGNORECASE,
+)
 _COPULA = re.compile(
     r"^(?P<subject>[^,;:!?()\"]{2,60}?)\s+(?:is now|are now|is|are|was|were|has moved to|"
     r"have moved to|moved to|has changed to|have changed to|changed to|will be|remains|stays)"
@@ -322,7 +329,7 @@ def facts_in(
     if addressee:
         text = re.sub(rf"^\s*@?{re.escape(addressee)}\b\s*[,:]?\s*", "", text, flags=re.I)
     important = IMPORTANT_MARK in text
-    plain = _MARKER.sub("", text.replace(IMPORTANT_MARK, "").strip()).strip()
+    plain = _MARKER.sub("", _AMENDS.sub("", text.replace(IMPORTANT_MARK, "").strip())).strip()
     procedure = _procedure(plain)
     if procedure is not None:
         task, steps = procedure
@@ -332,7 +339,7 @@ def facts_in(
     found: list[Fact] = []
     for raw in _CLAUSE.split(text):
         marked_important = IMPORTANT_MARK in raw
-        sentence = raw.replace(IMPORTANT_MARK, "").strip()
+        sentence = _AMENDS.sub("", raw.replace(IMPORTANT_MARK, "").strip())
         stripped = _MARKER.sub("", sentence).strip()
         marked = marked_important or stripped != sentence
         sentence = " ".join(stripped.split())

@@ -16,9 +16,10 @@ Beyond "X is Y" and marked sentences, a sentence is kept as knowledge when it is
   mind", says no when and is not kept); 「私は来週大阪へ出張します」, 「我下周去北京出差」;
 
 and the subject it is filed under comes from what was decided, planned or done (its first
-content words, without articles, prepositions or time words), so a later decision on the
-same thing supersedes the earlier one. A procedure may also be written "the X procedure:
-a, b, c" (or 「Xの手順：」, 「X的步骤：」) with its steps separated by commas.
+content words, without articles, prepositions or time words: days, months, a date's day),
+or for a tool chosen for a purpose ("use Postgres for billing"), the purpose, so a later
+decision on the same thing supersedes the earlier one. A procedure may also be written "the
+X procedure: a, b, c" (or 「Xの手順：」, 「X的步骤：」) with its steps separated by commas.
 """
 
 from __future__ import annotations
@@ -41,10 +42,17 @@ _LATER = re.compile(
 _WHO_PLURAL = r"(?:we|the team|our team|they|everyone)"
 _DECISION = re.compile(
     rf"^(?:so,?\s+|ok(?:ay)?,?\s+)?{_WHO_PLURAL}\s+(?:have\s+|has\s+|finally\s+)?"
-    r"(?:decided|agreed|chose|settled on|went with|are going with|will go with)\s+"
+    r"(?P<verb>decided|agreed|chose|settled on|went with|are going with|will go with)\s+"
     r"(?:to\s+|on\s+|that\s+)?(?P<what>\S.{2,})$",
     re.IGNORECASE,
 )
+# A choice of a tool for a purpose is filed under the purpose, so a later choice for it
+# supersedes the earlier: "use Postgres for billing", then "use MySQL for billing".
+_USE = r"(?:use|adopt|switch to|move to|migrate to|go with|stick with|pick|choose)\s+"
+_FOR = r"(?P<choice>\S.*?)\s+(?:for|as)\s+(?P<purpose>\S.{2,})$"
+_CHOICE = re.compile(rf"^{_USE}{_FOR}", re.IGNORECASE)
+_CHOSEN = re.compile(rf"^(?:{_USE})?{_FOR}", re.IGNORECASE)  # after "chose", "went with"
+_CHOOSING = frozenset({"chose", "settled on", "went with", "are going with", "will go with"})
 _DECIDED = re.compile(r"^(?P<what>.{3,}?)\s+(?:was|has been|is)\s+decided\b", re.IGNORECASE)
 _PLAN = re.compile(
     rf"^(?:(?:{_TIME}),?\s+)?{_WHO_PLURAL}\s*(?:will|['’]ll|are going to|['’]re going to|plan to|"
@@ -118,8 +126,11 @@ _NOT_KEY = frozenset(
     | {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
     | {"tomorrow", "today", "tonight", "week", "month", "year", "weekend", "soon", "be"}
     | {"will", "and", "or", "it", "we", "us", "all", "some", "my", "me", "i"}
+    | set(_MONTH.split("|"))
+    | {"instead", "now", "again", "still", "rather"}
 )
 _WORD = re.compile(r"[^\W_][\w'’-]*")
+_DAY_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th)?")
 # The rest of a first-person event as said of the person: "I went to Kyoto with my sister"
 # is "Dana went to Kyoto with their sister" (their: whoever the person is).
 _THIRD = {"my": "their", "our": "their", "me": "them", "us": "them", "mine": "theirs"}
@@ -161,8 +172,16 @@ class Statement:
 def key_words(text: str, limit: int = 3) -> str:
     """The first content words of a phrase, lowercased: what a note is filed under."""
     words = [w.casefold() for w in _WORD.findall(text)]
-    kept = [w for w in words if w not in _NOT_KEY]
+    # A date's day ("April 2", "the 3rd") is when, as its month is, not what.
+    kept = [w for w in words if w not in _NOT_KEY and not _DAY_NUMBER.fullmatch(w)]
     return " ".join(kept[:limit])
+
+
+def _choice_key(decision: re.Match[str]) -> str:
+    """The purpose a decision chose something for ("billing service"), or ""."""
+    chose = decision.group("verb").casefold() in _CHOOSING
+    choice = (_CHOSEN if chose else _CHOICE).match(decision.group("what"))
+    return key_words(choice.group("purpose")) if choice else ""
 
 
 def stated(sentence: str, who: str) -> Statement | None:
@@ -170,6 +189,8 @@ def stated(sentence: str, who: str) -> Statement | None:
     who = who[:1].upper() + who[1:]  # a name as typed ("dana") starts a word of a sentence
     for kind, pattern in (("decision", _DECISION), ("plan", _PLAN), ("habit", _HABIT)):
         found = pattern.match(sentence)
+        if found and kind == "decision" and (key := _choice_key(found)):
+            return Statement(kind, f"decision: what to use for {key}", sentence)
         if found and (key := key_words(found.group("what"))):
             return Statement(kind, f"{kind}: {key}", sentence)
     decided = _DECIDED.match(sentence)

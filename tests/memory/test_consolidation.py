@@ -461,6 +461,34 @@ def test_report_summary() -> None:
     assert report.as_json()["created"] == ["a", "b"]
 
 
+async def test_a_changed_choice_a_moved_date_and_a_correction_supersede(
+    memory: MemoryService, consolidator: Consolidator
+) -> None:
+    """What a later message changes replaces what it said before: a tool chosen for the same
+    purpose, a decision on the same thing for another day, a value after "Update:"."""
+    folder = memory.anima_dir(ANIMA)
+    say(memory, at(MON, "09:00"), "alice", "We decided to use Postgres for the billing service.")
+    say(memory, at(MON, "09:10"), "alice", "We decided to ship the beta on March 3.")
+    say(memory, at(MON, "09:20"), "alice", "The budget code for Project Falcon is FAL-7731.")
+    await memory.drain()
+    monday = await consolidator.daily(ANIMA, MON, at(TUE, "00:00"))
+    assert len(monday.created) == 3 and monday.superseded == []
+    say(memory, at(TUE, "09:00"), "bob", "We decided to use MySQL for the billing service.")
+    say(memory, at(TUE, "09:10"), "bob", "Actually we decided to ship the beta on April 2 instead.")
+    say(memory, at(TUE, "09:20"), "bob", "Update: the budget code for Project Falcon is FAL-9000.")
+    await memory.drain()
+    tuesday = await consolidator.daily(ANIMA, TUE, at(WED, "00:00"))
+    assert sorted(tuesday.superseded) == sorted(monday.created)
+    active = [body(folder, path) for path in tuesday.created]
+    assert active == [
+        "We decided to use MySQL for the billing service.",
+        "We decided to ship the beta on April 2 instead.",
+        "The budget code for Project Falcon is FAL-9000.",
+    ]
+    choice = meta(folder, tuesday.created[0])
+    assert choice["title"] == "Decision: what to use for billing service"
+
+
 async def test_a_persons_own_events_of_a_day_add_up_in_one_log(
     memory: MemoryService, consolidator: Consolidator
 ) -> None:
@@ -473,7 +501,7 @@ async def test_a_persons_own_events_of_a_day_add_up_in_one_log(
     assert first.created == ["knowledge/alice-2026-06-01.md"] and first.superseded == []
     log = body(folder, "knowledge/alice-2026-06-01.md")
     assert "- Yesterday Alice went to a support group." in log
-    assert "- Actually, Alice also joined the pottery class." in log
+    assert "- Alice also joined the pottery class." in log  # "Actually," is no event
     assert meta(folder, "knowledge/alice-2026-06-01.md")["title"] == "Alice on 1 June 2026"
     say(memory, at(MON, "18:00"), "alice", "I finished the first bowl tonight.")
     await memory.drain()
