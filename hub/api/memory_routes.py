@@ -66,6 +66,8 @@ async def search(
     episodes, knowledge, procedures, skills, people). A layer's name given as `scope`
     (`?scope=knowledge`, as clients of the first API wrote it) is taken as the layer. Each
     result's `why` says in words why it matched, `signals` the same as codes."""
+    if not query.strip():
+        raise HTTPException(422, "the query is empty")
     tools, reader = reader_of(hub, caller, name)
     try:
         scopes, layer = scopes_and_layer(scope, layer)

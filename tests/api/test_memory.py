@@ -128,6 +128,8 @@ async def test_memory_read_write_and_path_safety(client: httpx.AsyncClient, hub:
     assert all(r["layer"] == "episodic" for r in episodes.json()["results"])
     wrong = await client.get("/api/memory/aria/search", params={"query": "x", "layer": "dreams"})
     assert wrong.status_code == 422 and "bad layer 'dreams'" in wrong.text
+    blank = await client.get("/api/memory/aria/search", params={"query": "   "})
+    assert blank.status_code == 422 and "the query is empty" in blank.text
     # The model's tool names each result's layer as it takes it, and takes either name.
     alice = ToolContext("aria", "alice", False, "c", "UTC", "web:local/dm:aria:alice", True)
     for layer in ("knowledge", "semantic"):
