@@ -26,14 +26,21 @@ MAX_WORDS = 6
 def shared_words(query: str, text: str) -> list[str]:
     """The query's words, as written, that share a search term with `text`: the words
     that carry meaning, or the question's framing words when they are all it shares."""
+    meaningful, framing = _shared(query, text)
+    return meaningful or framing
+
+
+def _shared(query: str, text: str) -> tuple[list[str], list[str]]:
+    """The query's words that share a search term with `text`: those that carry meaning,
+    and those that only frame a question."""
     terms = set(tokenize(text))
     words: dict[str, str] = {}
     for raw in _WORD.findall(CJK_RUN.sub(lambda run: _spans(run[0], text), query)):
         word = raw.strip(_EDGES)
         if word and word.casefold() not in words and set(tokenize(word)) & terms:
             words[word.casefold()] = word
-    meaningful = [w for w in words.values() if not all(map(frames_question, tokenize(w)))]
-    return meaningful or list(words.values())
+    framing = [w for w in words.values() if all(map(frames_question, tokenize(w)))]
+    return [w for w in words.values() if w not in framing], framing
 
 
 def _spans(run: str, text: str) -> str:
@@ -56,8 +63,11 @@ def why(signals: Sequence[str], query: str, text: str, person: str | None = None
     parts: list[str] = []
     if "profile" in signals:
         parts.append(f"what Animas learned about {person or 'this person'}")
-    if "lexical" in signals:
-        words = shared_words(query, text)[:MAX_WORDS]
+    meaningful, framing = _shared(query, text)
+    # Shared words that carry meaning are named whether or not the lexical retriever's own
+    # list reached the result: that list's length follows the search's limit.
+    if "lexical" in signals or meaningful:
+        words = (meaningful or framing)[:MAX_WORDS]
         quoted = ", ".join(f'"{w}"' for w in words)
         parts.append(f"shares the words {quoted}" if words else "shares search terms")
     if "dense" in signals:

@@ -156,6 +156,14 @@ async def test_search_results_say_why_they_matched(
         'Shares the words "去北京"'
     )
     assert why(["dense", "recent"], "q", "t") == "Close in meaning; recent"
+    # Shared words are named though the lexical list did not reach the result (its length
+    # follows the search's limit); a question's framing words alone are not.
+    locker = "My locker code is 4521"
+    assert (
+        why(["dense"], "locker code", locker)
+        == 'Shares the words "locker", "code"; close in meaning'
+    )
+    assert why(["dense"], how, "How do you feel?") == "Close in meaning"
     assert why([], "q", "t") == "Ranked high by dense and lexical search together"
 
     top = (await search(http, token(hub, "alice"), SECRET))[0]
