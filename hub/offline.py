@@ -77,8 +77,13 @@ def _excerpt(line: str, wanted: set[str]) -> str:
     return excerpt(_flat(line), wanted, 200)
 
 
+# A number of one or two digits, alone or split out of "Q3" or "staging2", is in every
+# numbered list ("1. run the tests 2. tag …"): sharing one says nothing of the subject.
+_SMALL_NUMBER = re.compile(r"\d{1,2}")
+
+
 def _terms(text: str) -> set[str]:
-    return {t for t in tokenize(text) if not frames_question(t)}
+    return {t for t in tokenize(text) if not frames_question(t) and not _SMALL_NUMBER.fullmatch(t)}
 
 
 # A recalled line's header (`HEADER`: when, who, where) is no match: "12 March" would find

@@ -152,6 +152,19 @@ def test_a_statement_opening_with_an_asking_word_is_noted_not_asked() -> None:
         assert "I don't know anything about that yet." in reply, asked
 
 
+def test_a_small_number_alone_is_no_shared_word() -> None:
+    """ "Q3" is tokenised as "q3" and "3", and every numbered list holds a 3."""
+    recalled = [
+        "[2026-12-01 09:30] **How to deploy** 1. run the tests 2. tag 3. push to production",
+        "[2026-12-01 09:40] Alice: The staging server moved to staging2.example.com.",
+        "[2026-12-02 10:00] Alice: The Q3 offsite is in Lisbon.",
+    ]
+    reply = compose(context("Where is the Q3 offsite?", ["hi"], recalled_lines=recalled))
+    assert "Lisbon" in reply and "deploy" not in reply and "staging" not in reply
+    moved = compose(context("Is staging2 up?", ["hi"], recalled_lines=recalled))
+    assert "staging2.example.com" in moved and "deploy" not in moved
+
+
 def test_an_earlier_question_here_is_no_answer_to_this_one() -> None:
     """A second person asked two things in a row; the first was listed as what they said,
     and hid that nothing is known."""
