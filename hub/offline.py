@@ -109,10 +109,32 @@ def relevant(text: str, lines: Sequence[str], spoken_to: str = "") -> list[str]:
     `text` (question words aside), most shared first, each once. The name of the Anima
     `spoken_to` is no match: "mika, have aria…" addresses mika, it does not ask about her
     (and her name labels every reply she gave)."""
-    wanted = _terms(text) - set(tokenize(spoken_to))
-    scored = [(len(wanted & set(tokenize(_said(line)))), i, line) for i, line in enumerate(lines)]
-    kept = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
-    return list(dict.fromkeys(line for _, _, line in kept))
+    return list(dict.fromkeys(line for _, line in _ranked(text, lines, spoken_to)))
+
+
+def _wanted(text: str, spoken_to: str) -> set[str]:
+    return _terms(text) - set(tokenize(spoken_to))
+
+
+def _shared(wanted: set[str], line: str) -> int:
+    return len(wanted & set(tokenize(_said(line))))
+
+
+_STAMP = re.compile(r"^\s*\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2})\]")
+
+
+def _ranked(text: str, lines: Sequence[str], spoken_to: str = "") -> list[tuple[int, str]]:
+    """`relevant`'s lines with how many terms each shares; of lines sharing as many, the
+    latest first: "the host is db7" said after "the host is db1" is what holds now."""
+    wanted = _wanted(text, spoken_to)
+    scored = [(_shared(wanted, line), line) for line in lines]
+    latest = sorted((s for s in scored if s[0] > 0), key=lambda s: _stamp(s[1]), reverse=True)
+    return sorted(latest, key=lambda s: -s[0])  # stable: ties stay latest first
+
+
+def _stamp(line: str) -> str:
+    stamp = _STAMP.match(line)
+    return stamp.group(1) if stamp else ""
 
 
 def compose(ctx: TurnContext) -> str:
@@ -179,7 +201,7 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         and not _ASKED.search(t)  # another question answers nothing either
         and not any(" ".join(t.split()) in " ".join(line.split()) for line in found)
     ]
-    found = _said_once(found, about[:_SHOWN])
+    found = _said_once(found, about[:_SHOWN], ctx.person.display_name)
     lines: list[str] = []
     if _BACK.search(ctx.text) and earlier:  # "what did I ask?": the conversation itself
         lines += ["Before this, you said:", *(f"- “{_quote(t)}”" for t in earlier[-3:]), ""]
@@ -187,11 +209,19 @@ def _answer(ctx: TurnContext, earlier: list[str]) -> list[str]:
         lines += ["Earlier here, you said:", *(f"- “{_quote(t)}”" for t in said_here[:_SHOWN])]
         lines += [""]
     wanted = _terms(ctx.text)
+    known: list[str] = []
     if about:
         shown = (f"- {_as_told(_excerpt(fact, wanted))}" for fact in about[:_SHOWN])
-        lines += ["What I know about you:", *shown, ""]
+        known += ["What I know about you:", *shown, ""]
     if found:
-        lines += ["From my memory:", *(f"- {_excerpt(f, wanted)}" for f in found[:_SHOWN]), ""]
+        recalled = ["From my memory:", *(f"- {_excerpt(f, wanted)}" for f in found[:_SHOWN]), ""]
+        # What matches best leads: a profile fact sharing only "code" does not go above the
+        # line that shares "budget code for Project Falcon".
+        asking = _wanted(ctx.text, ctx.anima)
+        best_about = max((_shared(asking, fact) for fact in about), default=0)
+        ahead = not everything and _shared(asking, found[0]) > best_about
+        known = [*recalled, *known] if ahead else [*known, *recalled]
+    lines += known
     if not lines and asks(ctx.text):
         lines += ["I don't know anything about that yet.", ""]
     return lines
@@ -207,14 +237,19 @@ def _as_told(fact: str) -> str:
     return f"“{words.strip()}”" + (fact[noted.start() :] if noted else "")
 
 
-def _said_once(found: list[str], about: list[str]) -> list[str]:
+def _said_once(found: list[str], about: list[str], person: str) -> list[str]:
     """`found` without a line whose words a fact in `about` or a line above already says:
     a fact the person told about themselves is also the turn they told it in, and a note
-    consolidation kept is also its episode."""
-    said = [f" {_words(fact)} " for fact in about]
+    consolidation kept is also its episode, which says "Maya Chen's" for their "my"."""
+    theirs = f" {_words(person)} s "
+
+    def words_of(line: str) -> str:
+        return f" {_words(line)} ".replace(theirs, " my ")
+
+    said = [words_of(fact) for fact in about]
     once = []
     for line in found:
-        words = f" {_words(line)} "
+        words = words_of(line)
         if not any(words in above for above in said):
             said.append(words)
             once.append(line)

@@ -152,6 +152,26 @@ def test_a_statement_opening_with_an_asking_word_is_noted_not_asked() -> None:
         assert "I don't know anything about that yet." in reply, asked
 
 
+def test_what_matches_best_leads_and_of_equal_matches_the_latest() -> None:
+    """Asked the budget code, a profile fact sharing only "code" went first, the answer
+    second and its note again in other words; a value changed later came after the old."""
+    about = ["My locker code is 4521 _(aria, 2026-12-01)_"]
+    recalled = [
+        "[2026-12-01 09:00] Alice: The billing database host is db1.internal.",
+        "[2026-12-02 09:00] Alice: The billing database host is db7.internal.",
+        "[2026-12-02 10:00] Alice: The budget code for Project Falcon is FAL-7731.",
+        "[2026-12-02 11:00] Alice's locker code is 4521.",
+    ]
+    asked = "What is the budget code for Project Falcon?"
+    reply = compose(context(asked, ["hi"], recalled_lines=recalled, about_person=about))
+    assert reply.index("FAL-7731") < reply.index("What I know about you"), reply
+    assert "Alice's locker code" not in reply  # the profile fact says it already
+    host = compose(context("What is the billing database host?", ["hi"], recalled_lines=recalled))
+    assert host.index("db7.internal") < host.index("db1.internal"), host
+    mine = compose(context("What is my locker code?", ["hi"], about_person=about))
+    assert mine.index("What I know about you") < mine.index("4521")
+
+
 def test_a_small_number_alone_is_no_shared_word() -> None:
     """ "Q3" is tokenised as "q3" and "3", and every numbered list holds a 3."""
     recalled = [
