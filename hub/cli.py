@@ -15,6 +15,7 @@ from collections import deque
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import quote
 
 import typer
 from rich.table import Table
@@ -49,6 +50,7 @@ from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
 from hub.settings import CONFIG_NAME, ConfigError, Settings, load_settings
 
 if TYPE_CHECKING:
+    import httpx
     import uvicorn  # imported when the hub starts: other commands start faster
 
 app = typer.Typer(
@@ -277,6 +279,7 @@ def chat(
     session: Annotated[
         str, typer.Option(help="Conversation id; reuse it to continue.", callback=_session_id)
     ] = "cli",
+    new: Annotated[bool, typer.Option("--new", help="--user is someone new: create them.")] = False,
 ) -> None:
     """Send one message to an Anima and print the reply as it streams."""
     from hub.client import ChatFailed, hub_client, stream_chat
@@ -289,6 +292,8 @@ def chat(
 
     async def run() -> None:
         async with hub_client(settings) as client:
+            if user and not new:
+                await _known_person(client, user)
             await show_reply(stream_chat(client, name, payload))
 
     try:
@@ -297,6 +302,17 @@ def chat(
         raise fail(str(exc)) from None
     except HubBusy as exc:
         raise fail(str(exc)) from None
+
+
+async def _known_person(client: httpx.AsyncClient, user: str) -> None:
+    """Refuse a --user the hub does not know: the chat API would start a new person, whose
+    conversations and memory would be apart from the one meant ("Ravi" for "Ravi Kumar")."""
+    found = await client.get(f"/api/people/{quote(user, safe='')}")
+    if found.status_code == 404:
+        raise fail(
+            f"no person named {user!r}: check the spelling (`animahub people list`), "
+            "or add --new to talk as someone new"
+        )
 
 
 @app.command()

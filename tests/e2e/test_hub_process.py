@@ -46,7 +46,7 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
         created = cli(home, "anima", "create", "--name", "wren", "--role", "writer")
         assert created.returncode == 0, created.stderr
         assert "wren" in [a["name"] for a in hub.get("/api/animas")]
-        said = cli(home, "chat", "wren", "hello from the CLI", "--user", "bob")
+        said = cli(home, "chat", "wren", "hello from the CLI", "--user", "bob", "--new")
         assert said.returncode == 0, said.stderr
         assert "Wren" in said.stdout and "offline mode" in said.stdout
         status = cli(home, "status", COLUMNS="200")
@@ -172,7 +172,7 @@ def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
     assert created.returncode == 0, created.stderr
     listed = cli(home, "anima", "list")
     assert "otto" in listed.stdout and "ops" in listed.stdout
-    said = cli(home, "chat", "otto", "status report please", "--user", "carol")
+    said = cli(home, "chat", "otto", "status report please", "--user", "carol", "--new")
     assert said.returncode == 0, said.stderr
     assert "Otto" in said.stdout and "carol" in said.stdout
     unknown = cli(home, "chat", "ghost", "hello")
