@@ -248,6 +248,12 @@ class CommandService:
         )
 
     def _bind(self, anima: Anima, inbound: Inbound, person: PersonView) -> str:
+        if inbound.address.kind is AddressKind.DM:  # routing: the last Anima here answers
+            return (
+                "A direct conversation is not bound: the Anima you last talked with here "
+                f"answers. Name {anima.name} in a message (\"{anima.name}, …\") to talk with "
+                "them; /anima bind is for channels and groups."
+            )
         channel = inbound.address.channel_key
         with self._db.session() as session:
             binding = session.get(ChannelBinding, channel)

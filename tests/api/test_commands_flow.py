@@ -131,6 +131,14 @@ async def test_a_refusal_reaches_the_sender_and_the_audit_log(hub: Hub) -> None:
 # --- bind / unbind -------------------------------------------------------------------------
 
 
+async def test_a_direct_conversation_is_not_bound_and_says_how_to_switch(hub: Hub) -> None:
+    """It answered "now bound to kai", and the Anima last talked with went on answering."""
+    said = await hub.receive(cmd("/anima bind kai", address=DM))
+    assert said.reply is not None and said.reply.startswith("A direct conversation is not bound")
+    assert 'Name kai in a message ("kai, …")' in said.reply
+    assert rows(hub, ChannelBinding, col(ChannelBinding.anima).is_not(None)) == []
+
+
 async def test_bind_routes_unaddressed_channel_messages_and_unbind_stops_it(hub: Hub) -> None:
     chatter = msg("meeting notes are up", address=GENERAL, addressed=False)
     before = await hub.receive(chatter)
