@@ -251,7 +251,7 @@ class CommandService:
         if inbound.address.kind is AddressKind.DM:  # routing: the last Anima here answers
             return (
                 "A direct conversation is not bound: the Anima you last talked with here "
-                f"answers. Name {anima.name} in a message (\"{anima.name}, …\") to talk with "
+                f'answers. Name {anima.name} in a message ("{anima.name}, …") to talk with '
                 "them; /anima bind is for channels and groups."
             )
         channel = inbound.address.channel_key
