@@ -205,7 +205,10 @@ def stated(sentence: str, who: str) -> Statement | None:
         cjk = pattern.match(sentence)
         if cjk:
             what = cjk.group("what")[:12].rstrip(_PARTICLES)
-            return Statement(kind, f"{kind}: {what}", _cjk_said_of(sentence, who))
+            said = _cjk_said_of(sentence, who)
+            if kind == "plan" and who and _CJK_I.match(sentence):  # 私は/我: their own plan
+                return Statement("event", f"{who.casefold()} plans {what}", said)
+            return Statement(kind, f"{kind}: {what}", said)
     if who and (own := _own_plan(sentence, who) or _cjk_event(sentence, who)):
         return own
     event = _EVENT.match(sentence)

@@ -37,8 +37,8 @@ CASES = [
     ("我们下周去北京出差。", "plan: 去北京出差", S),
     ("明天我们开会讨论预算。", "plan: 开会讨论预算", S),
     ("来週の月曜日に田中さんとミーティングがあります。", "plan: 田中さんとミーティング", S),
-    ("私は来週の火曜日に大阪へ出張します。", "plan: 大阪へ出張", S),
-    ("我下周去北京出差。", "plan: 去北京出差", S),
+    ("私は来週の火曜日に大阪へ出張します。", "caroline plans 大阪へ出張", S),
+    ("我下周去北京出差。", "caroline plans 去北京出差", S),
     ("我们决定周五发布测试版。", "decision: 周五发布测试版", S),
     ("チームはリリースを金曜日にすることに決めました。", "decision: リリースを金曜日にする", S),
     # A person's own plans and events (kept in their day's log when the day is known).
@@ -156,3 +156,17 @@ def test_a_cjk_text_is_split_into_its_sentences_with_no_space_after_the_stop() -
     assert lead("We shipped. Then we rested.", 300, 2) == "We shipped. Then we rested."
     merged = merge_texts(["京都に行きました。", "京都に行きました。大阪に行きます。"])
     assert merged == "京都に行きました。\n\n大阪に行きます。"
+
+
+def test_a_persons_own_plan_in_japanese_or_chinese_goes_in_their_days_log() -> None:
+    """「私は来週京都に行きます」 was filed as a plan of everyone's ("Plan: 京都に行き");
+    "I'm flying to Osaka next week" goes in the person's log of the day, and so does this."""
+    day = date(2026, 12, 6)
+    for said, kept in (
+        ("私は来週京都に行きます。", "- Danaは来週京都に行きます。"),
+        ("我下周去北京出差。", "- Dana下周去北京出差。"),
+    ):
+        (fact,) = facts_in("Dana", said, "s1", day=day)
+        assert (fact.subject, fact.text, fact.accumulates) == ("dana 2026-12-06", kept, True)
+    (shared,) = facts_in("Dana", "来週の火曜日にチームで京都へ出張します。", "s1", day=day)
+    assert shared.subject == "plan: チームで京都へ出張"  # the team's plan stays everyone's
