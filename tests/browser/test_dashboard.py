@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
@@ -83,6 +84,59 @@ def test_a_chat_turn_arrives_live_and_is_remembered(
     dashboard.click("#mem-search-form button")
     expect(dashboard.locator("#mem-results .why").first).to_contain_text("Shares the words")
     screenshot("memory-search", page=dashboard)
+
+
+GRAPH_BOXES = """() => document.getElementById("graph")._cyreg.cy.nodes().map(
+    (n) => n.renderedBoundingBox({ includeLabels: true, includeOverlays: false }))"""
+
+
+def test_the_knowledge_graphs_labels_do_not_overlap(
+    page: Page, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    """Notes that link to nothing were drawn two to a row, their titles written over each
+    other ("Budget code for ProjHow to deploy")."""
+    titles = [
+        f"{topic} for Project Falcon, as agreed"
+        for topic in (
+            "Budget code",
+            "How to deploy",
+            "Staging server",
+            "Renew the SSL certificate",
+            "Plan: demo the dashboard",
+            "Decision: ship the beta",
+            "Locker code",
+            "Vendor contact",
+            "Office wifi",
+            "On-call phone",
+            "Release train",
+            "Client meeting notes",
+        )
+    ]
+    for n, title in enumerate(titles):
+        link = f" See [[note-{n + 1}]]." if n < 3 else ""  # three linked, nine alone
+        note = f'---\ntitle: "{title}"\n---\n{title} is written down here.{link}'
+        wrote = httpx.post(
+            f"{hub.url}/api/memory/mika/write",
+            json={"path": f"knowledge/note-{n}.md", "content": note},
+            timeout=10,
+        )
+        assert wrote.status_code == 200, wrote.text
+    open_view(page, hub, "memory")
+    page.select_option("#mem-anima", "mika")
+    page.click('[data-mem="graph"]')
+    expect(page.locator("#graph canvas").first).to_be_attached()
+    page.wait_for_function('document.getElementById("graph")._cyreg?.cy?.nodes().length >= 12')
+    edges = 'document.getElementById("graph")._cyreg.cy.edges().length'
+    assert page.evaluate(f"() => {edges}") == 3
+    boxes = page.evaluate(GRAPH_BOXES)
+    screenshot("graph")
+    overlapping = [
+        (i, j)
+        for i, a in enumerate(boxes)
+        for j, b in enumerate(boxes[i + 1 :], i + 1)
+        if a["x1"] < b["x2"] and b["x1"] < a["x2"] and a["y1"] < b["y2"] and b["y1"] < a["y2"]
+    ]
+    assert not overlapping, [(titles[i], titles[j]) for i, j in overlapping]
 
 
 def test_pause_and_resume_from_the_page(

@@ -407,6 +407,27 @@
 
   const LAYER_COLOURS = { knowledge: "#2451c9", procedures: "#1a7f37", missing: "#9aa4b2" };
 
+  /** Linked notes in levels, the notes that link to nothing in a grid below them, each
+   * place as large as its title: a force layout packed lone notes two to a row, their titles
+   * written over each other. */
+  function layoutGraph(cy) {
+    const linked = cy.nodes().filter((n) => n.degree() > 0);
+    const alone = cy.nodes().filter((n) => n.degree() === 0);
+    let top = 0;
+    let width = 600;
+    if (linked.length) {
+      linked.union(linked.connectedEdges()).layout({ name: "breadthfirst", animate: false, avoidOverlap: true, nodeDimensionsIncludeLabels: true, spacingFactor: 1 }).run();
+      const box = linked.boundingBox({ includeLabels: true });
+      top = box.y2 + 60;
+      width = Math.max(width, box.w);
+    }
+    if (alone.length) {
+      const rows = Math.ceil(alone.length / 4);
+      alone.layout({ name: "grid", animate: false, avoidOverlap: true, nodeDimensionsIncludeLabels: true, condense: true, rows, boundingBox: { x1: 0, y1: top, w: width, h: rows * 90 } }).run();
+    }
+    cy.fit(undefined, 40);
+  }
+
   async function loadGraph(name) {
     const data = await api(`/api/memory/${enc(name)}/graph`);
     const elements = [
@@ -423,15 +444,16 @@
     state.graph = window.cytoscape({
       container: $("graph"),
       elements,
-      layout: { name: data.nodes.length > 1 ? "cose" : "grid", animate: false, padding: 40 },
+      layout: { name: "preset" }, // placed by layoutGraph
       maxZoom: 1.6, // a few notes would otherwise fill the pane at a giant size
       minZoom: 0.2,
       style: [
-        { selector: "node", style: { label: "data(label)", "font-size": 11, "text-valign": "bottom", "text-margin-y": 4, width: 18, height: 18, "background-color": (n) => LAYER_COLOURS[n.data("layer")] || "#57606a" } },
+        { selector: "node", style: { label: "data(label)", "font-size": 11, "text-valign": "bottom", "text-margin-y": 4, "text-wrap": "wrap", "text-max-width": "140px", width: 18, height: 18, "background-color": (n) => LAYER_COLOURS[n.data("layer")] || "#57606a" } },
         { selector: "edge", style: { width: 1.5, "line-color": "#c3cad5", "target-arrow-color": "#c3cad5", "target-arrow-shape": "triangle", "curve-style": "bezier" } },
         { selector: "node:selected", style: { "border-width": 3, "border-color": "#1f6feb" } },
       ],
     });
+    layoutGraph(state.graph);
     state.graph.on("tap", "node", (event) => {
       const node = event.target;
       if (node.data("layer") === "missing") {
