@@ -218,17 +218,20 @@ class Agenda:
         """One heartbeat, scheduled or `asked` for; its time and outcome are kept as the
         Anima's last heartbeat, and logged."""
         began = time.monotonic()
-        outcome = await self._beat(anima, at, key)
+        last = hb.last_run_at(self._db, anima.name)
+        interval = timedelta(minutes=anima.spec.heartbeat.interval_minutes)
+        outcome = await self._beat(anima, hb.since(last, at, interval), at, key)
         said = outcome.said()
-        hb.record_run(self._db, anima.name, self._clock.now(), said)
+        # `at`, not the time it finished: what arrived while it ran is the next one's news.
+        # Never back: a late catch-up run must not make the next heartbeat repeat news.
+        hb.record_run(self._db, anima.name, max(at, last) if last else at, said)
         # Public, as the Anima's card shows it to anyone: the dashboard re-reads the card.
         self._live.publish("heartbeat", None, anima=anima.name, outcome=said)
         logged = outcome.logged(time.monotonic() - began)
         log.info("%s%s", "asked for: " if asked else "", logged, extra={"anima": anima.name})
         return outcome
 
-    async def _beat(self, anima: Anima, at: datetime, key: str) -> Outcome:
-        since = at - timedelta(minutes=anima.spec.heartbeat.interval_minutes)
+    async def _beat(self, anima: Anima, since: datetime, at: datetime, key: str) -> Outcome:
         targets = self._targets.resolve(anima.name, anima.spec.heartbeat.channels)
         tz = self.timezone(anima)
         obs = hb.observe(self._db, anima.name, since, at)

@@ -12,7 +12,7 @@ conversation, or a channel other than its targets; those appear only as counts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from sqlalchemy import func, insert, update
@@ -28,6 +28,9 @@ from hub.store.models import DeliveryRow, HeartbeatRun, InboxItem, InboxStatus, 
 HEARTBEAT_OK = "HEARTBEAT_OK"
 _EXCERPT = 140
 _OUTCOME_MAX = 500  # a heartbeat posted to many channels names them all
+# How far back a heartbeat looks at most (or one interval, if longer): after weeks of
+# downtime the last day is news, the rest is history. A day spans any active_hours gap.
+LOOKBACK_MAX = timedelta(days=1)
 
 
 @dataclass
@@ -47,13 +50,15 @@ class Observation:
     until: datetime
     conversations: list[Conversation]
     waiting: int  # messages to this Anima not answered yet (incl. held while paused)
+    new_waiting: int  # of those, the ones received since the last heartbeat
     failed_turns: int  # messages it gave up on since the last heartbeat
     failed_deliveries: int  # replies that could not be delivered since the last heartbeat
 
     @property
     def quiet(self) -> bool:
+        # Messages that were already waiting at the last heartbeat were reported then.
         return not (
-            self.conversations or self.waiting or self.failed_turns or self.failed_deliveries
+            self.conversations or self.new_waiting or self.failed_turns or self.failed_deliveries
         )
 
 
@@ -66,11 +71,11 @@ def observe(db: Database, anima: str, since: datetime, until: datetime) -> Obser
             .where(col(Turn.created_at) > since, col(Turn.created_at) <= until)
             .order_by(col(Turn.id))
         ).all()
-        waiting = session.exec(
-            select(func.count())
-            .select_from(InboxItem)
-            .where(InboxItem.anima == anima, col(InboxItem.status).in_(WAITING))
-        ).one()
+        waiting_since = session.exec(
+            select(col(InboxItem.received_at)).where(
+                InboxItem.anima == anima, col(InboxItem.status).in_(WAITING)
+            )
+        ).all()
         failed_turns = session.exec(
             select(func.count())
             .select_from(InboxItem)
@@ -99,7 +104,8 @@ def observe(db: Database, anima: str, since: datetime, until: datetime) -> Obser
         since,
         until,
         list(by_channel.values()),
-        int(waiting),
+        len(waiting_since),
+        sum(1 for received in waiting_since if received > since),
         int(failed_turns),
         int(failed_deliveries),
     )
@@ -188,8 +194,25 @@ def _minutes(text: str) -> int:
 # the last run ------------------------------------------------------------------------
 
 
+def since(last: datetime | None, at: datetime, interval: timedelta) -> datetime:
+    """Where a heartbeat at `at` starts looking: the previous heartbeat (`last`), else one
+    interval back; never further back than LOOKBACK_MAX or one interval, if longer."""
+    if last is None:
+        return at - interval
+    return max(min(last, at), at - max(interval, LOOKBACK_MAX))
+
+
+def last_run_at(db: Database, anima: str) -> datetime | None:
+    """When `anima`'s last heartbeat looked up to, if it ever ran."""
+    with db.engine.connect() as conn:
+        return conn.execute(
+            select(col(HeartbeatRun.at)).where(col(HeartbeatRun.anima) == anima)
+        ).scalar_one_or_none()
+
+
 def record_run(db: Database, anima: str, at: datetime, outcome: str) -> None:
-    """Keep `anima`'s last heartbeat: when it ran and its outcome line (one row each)."""
+    """Keep `anima`'s last heartbeat: the moment it looked up to, which the next one starts
+    from, and its outcome line (one row each)."""
     values = {"at": at, "outcome": outcome[:_OUTCOME_MAX]}
     with db.write() as conn:
         changed = conn.execute(
