@@ -259,6 +259,7 @@ class Agenda:
         return Outcome(anima.name, "heartbeat posted", posted, texts[0][1], failed, effort)
 
     async def cron(self, anima: Anima, job: CronJob, at: datetime) -> Outcome:
+        # Both kinds post to `post_to`, else to the heartbeat channels (docs/crons.md).
         written = [str(t) for t in job.post_to] or anima.spec.heartbeat.channels
         targets = self._targets.resolve(anima.name, written)
         key = f"{job.key}@{at.isoformat()}"
@@ -268,20 +269,18 @@ class Agenda:
         if job.kind == "command":
             assert job.command is not None  # the parser guarantees it for command crons
             first = by_scope[0][0].address if by_scope else None
-            text = await self._run_command(anima.name, job.command, first)
-            if not job.post_to:
-                return Outcome(anima.name, f"cron {job.title!r}: {text}")
-            texts = [(group, text) for group in by_scope]
+            shown = await self._run_command(anima.name, job.command, first)
+            texts = [(group, shown) for group in by_scope]  # a command's output is one text
         else:
             for group in by_scope:
                 thought = await self._think(anima, job.body, group) if self._model(anima) else None
                 thoughts += [thought] if thought is not None else []
                 texts.append((group, thought.text if thought is not None else _offline_cron(job)))
+            shown = texts[0][1] if texts else _offline_cron(job)
         posted: tuple[str, ...] = ()
         for group, text in texts:
             posted += self._post(anima.name, text, group, DeliveryKind.REPORT, key)
             self._remember(anima.name, key, f"**{anima.name}** ({job.title}): {text}", group, at)
-        shown = texts[0][1] if texts else _offline_cron(job)
         failed = self._undeliverable(anima.name, targets, DeliveryKind.REPORT, key)
         what = f"cron {job.title!r} posted" if posted else f"cron {job.title!r} not posted"
         effort = _effort(self._model(anima), thoughts)
