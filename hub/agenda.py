@@ -26,6 +26,7 @@ from hub.crons import CronBook, CronJob
 from hub.deliveries import bounded_key
 from hub.live import LiveFeed
 from hub.llm import spent
+from hub.logs import one_line
 from hub.messages import Address, Command, DeliveryKind
 from hub.model_client import LLMError, Usage
 from hub.outbox import Outbox
@@ -282,7 +283,10 @@ class Agenda:
             posted += self._post(anima.name, text, group, DeliveryKind.REPORT, key)
             self._remember(anima.name, key, f"**{anima.name}** ({job.title}): {text}", group, at)
         failed = self._undeliverable(anima.name, targets, DeliveryKind.REPORT, key)
-        what = f"cron {job.title!r} posted" if posted else f"cron {job.title!r} not posted"
+        did = "posted" if posted else "not posted"
+        # The log gets one line; the output in full where it is posted, or if nowhere, here.
+        said = f" said {one_line(shown, not posted)}," if job.kind == "command" else ""
+        what = f"cron {job.title!r}{said} {did}"
         effort = _effort(self._model(anima), thoughts)
         return Outcome(anima.name, what, posted, shown, failed, effort)
 

@@ -38,6 +38,17 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+def one_line(text: str, whole: bool = False) -> str:
+    """Text that may span lines, for one log line (`animahub logs` reads a line as an event):
+    its first line and how many follow, or with `whole` all of it, line breaks as `\\n`
+    (when the log is the only place that keeps it)."""
+    lines = text.strip().splitlines() or [""]
+    if whole:
+        return "“" + "\\n".join(lines) + "”"
+    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return f"“{lines[0]}”{more}"
+
+
 def anima_log_path(home: Path, anima: str) -> Path:
     return home / "logs" / "animas" / f"{anima}.log"
 
