@@ -139,6 +139,28 @@ def test_the_knowledge_graphs_labels_do_not_overlap(
     assert not overlapping, [(titles[i], titles[j]) for i, j in overlapping]
 
 
+def test_on_a_phone_the_outbox_scrolls_in_its_box_and_keeps_addresses_whole(
+    page: Page, hub: RunningHub, screenshot: Screenshot
+) -> None:
+    """At 390 px the table was squeezed to the screen: "web:local/general" one character a
+    line, and the error column cut off."""
+    hub.cli("chat", "kai", "hello from a phone")  # a reply: a sent delivery
+    page.set_viewport_size({"width": 390, "height": 800})
+    open_view(page, hub, "outbox")
+    page.select_option("#outbox-status", "sent")
+    address = page.locator("#outbox-rows .address").first
+    expect(address).to_be_visible()
+    lines = page.evaluate(
+        "(el) => Math.round(el.getBoundingClientRect().height"
+        " / parseFloat(getComputedStyle(el).lineHeight))",
+        address.element_handle(),
+    )
+    screenshot("outbox-phone")
+    assert lines <= 2, lines
+    wide = page.evaluate("() => document.documentElement.scrollWidth")
+    assert wide <= 390, wide  # the page itself never scrolls sideways
+
+
 def test_pause_and_resume_from_the_page(
     page: Page, hub: RunningHub, screenshot: Screenshot
 ) -> None:
