@@ -52,7 +52,7 @@ class Observation:
     waiting: int  # messages to this Anima not answered yet (incl. held while paused)
     new_waiting: int  # of those, the ones received since the last heartbeat
     failed_turns: int  # messages it gave up on since the last heartbeat
-    failed_deliveries: int  # replies that could not be delivered since the last heartbeat
+    failed_deliveries: int  # its deliveries (replies, reports) that failed since the last one
 
     @property
     def quiet(self) -> bool:
@@ -141,7 +141,8 @@ def facts(obs: Observation, targets: set[str], timezone: str) -> list[str]:
     if obs.failed_turns:
         lines.append(f"- {obs.failed_turns} message(s) I could not answer")
     if obs.failed_deliveries:
-        lines.append(f"- {obs.failed_deliveries} reply/replies that could not be delivered")
+        # Replies, reports and posts alike: every delivery of this Anima's that failed.
+        lines.append(f"- {obs.failed_deliveries} message(s) of mine that could not be delivered")
     return [f"Since {since} ({timezone}):", *lines] if lines else []
 
 

@@ -63,7 +63,7 @@ async def test_a_heartbeat_after_a_gap_reports_all_since_the_previous_one(
     clock.advance(timedelta(hours=3))  # six intervals without a heartbeat
     outcome = await life.agenda.heartbeat_now("kai")
     assert "1 message(s) from Alice" in outcome.text
-    assert "1 reply/replies that could not be delivered" in outcome.text
+    assert "1 message(s) of mine that could not be delivered" in outcome.text
     assert f"Since {previous:%Y-%m-%d %H:%M} (UTC)" in outcome.text
 
 
@@ -77,7 +77,7 @@ async def test_a_heartbeat_after_weeks_looks_back_at_most_a_day(
     fail_a_delivery(life, "today")
     clock.advance(timedelta(minutes=1))
     outcome = await life.agenda.heartbeat_now("kai")
-    assert "1 reply/replies that could not be delivered" in outcome.text, outcome.text
+    assert "1 message(s) of mine that could not be delivered" in outcome.text, outcome.text
     assert f"Since {clock.now() - timedelta(days=1):%Y-%m-%d %H:%M}" in outcome.text
 
 
