@@ -47,8 +47,7 @@ def asks(text: str) -> bool:
     return bool(_QUESTION.search(text) or (_ASKING_WORD.match(text) and not _TELLS.search(text)))
 
 
-# A bigram of Japanese or Chinese grammar alone (です, 私は, どこ; 我们, 什么, 的是) is in
-# nearly every sentence: sharing one says nothing about the subject.
+# "What did I ask?": the conversation itself is the answer.
 _BACK = re.compile(
     r"\b(what|which)\b.*\b(did|have)\s+i\b.*\b(ask|say|said|tell|told|write|wrote|mention)",
     re.IGNORECASE,
