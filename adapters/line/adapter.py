@@ -187,7 +187,11 @@ class LineAdapter:
         self._outbound = Outbound(self._token, settings.api_url)
         self._tokens = ReplyTokens(reply_token_ttl_s, clock)
         self._profiles = Profiles(self._outbound, profile_ttl_s, clock)
-        self._hub: HubPort | None = None
+        self._hub: HubPort | None = None  # set once started: sending works
+        # Set as start begins: LINE sends webhooks whether or not GET /v2/bot/info works (a
+        # wrong token, LINE unreachable), and events refused then are lost unless
+        # redelivery is on; they are stored and answered once sending works.
+        self._receiving: HubPort | None = None
         self.bot_user_id = ""
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -200,7 +204,9 @@ class LineAdapter:
     # Adapter protocol -----------------------------------------------------------------
 
     async def start(self, hub: HubPort) -> None:
-        """Learn the bot's user id (`GET /v2/bot/info`); a failure leaves nothing open."""
+        """Learn the bot's user id (`GET /v2/bot/info`); a failure leaves nothing open, but
+        the webhook takes events from then on (the hub is up)."""
+        self._receiving = hub
         self._outbound.open()
         try:
             self.bot_user_id = await self._outbound.bot_user_id()
@@ -219,7 +225,7 @@ class LineAdapter:
         log.info("LINE connected as bot %s", self.bot_user_id)
 
     async def stop(self) -> None:
-        self._hub = None
+        self._hub = self._receiving = None
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -327,7 +333,7 @@ class LineAdapter:
         if not webhook.signed(self._secret, body, signature):  # on the raw bytes
             log.warning("LINE webhook with a wrong signature refused")
             return JSONResponse({"detail": "invalid signature"}, status_code=401)
-        hub = self._hub
+        hub = self._receiving
         if hub is None:  # not acknowledged: LINE redelivers once the hub runs
             return JSONResponse({"detail": "the hub is not running"}, status_code=503)
         try:

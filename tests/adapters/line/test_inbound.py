@@ -175,3 +175,27 @@ async def test_a_wrong_access_token_is_reported_unauthorized(tmp_path: Path) -> 
         )
         assert "401" in status.reason
         assert [c.status for c in h.fake.calls_to("info")] == [401]
+
+
+async def test_a_message_sent_while_line_is_down_is_stored_and_answered_once_up(
+    tmp_path: Path,
+) -> None:
+    # LINE posts webhooks whether or not the hub reached GET /v2/bot/info: refusing them
+    # would lose them (redelivery is off unless turned on in LINE's console).
+    async with open_harness(tmp_path, platform_down=True) as h:
+        assert h.hub.platforms.status()["line"].state is not PlatformState.UP
+        sent = await h.dm("alice", "are you there?")
+        assert inbox_row(h, sent.event_id) is not None
+        await h.platform_up()
+        await eventually(lambda: h.hub.platforms.ready("line"), timeout_s=15)
+        await reply_to(h, "echo: are you there?")
+
+
+async def test_a_message_is_stored_while_the_access_token_is_refused(tmp_path: Path) -> None:
+    async with open_harness(tmp_path, access_token="not-the-token") as h:
+        await eventually(
+            lambda: h.hub.platforms.status()["line"].state is PlatformState.UNAUTHORIZED
+        )
+        sent = await h.dm("alice", "hello?")
+        row = inbox_row(h, sent.event_id)
+        assert row is not None and row.text == "hello?"
