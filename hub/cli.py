@@ -320,7 +320,7 @@ def status() -> None:
     """Whether a hub runs on this data folder, and its health (exit code 3 when none runs)."""
     import httpx
 
-    from hub.client import auth_headers
+    from hub.client import auth_headers, refusal_line
 
     settings = settings_or_exit()
     try:
@@ -334,9 +334,10 @@ def status() -> None:
         response = httpx.get(
             f"{running.url}/api/system/health", headers=auth_headers(settings), timeout=5
         )
-        response.raise_for_status()
     except httpx.HTTPError as exc:
         raise fail(f"the hub at {running.url} (pid {running.pid}) does not answer: {exc}") from None
+    if response.status_code != 200:  # the hub's words (a 401: which token to set), one line
+        raise fail(f"the hub at {running.url} (pid {running.pid}): {refusal_line(response)}")
     console.print(_status_table(running.url, running.pid, settings.home, response.json()))
 
 

@@ -128,9 +128,19 @@ def refusal_line(response: httpx.Response) -> str:
     return f"{refusal(response)} (HTTP {response.status_code})"
 
 
+# What a CLI without the hub's admin token is told: the hub's own words point a browser at
+# sign-in, which a command line cannot do.
+NEEDS_TOKEN = (
+    "the hub needs its API token: set ANIMAHUB_SERVER__API_TOKEN in this shell to the hub's "
+    "[server] api_token"
+)
+
+
 def refusal(response: httpx.Response) -> str:
     """What a hub's error answer says: its `detail`, for a request that failed validation
     each field with its problem ("limit: Input should be greater than or equal to 1")."""
+    if response.status_code == 401 and not _sent_credentials(response):
+        return NEEDS_TOKEN
     try:
         body = response.json()
     except json.JSONDecodeError:
@@ -144,6 +154,14 @@ def refusal(response: httpx.Response) -> str:
             for error in detail
         )
     return str(detail)
+
+
+def _sent_credentials(response: httpx.Response) -> bool:
+    try:
+        headers = response.request.headers
+    except RuntimeError:  # a response made without a request: nothing was sent
+        return False
+    return "authorization" in headers or "cookie" in headers
 
 
 def _said(error: dict[str, Any]) -> str:
