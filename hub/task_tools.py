@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hub.delegation import Delegation, Refused, Request
 from hub.llm import TurnContext
@@ -42,8 +43,10 @@ def plain_request(text: str, subordinates: list[str]) -> tuple[str, str] | None:
     return None
 
 
-def parse_due(text: str, now: datetime) -> datetime | None:
-    """`2026-12-03T17:00`, `2026-12-03` (its end), `in 2 hours`, `30m`; ValueError else."""
+def parse_due(text: str, now: datetime, zone: tzinfo = UTC) -> datetime | None:
+    """`2026-12-03T17:00`, `2026-12-03` (its end), `in 2 hours`, `30m`; a time without an
+    offset is in `zone`. ValueError for anything else, and for a time already past: a task
+    due before it starts would be late at once."""
     text = text.strip()
     if not text:
         return None
@@ -57,9 +60,21 @@ def parse_due(text: str, now: datetime) -> datetime | None:
         raise ValueError(
             f"due {text!r} is not a time: use ISO 8601 (2026-12-03T17:00) or 'in 2 hours'"
         ) from None
-    if len(text) == 10:  # a day: due when it ends
+    if len(text) == 10:  # a day: due when it ends (today's, in `zone`, is still to come)
         moment = moment + timedelta(days=1) - timedelta(minutes=1)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=zone)
+    if moment < now:
+        local = now.astimezone(zone).strftime("%Y-%m-%d %H:%M")
+        raise ValueError(f"due {text!r} is in the past (it is {local} {zone} now)")
+    return moment
+
+
+def _zone(name: str) -> tzinfo:
+    """The Anima's timezone, which `current_time` tells the model (checked as it loads)."""
+    try:
+        return ZoneInfo(name) if name else UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        return UTC
 
 
 def _targets(value: Any) -> tuple[str, ...]:
@@ -95,7 +110,7 @@ def task_tools(delegation: Delegation, board: TaskBoard, now: Callable[[], datet
         if not title or not to:
             return "error: delegate_task needs `to` (a subordinate) and `title`"
         try:
-            due = parse_due(str(args.get("due") or ""), now())
+            due = parse_due(str(args.get("due") or ""), now(), _zone(ctx.timezone))
             report_to = _targets(args.get("report_to"))
             parent = board.get(ctx.task_id) if ctx.task_id is not None else None
             made = delegation.delegate(

@@ -5,6 +5,7 @@ manager."""
 from __future__ import annotations
 
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
@@ -74,7 +75,7 @@ def task(task_id: int, hub: HubDep) -> dict[str, Any]:
 async def delegate(body: DelegateIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """Give an Anima a task for its supervisor, as `/anima delegate` does; it starts at once."""
     try:
-        due = parse_due(body.due, hub.clock.now())
+        due = parse_due(body.due, hub.clock.now(), ZoneInfo(hub.settings.hub.timezone))
         for target in (*body.report_to, *([body.origin] if body.origin else [])):
             parse_target(target)
         manager = hub.delegation.manager_of(body.to)

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -16,6 +17,7 @@ from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, PlatformUser
 from hub.store.models import TaskState
+from hub.task_tools import parse_due
 from hub.tasks import NewTask
 from tests.api.test_linking import command
 from tests.api.test_people import ADMIN, TOKEN, _started, web
@@ -112,6 +114,35 @@ async def test_admins_delegate_and_retry_over_the_api(hub: Hub) -> None:
         own = {"Authorization": f"Bearer {made.json()['token']}"}
         refused = await client.post("/api/tasks", json={"to": "kai", "title": "x"}, headers=own)
         assert refused.status_code == 403
+
+
+async def test_a_due_time_already_past_is_refused_and_today_is_not(hub: Hub) -> None:
+    # The hub's clock: 2026-12-01 09:00 UTC.
+    async with web(hub) as client:
+        for past in ("2020-01-01", "2026-11-30", "2026-12-01T08:59"):
+            refused = await client.post(
+                "/api/tasks", json={"to": "kai", "title": "x", "due": past}, headers=ADMIN
+            )
+            assert refused.status_code == 422, past
+            assert refused.json() == {
+                "detail": f"due '{past}' is in the past (it is 2026-12-01 09:00 UTC now)"
+            }
+        today = await client.post(
+            "/api/tasks", json={"to": "kai", "title": "x", "due": "2026-12-01"}, headers=ADMIN
+        )
+        assert today.status_code == 201, today.text
+        assert today.json()["due_at"].startswith("2026-12-01T23:59")
+    assert len(hub.tasks.listing()) == 1
+
+
+def test_a_day_without_an_offset_is_the_hubs_day() -> None:
+    now = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)  # 23:00 on 30 November in Honolulu
+    honolulu = ZoneInfo("Pacific/Honolulu")
+    assert parse_due("2026-11-30", now, honolulu) == datetime(2026, 11, 30, 23, 59, tzinfo=honolulu)
+    with pytest.raises(ValueError, match=r"in the past \(it is 2026-11-30 23:00 Pacific/Honolulu"):
+        parse_due("2026-11-29", now, honolulu)
+    with pytest.raises(ValueError, match="in the past"):
+        parse_due("2026-11-30", now)  # in UTC, 30 November has ended
 
 
 async def test_a_failed_task_is_run_again_on_retry(hub: Hub) -> None:
