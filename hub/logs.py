@@ -85,14 +85,16 @@ class AnimaFileHandler(logging.Handler):
 def to_files(home: Path) -> Iterator[None]:
     """While a CLI command runs a hub in its own process: its records (turns, heartbeats)
     also land in <home>/logs, so `animahub logs` shows them as it shows `start`'s. The
-    handlers are added beside any already there, and removed after."""
+    handlers are added beside any already there, and removed after. Only errors reach the
+    console: a warning is about what the command refuses or retries (a delegation over its
+    limit, a platform down), which the command says itself; on stderr too it printed twice."""
     root = logging.getLogger()
     added: list[logging.Handler] = [_hub_file(home), AnimaFileHandler(home)]
-    if not root.handlers:  # what Python's last-resort handler did: warnings on stderr
-        warnings = logging.StreamHandler()
-        warnings.setLevel(logging.WARNING)
-        warnings.addFilter(RedactingFilter())
-        added.append(warnings)
+    if not root.handlers:  # no console of its own: errors on stderr, the rest in the files
+        errors = logging.StreamHandler()
+        errors.setLevel(logging.ERROR)
+        errors.addFilter(RedactingFilter())
+        added.append(errors)
     level = root.level
     root.setLevel(min(level, logging.INFO) if level else logging.NOTSET)
     for handler in added:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,20 @@ def test_a_task_delegated_with_no_hub_running_says_it_starts_with_the_hub() -> N
     assert "kai starts when the hub does, `animahub start`" in said, said
     assert "starts now" not in said
     assert "todo" in run("task", "list")
+
+
+def test_a_refused_delegation_is_one_line_and_its_log_line_goes_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANIMAHUB_TASKS__MAX_PER_PAIR_PER_HOUR", "1")
+    # As in a shell: no handler on the root logger (pytest adds its own capturing ones).
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])
+    run("task", "delegate", "aria", "Draft the notes")
+    refused = CliRunner().invoke(app, ["task", "delegate", "aria", "Draft the agenda"])
+    assert refused.exit_code == 1
+    assert refused.output == (
+        "error: mika has handed aria 1 tasks in the last hour (limit 1); wait, or fold the "
+        "work into an open task (HTTP 422)\n"
+    )
+    logged = (tmp_path / "home" / "logs" / "hub.log").read_text()
+    assert "delegation mika → aria refused: mika has handed aria 1 tasks" in logged
