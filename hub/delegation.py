@@ -81,6 +81,13 @@ class Delegation:
     def subordinates(self, manager: str) -> list[str]:
         return sorted(a.name for a in self._animas.all() if a.spec.supervisor == manager)
 
+    def animas(self) -> list[str]:
+        return self._animas.names()
+
+    def not_subordinate(self, manager: str, to: str) -> str:
+        """The refusal of a task for an Anima that does not report to `manager`."""
+        return f"{to} is not a direct subordinate of {manager}; {self._yours(manager)}"
+
     def manager_of(self, anima: str) -> str:
         """Who an admin's task for `anima` reports to: its supervisor, else the hub."""
         found = self._animas.get(anima)
@@ -146,10 +153,7 @@ class Delegation:
         if not request.by_admin:
             assignee = self._animas.get(request.to)
             if assignee is None or assignee.spec.supervisor != request.manager:
-                raise Refused(
-                    f"{request.to} is not a direct subordinate of {request.manager}; "
-                    f"{self._yours(request.manager)}"
-                )
+                raise Refused(self.not_subordinate(request.manager, request.to))
         if request.parent_id is not None:
             self._check_chain(request)
         self._check_pair(request)

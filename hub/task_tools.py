@@ -32,11 +32,11 @@ _PLAIN = re.compile(
 )
 
 
-def plain_request(text: str, subordinates: list[str]) -> tuple[str, str] | None:
-    """(subordinate, task) when `text` asks for one of them to do something, in words."""
+def plain_request(text: str, animas: list[str]) -> tuple[str, str] | None:
+    """(anima, task) when `text` asks for one of `animas` to do something, in words."""
     for match in _PLAIN.finditer(text):
         to = match.group("to").lower()
-        if to in subordinates:
+        if to in animas:
             what = " ".join(match.group("what").split()).rstrip(" .!?")
             what = re.sub(r"\s*,?\s*please$", "", what, flags=re.IGNORECASE)
             return (to, what) if what else None
@@ -91,10 +91,15 @@ def offline_delegation(
     build"): the same `delegate_task` call a model would make; None for any other text."""
 
     async def act(ctx: TurnContext) -> str | None:
-        asked = plain_request(ctx.text, delegation().subordinates(ctx.anima))
+        # Any Anima named, not only subordinates: "ask zed to …" of a manager zed does not
+        # report to is refused with the reason, not answered "Noted".
+        tasks = delegation()
+        asked = plain_request(ctx.text, tasks.animas())
         if asked is None:
             return None
         to, title = asked
+        if not tasks.subordinates(ctx.anima):  # no delegate_task to call: it manages nobody
+            return f"error: {tasks.not_subordinate(ctx.anima, to)}"
         return await tools.call("delegate_task", json.dumps({"to": to, "title": title}), ctx.tools)
 
     return act

@@ -149,6 +149,29 @@ async def test_a_person_asks_the_manager_in_plain_words_offline(offline: Hub) ->
     assert "Done:" not in other.text and len(offline.tasks.listing()) == 1
 
 
+async def test_a_plain_request_naming_another_managers_anima_is_refused_offline(
+    offline: Hub,
+) -> None:
+    from tests.api.test_people import web
+
+    offline.create_anima("zed", "engineer", "kai")
+    async with web(offline) as client:
+        asked = await chat(client, "mika", message="ask zed to fix the printer")
+        text = "".join(e.get("text", "") for e in sse_events(asked.text))
+        assert text.startswith(
+            "I could not hand that on: zed is not a direct subordinate of mika; "
+            "mika's direct subordinates: aria, kai"
+        )
+        # An Anima managing nobody says so, instead of "Noted".
+        asked = await chat(client, "aria", message="please ask kai to fix the printer")
+        text = "".join(e.get("text", "") for e in sse_events(asked.text))
+        assert text.startswith(
+            "I could not hand that on: kai is not a direct subordinate of aria; "
+            "aria has no subordinates"
+        )
+    assert offline.tasks.listing() == []
+
+
 async def test_the_limits_refuse_with_a_reason_and_a_log_line(
     offline: Hub, caplog: pytest.LogCaptureFixture
 ) -> None:
