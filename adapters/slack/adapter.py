@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 MAX_TEXT = 3900  # Slack's hard limit is 40,000; longer messages are cut off in the client
 RECEIVED = "Received."
+NOT_RUNNING = "the hub is not running"
 _PREVIEWED = (DeliveryKind.REPLY, DeliveryKind.NOTICE)
 _REMEMBERED = 5_000
 _DRAIN_S = 5.0
@@ -117,6 +118,7 @@ class SlackAdapter:
             "slack", self._preview_post, self.edit, self.render, MAX_TEXT, find_lost=self._find_lost
         )
         self._hub: HubPort | None = None
+        self._not_started = NOT_RUNNING  # why events are refused: the last start's failure
         self._sequencer = _Sequencer()
         self._threads = _Bounded()  # threads we posted in: replies there are addressed to us
 
@@ -130,10 +132,15 @@ class SlackAdapter:
     async def start(self, hub: HubPort) -> None:
         try:
             await self._outbound.identify()
-        except PermanentDeliveryError as exc:  # invalid_auth, token_revoked, …
-            raise PlatformUnauthorized(f"Slack refused slack.bot_token: {exc}") from exc
         except DeliveryError as exc:
-            raise PlatformUnavailable(f"Slack cannot be reached: {exc}") from exc
+            refused = isinstance(exc, PermanentDeliveryError)  # invalid_auth, token_revoked, …
+            reason = (
+                f"Slack refused slack.bot_token: {exc}"
+                if refused
+                else f"Slack cannot be reached: {exc}"
+            )
+            self._not_started = f"the Slack adapter is not running: {reason}"
+            raise (PlatformUnauthorized if refused else PlatformUnavailable)(reason) from exc
         self._hub = hub
         self._streamer.open(hub)
         if self._socket is not None:
@@ -149,6 +156,7 @@ class SlackAdapter:
             await self._socket.stop()
         await self._streamer.close()
         self._hub = None
+        self._not_started = NOT_RUNNING
 
     def render(self, markdown: str) -> str:
         return to_mrkdwn(markdown)
@@ -187,7 +195,10 @@ class SlackAdapter:
     def routers(self) -> Sequence[APIRouter]:
         if not self._http:
             return []
-        return [events_router(self._app, self._secret, lambda: self._hub is not None)]
+        return [events_router(self._app, self._secret, self._not_ready)]
+
+    def _not_ready(self) -> str | None:
+        return None if self._hub is not None else self._not_started
 
     # inbound ----------------------------------------------------------------------------
 

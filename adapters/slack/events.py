@@ -98,11 +98,12 @@ async def _answer_later(work: asyncio.Future[str], respond: AsyncRespond) -> Non
 def events_router(
     app: AsyncApp,
     signing_secret: str,
-    ready: Callable[[], bool],
+    not_ready: Callable[[], str | None],
     clock: Callable[[], float] = time.time,
 ) -> APIRouter:
     """`POST /slack/events`: the Request URL for events, and for slash commands over HTTP.
-    Verified and checked here first (verify.py), then handed to Bolt."""
+    Verified and checked here first (verify.py), then handed to Bolt. `not_ready`: why the
+    adapter cannot take events now (None: it can)."""
     handler = AsyncSlackRequestHandler(app)
 
     async def slack_events(request: Request) -> Response:
@@ -122,8 +123,11 @@ def events_router(
         if malformed is not None:
             log.warning("refused a signed Slack request: %s", malformed)
             return JSONResponse({"detail": malformed}, status_code=400)
-        if not ready():  # not acknowledged, so Slack delivers it again once the hub runs
-            return JSONResponse({"detail": "the hub is not running"}, status_code=503)
+        # Not acknowledged, so Slack delivers it again (three times, within the hour). Not
+        # taken before the start worked: Bolt would answer 200 for a token Slack refuses.
+        why = not_ready()
+        if why is not None:
+            return JSONResponse({"detail": why}, status_code=503)
         return await handler.handle(request)
 
     router = APIRouter()

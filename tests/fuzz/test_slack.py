@@ -283,7 +283,7 @@ async def events_client(
 
     app = build_app(web_client(TOKEN, fake.api_url), SECRET, on_event, on_command)
     api = FastAPI()
-    api.include_router(events_router(app, SECRET, lambda: True))
+    api.include_router(events_router(app, SECRET, lambda: None))
     transport = httpx.ASGITransport(app=api)
     async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
         yield client

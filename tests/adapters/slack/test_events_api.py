@@ -10,6 +10,7 @@ import httpx
 import pytest
 from sqlmodel import select
 
+from hub.adapter import PlatformState
 from hub.store.models import InboxItem
 from tests.contract.harness import Sent, eventually
 from tests.contract.slack_harness import open_harness
@@ -110,3 +111,19 @@ async def test_socket_mode_mounts_no_events_route(tmp_path: Path) -> None:
         async with httpx.AsyncClient() as http:
             response = await http.post(f"{h.hub_url}/slack/events", content=b"{}")
         assert response.status_code in (404, 405)
+
+
+async def test_an_event_while_the_bot_token_is_refused_says_why_it_is_not_taken(
+    tmp_path: Path,
+) -> None:
+    # Slack sends to the Request URL whatever the token; Bolt could not authorize it.
+    async with open_harness(tmp_path, bot_token="xoxb-not-the-bot-token") as h:
+        await eventually(
+            lambda: h.hub.platforms.status()["slack"].state is PlatformState.UNAUTHORIZED
+        )
+        event = h.fake.message_event("U0ALICE", "C0GENERAL", "<@U0BOT> anyone?")
+        delivery = await h.fake.deliver(event)
+        assert delivery.status == 503  # not acknowledged: Slack sends it again
+        detail = json.loads(delivery.body)["detail"]
+        assert detail.startswith("the Slack adapter is not running: Slack refused slack.bot_token")
+        assert "hub is not running" not in detail
