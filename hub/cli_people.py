@@ -145,13 +145,18 @@ def people_handoffs(
 def people_link(
     name: Annotated[str, typer.Argument(help="The person.", callback=given)],
     account: Annotated[str, typer.Argument(help="PLATFORM:USER_ID, e.g. slack:U024BE7LH.")],
+    merge: Annotated[
+        bool,
+        typer.Option("--merge", help="The account's person has more: merge all of them in."),
+    ] = False,
 ) -> None:
-    """Link a platform account to a person (whoever it was before is merged in)."""
+    """Link a platform account to a person. Whoever had it is merged in if that account was
+    all they had; someone with more (accounts, tokens, roles) only with --merge."""
     platform, _, user_id = account.partition(":")
     if not platform or not user_id:
         print_error("the account is PLATFORM:USER_ID")
         raise typer.Exit(2)
-    body = {"platform": platform, "user_id": user_id}
+    body = {"platform": platform, "user_id": user_id, "merge": merge}
     _print_person(call("POST", f"/api/people/{_name(name)}/accounts", body))
 
 

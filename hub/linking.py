@@ -67,6 +67,10 @@ class Account:
     user_id: str
     display_name: str
 
+    @property
+    def key(self) -> str:
+        return f"{self.platform}:{self.user_id}"
+
 
 class Linking:
     def __init__(self, db: Database, identity: IdentityService, access: Access) -> None:
@@ -96,8 +100,11 @@ class Linking:
         person = self.merge(sender.id, person_id, actor, via="/link")
         return Linked(person, sender.id, self.platforms(person.id)), where
 
-    def merge(self, source_id: str, into_id: str, actor: str, via: str) -> PersonView:
-        """Everything of `source_id` becomes `into_id`'s; `source_id` stays as an alias."""
+    def merge(
+        self, source_id: str, into_id: str, actor: str, via: str, account: str = ""
+    ) -> PersonView:
+        """Everything of `source_id` becomes `into_id`'s; `source_id` stays as an alias.
+        Audited as `person.merged`: who went, by what (`via`), for which `account`."""
         if source_id == into_id:
             raise LinkRefused("Those are the same person.")
         with self._db.session() as session:
@@ -121,7 +128,10 @@ class Linking:
             session.add(into)
             session.flush()
             session.delete(source)
-            session.add(_audit(actor, "person.linked", into_id, {"from": source_id, "via": via}))
+            detail = {"from": source_id, "name": source.display_name, "via": via}
+            if account:
+                detail["account"] = account
+            session.add(_audit(actor, "person.merged", into_id, detail))
         self._identity.forget()
         self._identity.profile_path(source_id).unlink(missing_ok=True)
         log.info("%s merged into %s (%s)", source_id, into_id, via)
@@ -155,16 +165,23 @@ class Linking:
             self.attach(split.id, account, actor)
         return split
 
-    def attach(self, person_id: str, account: Account, actor: str) -> PersonView:
-        """An admin's link: the account is this person's from now on (its former person,
-        if it had one and nothing else, is merged in)."""
+    def attach(
+        self, person_id: str, account: Account, actor: str, merge: bool = False
+    ) -> PersonView:
+        """An admin's link: the account is this person's from now on. Its former person is
+        merged in if it has nothing but this account (a stub made on first contact), or
+        when `merge` says so; otherwise `LinkRefused`, naming them: a link must not take
+        someone's other accounts, tokens and memory along by surprise."""
         with self._db.session() as session:
             row = session.get(Identity, (account.platform, account.user_id))
             former = row.person_id if row is not None else None
         if former == person_id:
             return self._identity.by_id(person_id)
         if former is not None:
-            return self.merge(former, person_id, actor, via="admin")
+            held = self.held(former, account)
+            if held and not merge:
+                raise LinkRefused(_belongs(self._identity.by_id(former), account, held, person_id))
+            return self.merge(former, person_id, actor, via="admin link", account=account.key)
         with self._db.session() as session:
             session.add(
                 Identity(
@@ -174,9 +191,27 @@ class Linking:
                     display_name=account.display_name,
                 )
             )
-            session.add(_audit(actor, "person.linked", person_id, {"account": account.platform}))
+            session.add(_audit(actor, "person.linked", person_id, {"account": account.key}))
         self._identity.forget()
         return self._identity.by_id(person_id)
+
+    def held(self, person_id: str, account: Account) -> list[str]:
+        """What the person has besides `account`: other accounts, live tokens and sessions,
+        ids merged in, roles but `member`. What they said in DMs is not counted: with this
+        account their only one, it came through it, and goes with it."""
+        others = [a.key for a in self.accounts(person_id) if a.key != account.key]
+        tokens = len(self._access.listing(CredentialKind.API_TOKEN, person_id))
+        sessions = len(self._access.listing(CredentialKind.SESSION, person_id))
+        merged = self._identity.aliases_of(person_id)
+        # `member`: let in by an admin (hub/admission.py), as a stub may be
+        roles = [r for r in self._identity.by_id(person_id).roles if r != "member"]
+        return [
+            *others,
+            *([_counted(tokens, "API token")] if tokens else []),
+            *([_counted(sessions, "web session")] if sessions else []),
+            *([f"ids merged in ({', '.join(merged)})"] if merged else []),
+            *([f"role {', '.join(roles)}"] if roles else []),
+        ]
 
     def accounts(self, person_id: str) -> list[Account]:
         with self._db.session() as session:
@@ -216,6 +251,21 @@ class Linking:
         if extra and extra not in body:
             body = body.rstrip() + f"\n\n## Notes kept as {source.id}\n\n{extra}\n"
         write_document(path, meta, body)
+
+
+def _counted(n: int, what: str) -> str:
+    return f"{n} {what}" + ("s" if n != 1 else "")
+
+
+def _belongs(former: PersonView, account: Account, held: list[str], into_id: str) -> str:
+    """The one line that refuses an admin's link that would merge a whole person."""
+    return (
+        f"{account.key} belongs to {former.display_name} ({former.id}), who also has "
+        f"{', '.join(held)}: linking it would merge all of {former.display_name} into "
+        f"{into_id}. "
+        f"To join two people on purpose: `animahub people merge {former.id} {into_id}` "
+        "(or link with --merge)."
+    )
 
 
 def _audit(actor: str, action: str, target: str, detail: dict[str, str]) -> AuditEntry:

@@ -112,6 +112,9 @@ class AccountIn(BaseModel):
     platform: str = Field(min_length=1, max_length=32)
     user_id: str = Field(min_length=1, max_length=128)
     display_name: str = Field(default="", max_length=200)
+    # True: the account's person is merged in even when they have more than this account
+    # (other accounts, tokens, roles); false, that is a 409 naming them.
+    merge: bool = False
 
 
 class MergeIn(BaseModel):
@@ -209,10 +212,12 @@ def person(name: str, hub: HubDep) -> dict[str, Any]:
 
 @router.post("/people/{name}/accounts")
 def link_account(name: str, body: AccountIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
-    """Link a platform account to the person (its former person, if any, merged in)."""
+    """Link a platform account to the person: its former person is merged in if they have
+    nothing else, or `merge` says so (409 otherwise)."""
     account = Account(_platform(body.platform), body.user_id, body.display_name)
     target = _person(hub, name)
-    return _shown(hub, _linked(lambda: hub.linking.attach(target.id, account, actor_of(caller))))
+    actor = actor_of(caller)
+    return _shown(hub, _linked(lambda: hub.linking.attach(target.id, account, actor, body.merge)))
 
 
 @router.delete("/people/{name}/accounts/{platform}")
@@ -229,7 +234,7 @@ def merge(name: str, body: MergeIn, hub: HubDep, caller: CallerDep) -> dict[str,
     """`name` becomes part of `into`: accounts, profile, memory."""
     source, into = _person(hub, name), _person(hub, body.into)
     return _shown(
-        hub, _linked(lambda: hub.linking.merge(source.id, into.id, actor_of(caller), "admin"))
+        hub, _linked(lambda: hub.linking.merge(source.id, into.id, actor_of(caller), "admin merge"))
     )
 
 

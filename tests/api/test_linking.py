@@ -77,9 +77,11 @@ async def test_a_code_from_a_dm_links_another_platform_and_both_sides_are_told(h
     assert hub.identity.resolve(DANA_SLACK).id == hub.identity.resolve(DANA_TG).id == tg_person.id
     with hub.db.session() as session:
         told = session.exec(select(DeliveryRow).where(DeliveryRow.address == str(TG_DM))).all()
-        audit = session.exec(select(AuditEntry).where(AuditEntry.action == "person.linked")).all()
+        audit = session.exec(select(AuditEntry).where(AuditEntry.action == "person.merged")).all()
     assert [d.text for d in told if d.text.startswith("Linked:")]  # the other side
-    assert [(a.target, a.detail["from"]) for a in audit] == [(tg_person.id, slack_person.id)]
+    assert [(a.target, a.detail["from"], a.detail["via"]) for a in audit] == [
+        (tg_person.id, slack_person.id, "/link")
+    ]
     assert not hub.identity.profile_path(slack_person.id).exists()  # folded into Dana's
     profile = hub.identity.profile_path(tg_person.id).read_text()
     assert "slack:U0DANA" in profile and "telegram:1001" in profile
@@ -157,6 +159,41 @@ async def test_admins_list_show_link_unlink_and_merge_over_the_api(hub: Hub) -> 
         made = await client.post("/api/tokens", json={"person": dana.id}, headers=ADMIN)
         own = {"Authorization": f"Bearer {made.json()['token']}"}
         assert (await client.get("/api/people", headers=own)).status_code == 403
+
+
+async def test_an_admins_link_takes_a_stub_but_merges_a_whole_person_only_when_asked(
+    hub: Hub,
+) -> None:
+    """Linking Carol's Telegram account to ghost merged all of Carol (her web account, her
+    token, her memory) into ghost, and Carol was gone; a stub made on first contact is
+    still taken over."""
+    stub = hub.identity.resolve(PlatformUser("telegram", "777", "Stub"))
+    account = {"platform": "telegram", "user_id": "5551234"}
+    async with web(hub) as client:
+        for who in ("Carol", "ghost"):  # each with a web account and a token
+            await client.post("/api/tokens", json={"person": who}, headers=ADMIN)
+        mine = await client.post("/api/people/carol/accounts", json=account, headers=ADMIN)
+        assert mine.status_code == 200, mine.text
+        refused = await client.post("/api/people/ghost/accounts", json=account, headers=ADMIN)
+        assert refused.status_code == 409
+        said = refused.json()["detail"]
+        assert "\n" not in said and "Carol (carol)" in said and "web:carol" in said
+        assert "1 API token" in said and "`animahub people merge carol ghost`" in said
+        assert hub.identity.find("carol") is not None  # Carol is still there, whole
+        stub_link = {"platform": "telegram", "user_id": "777"}
+        taken = await client.post("/api/people/ghost/accounts", json=stub_link, headers=ADMIN)
+        assert taken.status_code == 200 and taken.json()["aliases"] == [stub.id]
+        merged = await client.post(
+            "/api/people/ghost/accounts", json=account | {"merge": True}, headers=ADMIN
+        )
+        assert merged.status_code == 200 and "carol" in merged.json()["aliases"]
+    assert hub.identity.find("carol") is None
+    with hub.db.session() as session:
+        audit = session.exec(select(AuditEntry).where(AuditEntry.action == "person.merged")).all()
+    assert [(a.target, a.detail["from"], a.detail.get("account")) for a in audit] == [
+        ("ghost", stub.id, "telegram:777"),
+        ("ghost", "carol", "telegram:5551234"),
+    ]
 
 
 async def test_dm_memory_follows_the_linked_person_and_no_one_else(

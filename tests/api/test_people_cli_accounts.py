@@ -1,0 +1,44 @@
+"""`animahub people link|unlink|merge|forget`, `people owner --new` and `token create --new`
+as a new user meets them: what each refuses, in one line, and what it says it did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from hub.cli import app
+
+
+def invoke(*args: str, answer: str | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), input=answer)
+
+
+def run(*args: str) -> str:
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(autouse=True)
+def hub_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("ANIMAHUB_HOME", str(home))
+    monkeypatch.setenv("COLUMNS", "80")  # a terminal's width: rich wraps at it
+    run("init", "--owner", "Owner")
+    return home
+
+
+def test_link_refuses_to_merge_a_whole_person_unless_told_to() -> None:
+    run("people", "invite", "Carol")
+    run("token", "create", "--person", "Carol")
+    run("people", "link", "carol", "telegram:5551234")
+    run("people", "invite", "ghost")
+    refused = invoke("people", "link", "ghost", "telegram:5551234")
+    assert refused.exit_code == 1
+    line = refused.output.strip()
+    assert "\n" not in line and "Carol (carol)" in line and "people merge carol ghost" in line
+    assert "5551234" in run("people", "show", "carol")  # Carol is whole
+    merged = run("people", "link", "ghost", "telegram:5551234", "--merge")
+    assert "merged in: carol" in merged
