@@ -163,12 +163,17 @@ def people_link(
 @people_app.command("unlink")
 def people_unlink(
     name: Annotated[str, typer.Argument(help="The person.", callback=given)],
-    platform: Annotated[
-        str, typer.Argument(help="slack, discord, telegram, line or web.", callback=given)
+    account: Annotated[
+        str,
+        typer.Argument(
+            help="PLATFORM (slack, discord, telegram, line or web), or PLATFORM:USER_ID when "
+            "NAME has several accounts there.",
+            callback=given,
+        ),
     ],
 ) -> None:
-    """The person's account on PLATFORM becomes a person of its own."""
-    answer = call("DELETE", f"/api/people/{_name(name)}/accounts/{_name(platform)}")
+    """The person's account on a platform (or the one named) becomes a person of its own."""
+    answer = call("DELETE", f"/api/people/{_name(name)}/accounts/{_name(account)}")
     person, split = answer["person"], answer["split"]
     accounts = ", ".join(f"{a['platform']}:{a['user_id']}" for a in split["accounts"])
     console.print(

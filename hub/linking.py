@@ -137,33 +137,38 @@ class Linking:
         log.info("%s merged into %s (%s)", source_id, into_id, via)
         return self._identity.by_id(into_id)
 
-    def unlink(self, person_id: str, platform: str, actor: str, whose: str = "") -> PersonView:
-        """The person's account on `platform` becomes a person of its own (what was said
-        before stays with the person). Raises `LinkRefused`, said to the person themselves
-        or, given `whose` (an admin's unlink), naming them."""
+    def unlink(
+        self, person_id: str, platform: str, actor: str, whose: str = "", user_id: str = ""
+    ) -> PersonView:
+        """The person's account on `platform` (the one with `user_id`, when given) becomes a
+        person of its own (what was said before stays with the person). Raises
+        `LinkRefused`, said to the person themselves or, given `whose` (an admin's unlink),
+        naming them; several accounts on `platform` and no `user_id` is refused too."""
         accounts = self.accounts(person_id)
-        leaving = [a for a in accounts if a.platform == platform]
+        leaving = [a for a in accounts if a.platform == platform and user_id in ("", a.user_id)]
+        what = f"{platform}:{user_id}" if user_id else f"{platform} account"
         if not leaving:
-            raise LinkRefused(f"No {platform} account is linked to {whose or 'you'}.")
-        if len(leaving) == len(accounts):
-            owner = f"{whose}'s" if whose else "Your"
+            raise LinkRefused(f"No {what} is linked to {whose or 'you'}.")
+        owner = f"{whose}'s" if whose else "Your"
+        if len(leaving) > 1:  # after a merge: which one is for the admin to say
+            keys = ", ".join(a.key for a in leaving)
             raise LinkRefused(
-                f"{owner} {platform} account is all there is: nothing to unlink it from."
+                f"{whose or 'You'} {'has' if whose else 'have'} {len(leaving)} {platform} "
+                f"accounts ({keys}): name the one to unlink, as {platform}:USER_ID."
             )
+        if len(accounts) == 1:
+            raise LinkRefused(f"{owner} {what} is all there is: nothing to unlink it from.")
+        account = leaving[0]
         with self._db.session() as session:
-            for account in leaving:
-                row = session.get(Identity, (account.platform, account.user_id))
-                if row is not None:
-                    session.delete(row)
-            session.add(_audit(actor, "person.unlinked", person_id, {"platform": platform}))
+            row = session.get(Identity, (account.platform, account.user_id))
+            if row is not None:
+                session.delete(row)
+            detail = {"platform": platform, "account": account.key}
+            session.add(_audit(actor, "person.unlinked", person_id, detail))
         self._identity.forget()
-        first = leaving[0]
-        split = self._identity.resolve(
-            PlatformUser(first.platform, first.user_id, first.display_name)
+        return self._identity.resolve(
+            PlatformUser(account.platform, account.user_id, account.display_name)
         )
-        for account in leaving[1:]:
-            self.attach(split.id, account, actor)
-        return split
 
     def attach(
         self, person_id: str, account: Account, actor: str, merge: bool = False

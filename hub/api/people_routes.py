@@ -220,12 +220,16 @@ def link_account(name: str, body: AccountIn, hub: HubDep, caller: CallerDep) -> 
     return _shown(hub, _linked(lambda: hub.linking.attach(target.id, account, actor, body.merge)))
 
 
-@router.delete("/people/{name}/accounts/{platform}")
-def unlink_account(name: str, platform: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
-    """The person's account on `platform` becomes a person of its own."""
+@router.delete("/people/{name}/accounts/{account:path}")
+def unlink_account(name: str, account: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
+    """The person's account becomes a person of its own: `account` is a platform (the
+    person's one account there) or `platform:user_id` (one of several, after a merge)."""
+    platform, sep, user_id = account.partition(":")
+    if sep and not user_id:
+        raise HTTPException(422, f"{account!r}: the account is PLATFORM or PLATFORM:USER_ID")
     target, platform = _person(hub, name), _platform(platform)
-    who = target.display_name
-    split = _linked(lambda: hub.linking.unlink(target.id, platform, actor_of(caller), who))
+    who, actor = target.display_name, actor_of(caller)
+    split = _linked(lambda: hub.linking.unlink(target.id, platform, actor, who, user_id))
     return {"person": _shown(hub, hub.identity.by_id(target.id)), "split": _shown(hub, split)}
 
 

@@ -18,7 +18,7 @@ USAGE = (
     "/anima tasks | /anima delegate NAME TASK | "
     "/whoami | "
     "/web (in a DM: a sign-in link to the web chat) | /link (in a DM: a code for your other "
-    "account) | /link CODE | /unlink PLATFORM | /forget-me"
+    "account) | /link CODE | /unlink PLATFORM[:USER_ID] | /forget-me"
 )
 
 

@@ -1,5 +1,5 @@
-"""Commands about people: `/link`, `/link CODE` and `/unlink PLATFORM` (one person across
-platforms, hub/linking.py), and the admin's `/anima approve CODE` (hub/admission.py).
+"""Commands about people: `/link`, `/link CODE` and `/unlink PLATFORM[:USER_ID]` (one person
+across platforms, hub/linking.py), and the admin's `/anima approve CODE` (hub/admission.py).
 
 A link code is only ever handed out in a DM: whoever sends it from another account becomes
 this person, with their private memory, so it must not be read by anyone else.
@@ -19,7 +19,8 @@ Notify = Callable[[Address, str], None]
 """Sends a notice to an address through the outbox (the other side of a link)."""
 
 LINK_USAGE = (
-    "Usage: /link (in a DM: a code) | /link CODE (from your other account) | /unlink PLATFORM"
+    "Usage: /link (in a DM: a code) | /link CODE (from your other account) | "
+    "/unlink PLATFORM[:USER_ID]"
 )
 
 
@@ -75,11 +76,13 @@ class PeopleCommands:
         return f"Let in: {let_in.display_name} ({let_in.id}) may now write to the Animas."
 
     def _unlink(self, command: Command, person: PersonView, actor: str) -> str:
-        if len(command.args) != 1 or command.args[0].lower() not in PLATFORMS:
-            return f"Usage: /unlink PLATFORM, one of {', '.join(PLATFORMS)}."
-        platform = command.args[0].lower()
+        """`/unlink PLATFORM`, or `/unlink PLATFORM:USER_ID` for one of several there."""
+        platform, sep, user_id = command.args[0].partition(":") if command.args else ("", "", "")
+        platform = platform.lower()
+        if len(command.args) != 1 or platform not in PLATFORMS or (sep and not user_id):
+            return f"Usage: /unlink PLATFORM[:USER_ID], PLATFORM one of {', '.join(PLATFORMS)}."
         try:
-            split = self._linking.unlink(person.id, platform, actor)
+            split = self._linking.unlink(person.id, platform, actor, user_id=user_id)
         except LinkRefused as exc:
             return str(exc)
         return (

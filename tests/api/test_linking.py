@@ -127,6 +127,18 @@ async def test_unlink_makes_the_account_someone_of_its_own(hub: Hub) -> None:
     assert "nothing to unlink" in alone
 
 
+async def test_unlink_in_chat_names_an_account_too(hub: Hub) -> None:
+    code = code_in(await command(hub, TG_DM, DANA_TG, "/link"))
+    await command(hub, SLACK_DM, DANA_SLACK, f"/link {code}")
+    dana = hub.identity.resolve(DANA_TG)
+    other = await command(hub, TG_DM, DANA_TG, "/unlink slack:U0EVE")
+    assert other == "No slack:U0EVE is linked to you."
+    answer = await command(hub, TG_DM, DANA_TG, "/unlink SLACK:U0DANA")
+    assert answer.startswith("Unlinked: your slack account")
+    assert hub.identity.resolve(DANA_SLACK).id != dana.id
+    assert "Usage" in await command(hub, TG_DM, DANA_TG, "/unlink slack:")
+
+
 async def test_admins_list_show_link_unlink_and_merge_over_the_api(hub: Hub) -> None:
     eve = hub.identity.resolve(EVE_TG)
     dana = hub.identity.resolve(DANA_TG)
@@ -194,6 +206,33 @@ async def test_an_admins_link_takes_a_stub_but_merges_a_whole_person_only_when_a
         ("ghost", stub.id, "telegram:777"),
         ("ghost", "carol", "telegram:5551234"),
     ]
+
+
+async def test_unlink_names_one_of_several_accounts_on_a_platform(hub: Hub) -> None:
+    """After a merge ghost had two web accounts: unlinking `web` said it was all there was
+    (false), and taking a platform only, neither could ever be split off."""
+    hub.identity.named("Dana")
+    hub.identity.named("ghost")
+    async with web(hub) as client:
+        merged = await client.post("/api/people/dana/merge", json={"into": "ghost"}, headers=ADMIN)
+        assert merged.status_code == 200, merged.text
+        which = await client.delete("/api/people/ghost/accounts/web", headers=ADMIN)
+        assert which.status_code == 409
+        assert which.json()["detail"] == (
+            "ghost has 2 web accounts (web:dana, web:ghost): name the one to unlink, "
+            "as web:USER_ID."
+        )
+        split = await client.delete("/api/people/ghost/accounts/web:dana", headers=ADMIN)
+        assert split.status_code == 200, split.text
+        assert [a["user_id"] for a in split.json()["person"]["accounts"]] == ["ghost"]
+        assert [a["user_id"] for a in split.json()["split"]["accounts"]] == ["dana"]
+        gone = await client.delete("/api/people/ghost/accounts/web:nobody", headers=ADMIN)
+        assert (gone.status_code, gone.json()["detail"]) == (
+            409,
+            "No web:nobody is linked to ghost.",
+        )
+        last = await client.delete("/api/people/ghost/accounts/web", headers=ADMIN)
+        assert "web account is all there is" in last.json()["detail"]
 
 
 async def test_dm_memory_follows_the_linked_person_and_no_one_else(

@@ -42,3 +42,14 @@ def test_link_refuses_to_merge_a_whole_person_unless_told_to() -> None:
     assert "5551234" in run("people", "show", "carol")  # Carol is whole
     merged = run("people", "link", "ghost", "telegram:5551234", "--merge")
     assert "merged in: carol" in merged
+
+
+def test_unlink_takes_one_of_several_accounts_on_a_platform() -> None:
+    run("people", "invite", "Dana")
+    run("people", "invite", "ghost")
+    run("people", "merge", "Dana", "ghost")
+    which = invoke("people", "unlink", "ghost", "web")
+    assert which.exit_code == 1 and "all there is" not in which.output
+    assert "ghost has 2 web accounts (web:dana, web:ghost)" in which.output
+    assert "unlinked web:dana from ghost" in run("people", "unlink", "ghost", "web:dana")
+    assert "dana" not in run("people", "show", "ghost").split("user id", 1)[1]
