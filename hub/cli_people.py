@@ -40,17 +40,22 @@ def cli_settings() -> Settings:
 
 
 def call(
-    method: str, path: str, body: dict[str, Any] | None = None, ok: int = 200, if_404: str = ""
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+    ok: int = 200,
+    hints: dict[int, str] | None = None,
 ) -> Any:
-    """One API request; a refusal is one line on stderr and exit code 1 (`if_404` added to a
-    404's: what to do about it)."""
+    """One API request; a refusal is one line on stderr and exit code 1 (`hints`, by status,
+    added to it: what to do about it)."""
     from hub.client import hub_client, refusal
 
     async def run() -> Any:
         async with hub_client(cli_settings()) as client:
             response = await client.request(method, path, json=body)
         if response.status_code != ok:
-            hint = f"; {if_404}" if if_404 and response.status_code == 404 else ""
+            hint = (hints or {}).get(response.status_code, "")
+            hint = f"; {hint}" if hint else ""
             print_error(f"{refusal(response)}{hint} (HTTP {response.status_code})")
             raise typer.Exit(1)
         return response.json()
@@ -62,7 +67,10 @@ def call(
         raise typer.Exit(1) from None
 
 
-_NEW_HINT = "check the spelling (`animahub people list`), or add --new to create them"
+_NEW_HINTS = {
+    404: "check the spelling (`animahub people list`), or add --new to create them",
+    409: "leave out --new to use them",
+}
 
 
 def short_time(at: str | None) -> str:
@@ -217,14 +225,16 @@ def people_owner(
     name: Annotated[
         str | None, typer.Argument(help="The new owner (default: show it).", callback=given)
     ] = None,
-    new: Annotated[bool, typer.Option("--new", help="NAME is someone new: create them.")] = False,
+    new: Annotated[
+        bool, typer.Option("--new", help="NAME is someone new: create them (refused if known).")
+    ] = False,
 ) -> None:
     """Show the hub's owner, or make NAME the owner (someone the hub knows, unless --new)."""
     if name is None:
         owner = call("GET", "/api/people/owner")
     else:
-        body = {"name": name, "create": new}
-        owner = call("PUT", "/api/people/owner", body, if_404=_NEW_HINT)
+        body = {"name": name, "create": new, "new": new}
+        owner = call("PUT", "/api/people/owner", body, hints=_NEW_HINTS)
     console.print(styled("owner: ", (owner["name"], "bold"), f" ({owner['id']})"), highlight=False)
 
 
@@ -263,12 +273,14 @@ def people_revoke(
 def token_create(
     person: Annotated[str, typer.Option("--person", help="Whose token.", callback=given)],
     label: Annotated[str, typer.Option(help="What it is for.")] = "",
-    new: Annotated[bool, typer.Option("--new", help="PERSON is someone new: create them.")] = False,
+    new: Annotated[
+        bool, typer.Option("--new", help="PERSON is someone new: create them (refused if known).")
+    ] = False,
 ) -> None:
     """Make an API token that acts as PERSON (someone the hub knows, unless --new); it is
     printed once and stored hashed."""
-    body = {"person": person, "label": label, "create": new}
-    made = call("POST", "/api/tokens", body, ok=201, if_404=_NEW_HINT)
+    body = {"person": person, "label": label, "create": new, "new": new}
+    made = call("POST", "/api/tokens", body, ok=201, hints=_NEW_HINTS)
     err.print(f"token {made['id']} for {made['person']} (shown once):", highlight=False)
     console.out(made["token"], highlight=False)
 

@@ -36,14 +36,18 @@ CallerDep = Annotated[Caller, Depends(get_caller)]
 
 class OwnerIn(BaseModel):
     name: str = Field(min_length=1, max_length=200)
-    # False: a name that matches nobody is a 404, not a new person (the CLI's `--new`).
+    # False: a name that matches nobody is a 404, not a new person.
     create: bool = True
+    # True: the name must be someone new, a 409 if it matches a person (the CLI's `--new`:
+    # it reused an existing Eve without a word).
+    new: bool = False
 
 
 class TokenIn(BaseModel):
     person: str = Field(min_length=1, max_length=200)
     label: str = Field(default="", max_length=200)
     create: bool = True  # as OwnerIn's
+    new: bool = False  # as OwnerIn's
 
 
 def _person(hub: Hub, name: str) -> PersonView:
@@ -53,9 +57,17 @@ def _person(hub: Hub, name: str) -> PersonView:
     return person
 
 
-def _named(hub: Hub, name: str, create: bool) -> PersonView:
-    """The person called `name`; created if new only when `create` says so."""
-    return hub.identity.named(name) if create else _person(hub, name)
+def _named(hub: Hub, name: str, create: bool, new: bool = False) -> PersonView:
+    """The person called `name`; created if new only when `create` (or `new`) says so, and
+    with `new` only someone new."""
+    if new:
+        found = hub.identity.find(name)
+        if found is not None:
+            raise HTTPException(
+                409,
+                f"{name!r} is someone the hub knows already: {found.display_name} ({found.id})",
+            )
+    return hub.identity.named(name) if create or new else _person(hub, name)
 
 
 def _platform(name: str) -> str:
@@ -142,7 +154,7 @@ def owner(hub: HubDep) -> dict[str, str]:
 
 @router.put("/people/owner")
 def set_owner(body: OwnerIn, hub: HubDep, caller: CallerDep) -> dict[str, str]:
-    person = hub.identity.set_owner(_named(hub, body.name, body.create).id)
+    person = hub.identity.set_owner(_named(hub, body.name, body.create, body.new).id)
     hub.people.audit(caller, "person.owner", person.id)
     return {"id": person.id, "name": person.display_name}
 
@@ -179,7 +191,7 @@ def revoke_session(credential_id: str, hub: HubDep, caller: CallerDep) -> dict[s
 def create_token(body: TokenIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """A person's own API token (the person created if new, unless `create` is false); its
     secret is in this answer only."""
-    person = _named(hub, body.person, body.create)
+    person = _named(hub, body.person, body.create, body.new)
     issued = hub.access.create_token(person.id, body.label, created_by=caller.person_id)
     hub.people.audit(caller, "token.create", issued.id)
     return {"id": issued.id, "person": person.id, "token": issued.secret}

@@ -53,3 +53,16 @@ def test_unlink_takes_one_of_several_accounts_on_a_platform() -> None:
     assert "ghost has 2 web accounts (web:dana, web:ghost)" in which.output
     assert "unlinked web:dana from ghost" in run("people", "unlink", "ghost", "web:dana")
     assert "dana" not in run("people", "show", "ghost").split("user id", 1)[1]
+
+
+def test_new_refuses_a_name_the_hub_knows() -> None:
+    """`--new` reused an existing Eve without a word."""
+    run("people", "invite", "Eve")
+    known = "is someone the hub knows already: Eve (eve); leave out --new to use them (HTTP 409)"
+    token = invoke("token", "create", "--person", "eve", "--new")
+    assert (token.exit_code, token.output.strip()) == (1, f"error: 'eve' {known}")
+    owner = invoke("people", "owner", "EVE", "--new")
+    assert (owner.exit_code, owner.output.strip()) == (1, f"error: 'EVE' {known}")
+    assert "Owner (owner)" in run("people", "owner")
+    assert "t-" not in run("token", "list")
+    assert "Zoe (zoe)" in run("people", "owner", "Zoe", "--new")  # someone new still is
