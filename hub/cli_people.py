@@ -198,10 +198,13 @@ def people_forget(
 ) -> None:
     """Delete what the Animas keep private to NAME, what they learned about them, and their
     DM conversations (for good; who they are is kept)."""
-    if not yes and not typer.confirm(f"Forget everything private to {name}, for good?"):
-        err.print(f"nothing was forgotten of {name}", highlight=False)
+    # Who first: asked about a typo, one said yes to forgetting nobody, then got the 404.
+    person = call("GET", f"/api/people/{_name(name)}")
+    who = f"{person['name']} ({person['id']})"
+    if not yes and not typer.confirm(f"Forget everything private to {who}, for good?"):
+        err.print(f"nothing was forgotten of {person['name']}", highlight=False)
         raise typer.Exit(1)
-    gone = call("POST", f"/api/people/{_name(name)}/forget")
+    gone = call("POST", f"/api/people/{_name(person['id'])}/forget")
     per = ", ".join(f"{a}: {n}" for a, n in gone["memories"].items()) or "none"
     console.print(
         f"forgotten: {sum(gone['memories'].values())} memories ({per}), "

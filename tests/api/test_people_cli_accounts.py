@@ -66,3 +66,15 @@ def test_new_refuses_a_name_the_hub_knows() -> None:
     assert "Owner (owner)" in run("people", "owner")
     assert "t-" not in run("token", "list")
     assert "Zoe (zoe)" in run("people", "owner", "Zoe", "--new")  # someone new still is
+
+
+def test_forget_checks_the_name_before_asking() -> None:
+    """It asked "Forget everything private to nobody, for good?" first."""
+    unknown = invoke("people", "forget", "nobody", answer="y\n")
+    assert unknown.exit_code == 1
+    assert unknown.output == "error: no person named 'nobody' (HTTP 404)\n"  # nothing asked
+    run("people", "invite", "Carol")
+    asked = invoke("people", "forget", "carol", answer="n\n")
+    assert asked.exit_code == 1
+    assert asked.output.startswith("Forget everything private to Carol (carol), for good?")
+    assert "forgotten: 0 memories" in invoke("people", "forget", "Carol", answer="y\n").output
