@@ -184,11 +184,19 @@ def people_unlink(
     answer = call("DELETE", f"/api/people/{_name(name)}/accounts/{_name(account)}")
     person, split = answer["person"], answer["split"]
     accounts = ", ".join(f"{a['platform']}:{a['user_id']}" for a in split["accounts"])
+    # One line at any width (rich broke it mid-sentence at 80 columns); "5551234 (5551234)"
+    # when the name is the id said nothing twice.
     console.print(
-        f"unlinked {accounts} from {person['name']} ({person['id']}): "
-        f"it is a person of its own now, {split['name']} ({split['id']})",
+        f"unlinked {accounts} from {_who(person)}; it is {_who(split)} now, a person of its own",
         highlight=False,
+        soft_wrap=True,
     )
+
+
+def _who(person: dict[str, Any]) -> str:
+    """A person as a sentence names them: `Dana (dana-2)`, or `5551234` when that is both."""
+    name, person_id = person["name"], person["id"]
+    return name if name == person_id else f"{name} ({person_id})"
 
 
 @people_app.command("forget")

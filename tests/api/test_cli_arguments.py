@@ -131,8 +131,7 @@ def test_link_knows_the_platforms_and_unlink_says_what_it_did(home: Path) -> Non
     run("people", "link", "Jane Roe", "telegram:12345")
     said = run("people", "unlink", "Jane Roe", "telegram")
     assert said == (
-        "unlinked telegram:12345 from Jane Roe (jane-roe): "
-        "it is a person of its own now, 12345 (12345)\n"
+        "unlinked telegram:12345 from Jane Roe (jane-roe); it is 12345 now, a person of its own\n"
     )
     again = invoke("people", "unlink", "Jane Roe", "telegram")
     assert again.exit_code == 1

@@ -78,3 +78,14 @@ def test_forget_checks_the_name_before_asking() -> None:
     assert asked.exit_code == 1
     assert asked.output.startswith("Forget everything private to Carol (carol), for good?")
     assert "forgotten: 0 memories" in invoke("people", "forget", "Carol", answer="y\n").output
+
+
+def test_unlink_says_what_it_did_in_one_line() -> None:
+    """At 80 columns it broke mid-sentence: "it is a person of its own now,\\n5551234 (5551234)"."""
+    run("people", "invite", "Margaret Hamilton-Whitfield")
+    run("people", "link", "margaret hamilton-whitfield", "telegram:5551234")
+    said = run("people", "unlink", "Margaret Hamilton-Whitfield", "telegram")
+    assert said == (
+        "unlinked telegram:5551234 from Margaret Hamilton-Whitfield "
+        "(margaret-hamilton-whitfield); it is 5551234 now, a person of its own\n"
+    )
