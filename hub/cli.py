@@ -292,8 +292,8 @@ def chat(
 
     async def run() -> None:
         async with hub_client(settings) as client:
-            if user and not new:
-                await _known_person(client, user)
+            if user:
+                await _known_person(client, user, new)
             await show_reply(stream_chat(client, name, payload))
 
     try:
@@ -304,14 +304,21 @@ def chat(
         raise fail(str(exc)) from None
 
 
-async def _known_person(client: httpx.AsyncClient, user: str) -> None:
+async def _known_person(client: httpx.AsyncClient, user: str, new: bool) -> None:
     """Refuse a --user the hub does not know: the chat API would start a new person, whose
-    conversations and memory would be apart from the one meant ("Ravi" for "Ravi Kumar")."""
+    conversations and memory would be apart from the one meant ("Ravi" for "Ravi Kumar");
+    and, as `people owner --new` does, a --new the hub knows."""
     found = await client.get(f"/api/people/{quote(user, safe='')}")
-    if found.status_code == 404:
+    if found.status_code == 404 and not new:
         raise fail(
             f"no person named {user!r}: check the spelling (`animahub people list`), "
             "or add --new to talk as someone new"
+        )
+    if found.status_code == 200 and new:
+        known = found.json()
+        raise fail(
+            f"{user!r} is someone the hub knows already: {known['name']} ({known['id']}); "
+            "leave out --new to talk as them"
         )
 
 

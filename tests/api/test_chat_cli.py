@@ -39,3 +39,6 @@ def test_a_user_the_hub_does_not_know_is_refused_unless_new(
     new = CliRunner().invoke(app, ["chat", "aria", "hello", "--user", "Ravi", "--new"])
     assert new.exit_code == 0, new.output
     assert CliRunner().invoke(app, ["people", "show", "Ravi"]).exit_code == 0
+    again = CliRunner().invoke(app, ["chat", "aria", "hello", "--user", "ravi kumar", "--new"])
+    assert again.exit_code == 1
+    assert again.output.startswith("error: 'ravi kumar' is someone the hub knows already")
