@@ -15,7 +15,6 @@ from collections import deque
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
-from urllib.parse import quote
 
 import typer
 from rich.table import Table
@@ -23,6 +22,7 @@ from rich.text import Text
 from sqlalchemy.exc import OperationalError
 
 from hub.animas import AnimaError, AnimaRegistry
+from hub.cli_chat import chat
 from hub.cli_console import (
     HELP_MARKUP,
     console,
@@ -30,27 +30,21 @@ from hub.cli_console import (
     fail,
     given,
     print_error,
-    show_reply,
+    settings_or_exit,
     styled,
 )
 from hub.cli_mcp import mcp
 from hub.cli_memory import consolidate, known_anima, memory_app
 from hub.cli_people import pairing_app, people_app, token_app
+from hub.cli_status import status
 from hub.cli_tasks import task_app
 from hub.identity import os_user
 from hub.logs import anima_log_path
-from hub.messages import (
-    PERSON_NAME_PATTERN,
-    PERSON_NAME_RULE,
-    SESSION_ID_PATTERN,
-    SESSION_ID_RULE,
-)
 from hub.roles import bundled_config_dir, load_roles
 from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
-from hub.settings import CONFIG_NAME, ConfigError, Settings, load_settings
+from hub.settings import CONFIG_NAME, Settings
 
 if TYPE_CHECKING:
-    import httpx
     import uvicorn  # imported when the hub starts: other commands start faster
 
 app = typer.Typer(
@@ -72,13 +66,6 @@ app.command()(mcp)
 app.command("consolidate")(consolidate)
 
 DEMO = (("mika", "manager", None), ("aria", "researcher", "mika"), ("kai", "engineer", "mika"))
-
-
-def settings_or_exit(**overrides: Any) -> Settings:
-    try:
-        return load_settings(**{k: v for k, v in overrides.items() if v is not None})
-    except ConfigError as exc:
-        raise fail(f"config: {exc}", code=2) from None
 
 
 @app.command()
@@ -254,176 +241,8 @@ def anima_list() -> None:
     console.print(table)
 
 
-def _session_id(value: str) -> str:
-    """The hub's own rule, in words: its 422 quoted the regular expression."""
-    if not re.fullmatch(SESSION_ID_PATTERN, value):
-        raise fail(f"--session {value!r} is not a session id: use {SESSION_ID_RULE}", code=2)
-    return value
-
-
-def _person(value: str) -> str:
-    """As `_session_id`: the hub's rule for a person's name, in words."""
-    if value and not re.fullmatch(PERSON_NAME_PATTERN, value):
-        raise fail(f"--user {value!r} is not a person's id or name: use {PERSON_NAME_RULE}", 2)
-    return value
-
-
-@app.command()
-def chat(
-    name: Annotated[str, typer.Argument(help="The Anima to talk to.", callback=given)],
-    message: Annotated[str, typer.Argument(help="What to say.")],
-    user: Annotated[
-        str,
-        typer.Option(help="Act for this person (owner or admin token only).", callback=_person),
-    ] = "",
-    session: Annotated[
-        str, typer.Option(help="Conversation id; reuse it to continue.", callback=_session_id)
-    ] = "cli",
-    new: Annotated[bool, typer.Option("--new", help="--user is someone new: create them.")] = False,
-) -> None:
-    """Send one message to an Anima and print the reply as it streams."""
-    from hub.client import ChatFailed, hub_client, stream_chat
-
-    settings = settings_or_exit()
-    known_anima(settings, name)
-    payload = {"message": message, "session_id": session}
-    if user:  # otherwise the hub's owner (or the admin token's) speaks
-        payload["user"] = user
-
-    async def run() -> None:
-        async with hub_client(settings) as client:
-            if user:
-                await _known_person(client, user, new)
-            await show_reply(stream_chat(client, name, payload))
-
-    try:
-        asyncio.run(run())
-    except ChatFailed as exc:
-        raise fail(str(exc)) from None
-    except HubBusy as exc:
-        raise fail(str(exc)) from None
-
-
-async def _known_person(client: httpx.AsyncClient, user: str, new: bool) -> None:
-    """Refuse a --user the hub does not know: the chat API would start a new person, whose
-    conversations and memory would be apart from the one meant ("Ravi" for "Ravi Kumar");
-    and, as `people owner --new` does, a --new the hub knows."""
-    found = await client.get(f"/api/people/{quote(user, safe='')}")
-    if found.status_code == 404 and not new:
-        raise fail(
-            f"no person named {user!r}: check the spelling (`animahub people list`), "
-            "or add --new to talk as someone new"
-        )
-    if found.status_code == 200 and new:
-        known = found.json()
-        raise fail(
-            f"{user!r} is someone the hub knows already: {known['name']} ({known['id']}); "
-            "leave out --new to talk as them"
-        )
-
-
-@app.command()
-def status() -> None:
-    """Whether a hub runs on this data folder, and its health (exit code 3 when none runs)."""
-    import httpx
-
-    from hub.client import auth_headers, refusal_line
-
-    settings = settings_or_exit()
-    try:
-        running = running_hub(settings.home)
-    except HubBusy as exc:  # locked, but not saying where: starting up, or a CLI command
-        raise fail(str(exc), code=3) from None
-    if running is None:
-        console.print(f"No hub is running on {settings.home}.", highlight=False)
-        raise typer.Exit(3)
-    try:
-        response = httpx.get(
-            f"{running.url}/api/system/health", headers=auth_headers(settings), timeout=5
-        )
-    except httpx.HTTPError as exc:
-        raise fail(f"the hub at {running.url} (pid {running.pid}) does not answer: {exc}") from None
-    if response.status_code != 200:  # the hub's words (a 401: which token to set), one line
-        raise fail(f"the hub at {running.url} (pid {running.pid}): {refusal_line(response)}")
-    console.print(_status_table(running.url, running.pid, settings.home, response.json()))
-
-
-def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Table:
-    table = Table(
-        title=f"AnimaHub {health['version']} at {url} (pid {pid}, data {home})",
-        show_header=False,
-        title_justify="left",
-    )
-    workers = health.get("model_workers")
-    model = health["llm"]
-    if model == "offline":  # no worker is started: there is nothing for one to call
-        model = "offline mode (no language model configured: set [llm] model in hub.toml)"
-    elif workers:
-        model += f" ({workers['ready']} of {workers['configured']} model workers ready)"
-    deliveries = health["deliveries"]
-    waiting = {name: n for name, n in health["mailboxes"].items() if n}
-    database = health["database"]
-    if health.get("database_error"):
-        database += f"  unreachable: {health['database_error']}"
-    status = health["status"]
-    if health.get("problems"):
-        status += f" ({', '.join(health['problems'])})"
-    rows = [
-        ("status", status),
-        ("model", model),
-        ("database", database),
-        ("platforms", _platform_lines(health.get("platforms", {}))),
-        ("parts", _part_lines(health.get("parts", {}))),
-        ("animas", ", ".join(health["animas"])),
-        (
-            "deliveries",
-            "unknown (no database)"
-            if deliveries is None
-            else ", ".join(f"{n} {k}" for k, n in sorted(deliveries.items())) or "none",
-        ),
-        ("turns waiting", ", ".join(f"{a}: {n}" for a, n in sorted(waiting.items())) or "none"),
-        ("tasks", _task_line(health.get("tasks"))),
-    ]
-    for key, value in rows:
-        table.add_row(key, value)
-    return table
-
-
-def _task_line(tasks: dict[str, int] | None) -> str:
-    if tasks is None:
-        return "unknown (no database)"
-    order = ("running", "todo", "blocked", "review", "failed", "done", "cancelled")
-    shown = [f"{tasks[state]} {state}" for state in order if tasks.get(state)]
-    return ", ".join(shown) or "none"
-
-
-def _platform_lines(platforms: dict[str, Any]) -> str:
-    """One line a platform: `slack  down since 11:59:58 UTC: Slack cannot be reached: …
-    (next try 12:00:05 UTC)`."""
-    lines = []
-    for name, p in sorted(platforms.items()):
-        line = f"{name}  {p['state']}"
-        if p["state"] != "up" and p.get("since"):
-            line += f" since {p['since'][11:19]} UTC"
-        if p["reason"]:
-            line += f": {p['reason']}"
-        if p["next_retry_at"]:
-            line += f" (next try {p['next_retry_at'][11:19]} UTC)"
-        lines.append(line)
-    return "\n".join(lines) or "none"
-
-
-def _part_lines(parts: dict[str, Any]) -> str:
-    """`outbox  failing since 12:00:05 UTC: OperationalError: … (restarted 3 times)`."""
-    lines = []
-    for name, p in sorted(parts.items()):
-        line = f"{name}  {p['state']}"
-        if p["state"] != "running":
-            line += f" since {p['since'][11:19]} UTC: {p['reason']}"
-        if p["restarts"]:
-            line += f" (restarted {p['restarts']} times)"
-        lines.append(line)
-    return "\n".join(lines) or "none"
+app.command()(chat)
+app.command()(status)
 
 
 @app.command()

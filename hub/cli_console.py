@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import Final
+from typing import Any, Final
 
 import typer
 from rich.console import Console
@@ -17,6 +17,7 @@ from rich.markdown import Markdown
 from rich.text import Text
 
 from hub.excerpt import closed
+from hub.settings import ConfigError, Settings, load_settings
 
 console = Console(markup=False)
 err = Console(stderr=True, soft_wrap=True, markup=False)
@@ -32,6 +33,14 @@ def styled(*parts: str | tuple[str, str]) -> Text:
 
 def print_error(message: str) -> None:
     err.print(styled(("error:", "bold red"), " ", message), highlight=False)
+
+
+def settings_or_exit(**overrides: Any) -> Settings:
+    """The settings, or a one-line config error (exit code 2)."""
+    try:
+        return load_settings(**{k: v for k, v in overrides.items() if v is not None})
+    except ConfigError as exc:
+        raise fail(f"config: {exc}", code=2) from None
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:

@@ -1,0 +1,115 @@
+"""`animahub status`: whether a hub runs on this data folder, and its health."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from hub.cli_console import console, fail, settings_or_exit
+from hub.runfile import HubBusy, running_hub
+
+
+def status() -> None:
+    """Whether a hub runs on this data folder, and its health (exit code 3 when none runs)."""
+    import httpx
+
+    from hub.client import auth_headers, refusal_line
+
+    settings = settings_or_exit()
+    try:
+        running = running_hub(settings.home)
+    except HubBusy as exc:  # locked, but not saying where: starting up, or a CLI command
+        raise fail(str(exc), code=3) from None
+    if running is None:
+        console.print(f"No hub is running on {settings.home}.", highlight=False)
+        raise typer.Exit(3)
+    try:
+        response = httpx.get(
+            f"{running.url}/api/system/health", headers=auth_headers(settings), timeout=5
+        )
+    except httpx.HTTPError as exc:
+        raise fail(f"the hub at {running.url} (pid {running.pid}) does not answer: {exc}") from None
+    if response.status_code != 200:  # the hub's words (a 401: which token to set), one line
+        raise fail(f"the hub at {running.url} (pid {running.pid}): {refusal_line(response)}")
+    console.print(_status_table(running.url, running.pid, settings.home, response.json()))
+
+
+def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Table:
+    table = Table(
+        title=f"AnimaHub {health['version']} at {url} (pid {pid}, data {home})",
+        show_header=False,
+        title_justify="left",
+    )
+    workers = health.get("model_workers")
+    model = health["llm"]
+    if model == "offline":  # no worker is started: there is nothing for one to call
+        model = "offline mode (no language model configured: set [llm] model in hub.toml)"
+    elif workers:
+        model += f" ({workers['ready']} of {workers['configured']} model workers ready)"
+    deliveries = health["deliveries"]
+    waiting = {name: n for name, n in health["mailboxes"].items() if n}
+    database = health["database"]
+    if health.get("database_error"):
+        database += f"  unreachable: {health['database_error']}"
+    status = health["status"]
+    if health.get("problems"):
+        status += f" ({', '.join(health['problems'])})"
+    rows = [
+        ("status", status),
+        ("model", model),
+        ("database", database),
+        ("platforms", _platform_lines(health.get("platforms", {}))),
+        ("parts", _part_lines(health.get("parts", {}))),
+        ("animas", ", ".join(health["animas"])),
+        (
+            "deliveries",
+            "unknown (no database)"
+            if deliveries is None
+            else ", ".join(f"{n} {k}" for k, n in sorted(deliveries.items())) or "none",
+        ),
+        ("turns waiting", ", ".join(f"{a}: {n}" for a, n in sorted(waiting.items())) or "none"),
+        ("tasks", _task_line(health.get("tasks"))),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+def _task_line(tasks: dict[str, int] | None) -> str:
+    if tasks is None:
+        return "unknown (no database)"
+    order = ("running", "todo", "blocked", "review", "failed", "done", "cancelled")
+    shown = [f"{tasks[state]} {state}" for state in order if tasks.get(state)]
+    return ", ".join(shown) or "none"
+
+
+def _platform_lines(platforms: dict[str, Any]) -> str:
+    """One line a platform: `slack  down since 11:59:58 UTC: Slack cannot be reached: …
+    (next try 12:00:05 UTC)`."""
+    lines = []
+    for name, p in sorted(platforms.items()):
+        line = f"{name}  {p['state']}"
+        if p["state"] != "up" and p.get("since"):
+            line += f" since {p['since'][11:19]} UTC"
+        if p["reason"]:
+            line += f": {p['reason']}"
+        if p["next_retry_at"]:
+            line += f" (next try {p['next_retry_at'][11:19]} UTC)"
+        lines.append(line)
+    return "\n".join(lines) or "none"
+
+
+def _part_lines(parts: dict[str, Any]) -> str:
+    """`outbox  failing since 12:00:05 UTC: OperationalError: … (restarted 3 times)`."""
+    lines = []
+    for name, p in sorted(parts.items()):
+        line = f"{name}  {p['state']}"
+        if p["state"] != "running":
+            line += f" since {p['since'][11:19]} UTC: {p['reason']}"
+        if p["restarts"]:
+            line += f" (restarted {p['restarts']} times)"
+        lines.append(line)
+    return "\n".join(lines) or "none"
