@@ -6,19 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from hub.cli import app
-
-
-def invoke(*args: str, answer: str | None = None) -> Result:
-    return CliRunner().invoke(app, list(args), input=answer)
-
-
-def run(*args: str) -> str:
-    result = invoke(*args)
-    assert result.exit_code == 0, result.output
-    return result.output
+from tests.api.test_cli_arguments import invoke, run
 
 
 @pytest.fixture(autouse=True)
@@ -70,14 +59,14 @@ def test_new_refuses_a_name_the_hub_knows() -> None:
 
 def test_forget_checks_the_name_before_asking() -> None:
     """It asked "Forget everything private to nobody, for good?" first."""
-    unknown = invoke("people", "forget", "nobody", answer="y\n")
+    unknown = invoke("people", "forget", "nobody", stdin="y\n")
     assert unknown.exit_code == 1
     assert unknown.output == "error: no person named 'nobody' (HTTP 404)\n"  # nothing asked
     run("people", "invite", "Carol")
-    asked = invoke("people", "forget", "carol", answer="n\n")
+    asked = invoke("people", "forget", "carol", stdin="n\n")
     assert asked.exit_code == 1
     assert asked.output.startswith("Forget everything private to Carol (carol), for good?")
-    assert "forgotten: 0 memories" in invoke("people", "forget", "Carol", answer="y\n").output
+    assert "forgotten: 0 memories" in invoke("people", "forget", "Carol", stdin="y\n").output
 
 
 def test_unlink_says_what_it_did_in_one_line() -> None:
