@@ -117,7 +117,8 @@ _CLAUSE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+|\s+[-–—]+\s+")
 _CJK_STOP = ("。", "！", "？")
 _MARKER = re.compile(
     r"^(?:(?:please\s+)?(?:remember|reminder|note|fyi|for the record|keep in mind|heads up|"
-    r"psa)\b(?:\s+that)?\s*[:,\-–]?\s*|(?:リマインダー|メモ|注意|提醒|备注|注意)\s*[:：]\s*)",
+    r"psa|(?:team |house )?rule|policy)\b(?:\s+that)?\s*[:,\-–]?\s*"
+    r"|(?:リマインダー|メモ|注意|ルール|提醒|备注|注意|规定)\s*[:：]\s*)",
     re.IGNORECASE,
 )
 # A correction's lead-in ("Update: the code is now FAL-9000", "Actually, we decided…"): the

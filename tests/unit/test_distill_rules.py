@@ -19,6 +19,8 @@ CASES = [
     ("We decided the release procedure: run tests, tag, push, announce", "how to release", P),
     ("Here is our release process: build, sign, upload", "how to release", P),
     ("Reminder: the staging database password rotates monthly", "staging database password", S),
+    ("Rule: no deploys on Fridays.", "no deploys on", S),
+    ("House rule: do not deploy on Fridays.", "do not deploy", S),
     ("Next Tuesday we will demo the dashboard to the board.", "plan: demo dashboard board", S),
     ("We're going to move the standup to 10am.", "plan: move standup 10am", S),
     ("We always squash commits before merging.", "habit: squash commits merging", S),
