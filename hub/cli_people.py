@@ -82,6 +82,12 @@ def _name(name: str) -> str:
     return quote(name, safe="")
 
 
+def _print_credentials(rows: list[dict[str, Any]], none: str) -> None:
+    """The tokens or sessions as a table; `none` in words when there are none (an empty
+    table's header alone read like a fault)."""
+    console.print(_credential_table(rows) if rows else none, highlight=False)
+
+
 def _credential_table(rows: list[dict[str, Any]]) -> Table:
     table = Table("id", "person", "label", "created", "last used", "expires")
     for row in rows:
@@ -268,7 +274,7 @@ def people_sessions(
     name: Annotated[str, typer.Argument(help="Whose sessions.", callback=given)],
 ) -> None:
     """List NAME's open web chat sessions."""
-    console.print(_credential_table(call("GET", f"/api/people/{_name(name)}/sessions")))
+    _print_credentials(call("GET", f"/api/people/{_name(name)}/sessions"), "no open sessions")
 
 
 @people_app.command("revoke")
@@ -304,7 +310,7 @@ def token_list(
 ) -> None:
     """List live API tokens (never their secrets)."""
     path = "/api/tokens" + (f"?person={_name(person)}" if person else "")
-    console.print(_credential_table(call("GET", path)))
+    _print_credentials(call("GET", path), "no live API tokens")
 
 
 @token_app.command("revoke")

@@ -64,8 +64,8 @@ def test_owner_invite_and_tokens_from_the_command_line(
     sessions = run("people", "sessions", "bob")
     session_id = next(w for w in sessions.split() if w.startswith("s-"))
     assert f"revoked session {session_id}" in run("people", "revoke", session_id)
-    assert "s-" not in run("people", "sessions", "bob").split("expires", 1)[1]
+    assert run("people", "sessions", "bob") == "no open sessions\n"  # not an empty table
     assert f"revoked token {token_id}" in run("token", "revoke", token_id)
-    assert token_id not in run("token", "list")
+    assert run("token", "list") == "no live API tokens\n"
     failed = CliRunner().invoke(app, ["people", "sessions", "nobody"])
     assert failed.exit_code == 1 and "no person named 'nobody' (HTTP 404)" in failed.output
