@@ -246,9 +246,14 @@ class Outbox:
 
     async def deliver(self, row: Delivery) -> bool:
         """Send what is left of one delivery. True when it is finished (sent or failed)."""
-        adapter = self._adapters.get(row.address.split(":", 1)[0])
-        if adapter is None:
-            await self._fail(row, "no adapter is running for this platform")
+        platform = row.address.split(":", 1)[0]
+        adapter = self._adapters.get(platform)
+        if adapter is None:  # adapters run for the platforms hub.toml enables
+            reason = (
+                f"{platform} is not enabled on this hub ([{platform}] enabled = true in "
+                "hub.toml); retry the delivery once it is"
+            )
+            await self._fail(row, reason)
             return True
         if not row.chunks:  # composed while its adapter was not running
             row.chunks = _split(adapter, row.text)

@@ -189,7 +189,10 @@ async def test_delivery_without_an_adapter_fails_clearly(db: Database, clock: Fa
 
     failed = reload(db, row)
     assert failed.status == DeliveryStatus.FAILED.value
-    assert failed.error is not None and "no adapter" in failed.error
+    assert failed.error == (
+        "nochat is not enabled on this hub ([nochat] enabled = true in hub.toml); "
+        "retry the delivery once it is"
+    )
     assert adapter.calls == 0
     [audit] = audits(db)
     assert audit.action == "delivery.failed"
