@@ -214,8 +214,7 @@ def people_forget(
     DM conversations (for good; who they are is kept)."""
     # Who first: asked about a typo, one said yes to forgetting nobody, then got the 404.
     person = call("GET", f"/api/people/{_name(name)}")
-    who = f"{person['name']} ({person['id']})"
-    if not yes and not typer.confirm(f"Forget everything private to {who}, for good?"):
+    if not yes and not typer.confirm(f"Forget everything private to {_who(person)}, for good?"):
         err.print(f"nothing was forgotten of {person['name']}", highlight=False)
         raise typer.Exit(1)
     gone = call("POST", f"/api/people/{_name(person['id'])}/forget")

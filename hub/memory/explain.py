@@ -23,16 +23,9 @@ _EDGES = "\"'`.,;:!?()[]{}<>“”‘’«»「」『』。、？！"
 MAX_WORDS = 6
 
 
-def shared_words(query: str, text: str) -> list[str]:
-    """The query's words, as written, that share a search term with `text`: the words
-    that carry meaning, or the question's framing words when they are all it shares."""
-    meaningful, framing = _shared(query, text)
-    return meaningful or framing
-
-
-def _shared(query: str, text: str) -> tuple[list[str], list[str]]:
-    """The query's words that share a search term with `text`: those that carry meaning,
-    and those that only frame a question."""
+def shared_words(query: str, text: str) -> tuple[list[str], list[str]]:
+    """The query's words, as written, that share a search term with `text`: those that
+    carry meaning, and those that only frame a question."""
     terms = set(tokenize(text))
     words: dict[str, str] = {}
     for raw in _WORD.findall(CJK_RUN.sub(lambda run: _spans(run[0], text), query)):
@@ -63,7 +56,7 @@ def why(signals: Sequence[str], query: str, text: str, person: str | None = None
     parts: list[str] = []
     if "profile" in signals:
         parts.append(f"what Animas learned about {person or 'this person'}")
-    meaningful, framing = _shared(query, text)
+    meaningful, framing = shared_words(query, text)
     # Shared words that carry meaning are named whether or not the lexical retriever's own
     # list reached the result: that list's length follows the search's limit.
     if "lexical" in signals or meaningful:

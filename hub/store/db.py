@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+_BUSY_TIMEOUT_MS = 30000  # how long a write waits for another's lock
 _SCRUB = "animahub.scrub"  # a Connection.info key: this transaction overwrote a secret
 
 
@@ -44,7 +45,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
-    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
     # A row rewritten to redact a secret leaves no copy of its old bytes in the page's free
     # space. Debian's SQLite is built with this on; macOS's and others' are not.
     cur.execute("PRAGMA secure_delete=ON")
@@ -112,7 +113,7 @@ class Database:
             try:
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
-                conn.exec_driver_sql("PRAGMA busy_timeout=30000")
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
 
     def dispose(self) -> None:
         self.engine.dispose()
