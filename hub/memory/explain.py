@@ -6,9 +6,10 @@ for the retrievers run again over what the people a query names said, `neighbour
 section lifted because the one after it matched) and what lifted it (`recent`,
 `important`, `when` for what lies within a time the query names, `says when` for what says
 when, asked when); a profile fact is `profile`. This says so for a person reading, and names
-the words a lexical match shares with the query, as the lexical index sees words (stemmed,
-case-folded: "meetings" matches "meeting"). Words that only frame a question ("How do
-I…") are named only when nothing else is shared: they match, but say nothing of why.
+the words a result shares with the query, as the lexical index sees words (stemmed,
+case-folded: "meetings" matches "meeting"), whether or not the lexical retriever's own list
+reached it. Words that only frame a question ("How do I…") are named only for a lexical
+match that shares nothing else: they match, but say nothing of why.
 """
 
 from __future__ import annotations
