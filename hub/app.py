@@ -22,6 +22,7 @@ from hub.adapter import (
     TurnEvent,
     discover,
 )
+from hub.addressing import Addressing
 from hub.admission import Admission
 from hub.agenda import Agenda
 from hub.animas import Anima, AnimaRegistry
@@ -171,6 +172,8 @@ class Hub:
             handoffs=self.handoffs if self.memory is not None else None,
             live=self.live,
         )
+        # Where a task may report: checked as it is made and again as it runs (class 9).
+        self.addressing = Addressing(self.db)
         self.task_runner = TaskRunner(
             self.db,
             self.tasks,
@@ -183,6 +186,7 @@ class Hub:
             self.runtime.submit,
             self.anima_states.is_paused,
             self.identity.display_name,
+            self.addressing,
             runs=runs_tasks,
         )
         self.runtime.run_task = self.task_runner.run
@@ -193,6 +197,7 @@ class Hub:
             settings.tasks,
             self.clock.now,
             self.task_runner.start,
+            self.addressing,
             runs=runs_tasks,
         )
         for tool in task_tools(self.delegation, self.tasks, self.clock.now):

@@ -4,9 +4,11 @@ The hierarchy is `supervisor` in each anima.toml. A request is refused, with a r
 manager's model can act on and a log line, when the assignee is not a direct subordinate,
 when the chain of delegations would grow past `[tasks] max_depth`, when the manager has
 handed the same Anima `max_per_pair_per_hour` tasks within the hour, and when the work
-would go back to an Anima that handed it down (ping-pong). A request made twice (the same
-turn run again after a crash) is the task it made the first time. An accepted task starts
-at once in the assignee's mailbox (hub/task_runner.py).
+would go back to an Anima that handed it down (ping-pong), and when its `report_to` names a
+place the person asking may not post to (hub/addressing.py: the one check every target
+passes). A request made twice (the same turn run again after a crash) is the task it made
+the first time. An accepted task starts at once in the assignee's mailbox
+(hub/task_runner.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from hub.addressing import Addressing, Asker, NotAllowed
 from hub.animas import AnimaRegistry
 from hub.settings import TasksSection
 from hub.store.models import TaskState
@@ -44,6 +47,9 @@ class Request:
     parent_id: int | None = None  # the task the manager is working on, if any
     turn: str = ""  # the turn that asked: the same turn asking again makes no second task
     by_admin: bool = False  # an admin's `/anima delegate`: any Anima, for its supervisor
+    # Who names `report_to`: each target must be a place they may post (hub/addressing.py).
+    # None names nobody, so it may name no target.
+    asker: Asker | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +70,11 @@ class Delegation:
         limits: TasksSection,
         now: Callable[[], datetime],
         start: Callable[[TaskView], None],
+        addressing: Addressing,
         runs: bool = True,
     ) -> None:
         self._board = board
+        self._addressing = addressing
         self._animas = animas
         self._limits = limits
         self._now = now
@@ -157,6 +165,17 @@ class Delegation:
         if request.parent_id is not None:
             self._check_chain(request)
         self._check_pair(request)
+        self._check_targets(request)
+
+    def _check_targets(self, request: Request) -> None:
+        """Last, so that only a task that would be made audits an admin's targets."""
+        if not request.report_to:
+            return
+        asker = request.asker or Asker(None, admin=False, anima=request.manager)
+        try:
+            self._addressing.check(asker, request.report_to)
+        except NotAllowed as exc:
+            raise Refused(str(exc)) from None
 
     def _check_chain(self, request: Request) -> None:
         assert request.parent_id is not None

@@ -10,6 +10,9 @@ back to todo and is tried again after a delay; the last failure is `failed`, tol
 conversation that asked and to the manager. A task past its due time is told there once.
 After a stop, a task that was running is run again (nothing of it was committed); one that
 was done is not. The memory notes written after the commit are written again at start.
+A task's own `report_to` is checked again as it runs, with the rights of the person who
+asked then (hub/addressing.py): what was never theirs to address (a task made before the
+check, an account since moved) is recorded as a failed delivery, never posted.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sqlalchemy import Connection, insert
 from sqlalchemy.exc import IntegrityError
 
 from hub.adapter import Adapter, Linker
+from hub.addressing import Addressing
 from hub.animas import AnimaRegistry
 from hub.deliveries import Delivery, bounded_key
 from hub.mailbox import TaskJob
@@ -64,6 +68,7 @@ class TaskRunner:
         submit: Callable[[TaskJob], None],
         paused: Callable[[str], bool],
         name_of: Callable[[str], str],
+        addressing: Addressing,
         *,
         runs: bool = True,
     ) -> None:
@@ -78,6 +83,7 @@ class TaskRunner:
         self._submit = submit
         self._paused = paused
         self._name_of = name_of
+        self._addressing = addressing
         # False in a CLI command's short-lived hub: tasks wait on the board for the hub.
         self.runs = runs
         self._targets = TargetResolver(db)
@@ -190,10 +196,22 @@ class TaskRunner:
     def _resolve(self, task: TaskView) -> list[Resolved]:
         """Where the report goes: the conversation that asked, then the task's and the
         assignee's own `report_to`, each once."""
-        anima = self._animas.get(task.assignee)
-        written = [task.origin, *task.report_to, *(anima.spec.report_to if anima else [])]
+        written = [task.origin, *task.report_to, *self._configured(task.assignee)]
         unique = list(dict.fromkeys(w for w in written if w))
-        return self._targets.resolve(task.assignee, unique)
+        # Checked again as it runs: what was made before the check, an account since moved.
+        chain = self._board.chain(task.id) if task.report_to else []
+        refused = self._addressing.refused_for_task(chain, self._configured)
+        return [
+            Resolved(target.written, error=refused[target.written])
+            if target.written in refused
+            else target
+            for target in self._targets.resolve(task.assignee, unique)
+        ]
+
+    def _configured(self, name: str) -> list[str]:
+        """An Anima's own `report_to` in anima.toml: an admin wrote it."""
+        anima = self._animas.get(name)
+        return list(anima.spec.report_to) if anima else []
 
     def _done(self, task: TaskView, report: str, targets: list[Resolved], took: str) -> None:
         """`took`: how long the run took and what it spent, in words for the log."""

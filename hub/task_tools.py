@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from hub.addressing import Asker
 from hub.delegation import Delegation, Refused, Request
 from hub.llm import TurnContext
 from hub.memory.text import clip
@@ -126,6 +127,7 @@ def task_tools(delegation: Delegation, board: TaskBoard, now: Callable[[], datet
                     details=str(args.get("details") or ""),
                     due_at=due,
                     report_to=report_to,
+                    asker=_asker(ctx, parent),
                     requested_by=parent.requested_by if parent else ctx.person_id,
                     origin=(parent.origin if parent else _origin(ctx))
                     or delegation.home_channel(ctx.anima, to),
@@ -182,8 +184,9 @@ def task_tools(delegation: Delegation, board: TaskBoard, now: Callable[[], datet
                     "report_to": {
                         "type": "array",
                         "items": {"type": "string"},
-                        "description": "more targets: platform:workspace/channel, "
-                        "dm:<platform>:<user id>, notion:notion/<data source id>",
+                        "description": "more targets (platform:workspace/channel, "
+                        "dm:<platform>:<user id>): only places the person you act for may "
+                        "post (their own DMs, channels they wrote in); others need an admin",
                     },
                 },
                 "required": ["to", "title"],
@@ -216,6 +219,16 @@ def task_tools(delegation: Delegation, board: TaskBoard, now: Callable[[], datet
             available=manages,
         ),
     ]
+
+
+def _asker(ctx: ToolContext, parent: TaskView | None) -> Asker:
+    """Who names the targets: the turn's person in their conversation; in a task's turn the
+    person who asked for the task, within where that task reports (the turn's own targets).
+    An admin's rights are not handed down to a task's turn: what it reads is not theirs."""
+    if parent is not None:
+        granted = (*parent.report_to, *ctx.addressable)
+        return Asker(parent.requested_by, False, parent.origin, granted, ctx.anima)
+    return Asker(ctx.person_id, ctx.person_is_admin, _origin(ctx), ctx.addressable, ctx.anima)
 
 
 def _origin(ctx: ToolContext) -> str:

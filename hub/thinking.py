@@ -115,6 +115,7 @@ class Thinker:
                 is_dm=scope.is_dm,
                 turn="" if task_id is None else f"task:{task_id}",
                 task_id=task_id,
+                addressable=tuple(t.written for t in targets),
             ),
         )
         if rendered:

@@ -34,6 +34,9 @@ class ToolContext:
     is_dm: bool = False
     turn: str = ""  # the inbox id of the turn: what a tool's side effect is keyed by
     task_id: int | None = None  # the task this turn works on (hub/task_runner.py)
+    # Where a turn nobody asked for posts (a schedule's targets, a task's): the hub's own
+    # list, which a tool may name again (hub/addressing.py); a person's turn has none.
+    addressable: tuple[str, ...] = ()
 
 
 ToolHandler = Callable[[dict[str, Any], ToolContext], Awaitable[str]]
