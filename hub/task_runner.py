@@ -195,18 +195,18 @@ class TaskRunner:
 
     def _resolve(self, task: TaskView) -> list[Resolved]:
         """Where the report goes: the conversation that asked, then the task's and the
-        assignee's own `report_to`, each once."""
+        assignee's own `report_to`, each place once (`dm:slack:U1` may be the DM that asked)."""
         written = [task.origin, *task.report_to, *self._configured(task.assignee)]
         unique = list(dict.fromkeys(w for w in written if w))
         # Checked again as it runs: what was made before the check, an account since moved.
         chain = self._board.chain(task.id) if task.report_to else []
         refused = self._addressing.refused_for_task(chain, self._configured)
-        return [
-            Resolved(target.written, error=refused[target.written])
-            if target.written in refused
-            else target
-            for target in self._targets.resolve(task.assignee, unique)
-        ]
+        places: dict[str, Resolved] = {}
+        for target in self._targets.resolve(task.assignee, unique):
+            if target.written in refused:
+                target = Resolved(target.written, error=refused[target.written])
+            places.setdefault(str(target.address or target.written), target)
+        return list(places.values())
 
     def _configured(self, name: str) -> list[str]:
         """An Anima's own `report_to` in anima.toml: an admin wrote it."""

@@ -119,7 +119,7 @@ def script(model: FakeModel) -> None:
     """mika hands out two tasks and says so; aria's first call is held (the hub dies under
     it); kai's model fails as often as a task is tried."""
     for to, title in (("aria", "Draft the release notes"), ("kai", "Check the build")):
-        arguments = {"to": to, "title": title, "report_to": [NOTION]}
+        arguments = {"to": to, "title": title}
         control(model, "queue_tool_call", name="delegate_task", arguments=arguments, model="mika")
     control(model, "queue_reply", text="I've asked aria and kai; reports follow.", model="mika")
     control(model, "hold_next", model="aria")
@@ -138,7 +138,12 @@ def test_delegation_survives_a_kill_and_reports_once(
     assert cli(home, "init", "--demo", "--owner", "Sam").returncode == 0
     for name in ("mika", "aria", "kai"):
         toml = home / "animas" / name / "anima.toml"
-        toml.write_text(toml.read_text().replace('model = ""', f'model = "openai/{name}"'))
+        text = toml.read_text().replace('model = ""', f'model = "openai/{name}"')
+        # Sam is no admin, so the model may not name Notion in his turn (hub/addressing.py):
+        # the report goes there as the admin configured it, in each assignee's anima.toml.
+        if name != "mika":
+            text = text.replace("report_to = []", f'report_to = ["{NOTION}"]')
+        toml.write_text(text)
     env = {
         **fakes.env(),
         "ANIMAHUB_LLM__API_BASE": f"{model.url}/v1",

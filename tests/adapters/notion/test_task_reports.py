@@ -68,9 +68,10 @@ def delivered(hub: Hub, prefix: str) -> list[DeliveryRow]:
 async def test_a_task_report_is_one_page_and_its_link_is_posted_where_it_was_asked(
     hub: Hub, fake: FakeNotion
 ) -> None:
-    # An admin's turn: a Notion data source takes no messages, so nobody has written there,
+    # The owner's turn: a Notion data source takes no messages, so nobody has written there,
     # and only an admin may name it (hub/addressing.py); others use the Anima's report_to.
-    mika = ToolContext("mika", "root", True, GENERAL, "UTC", "general", turn="t1")
+    owner = hub.identity.owner()
+    mika = ToolContext("mika", owner.id, owner.is_admin, GENERAL, "UTC", "general", turn="t1")
     arguments = {"to": "kai", "title": "Check the build", "report_to": [str(address_of(SOURCE))]}
     made = await hub.tools.call("delegate_task", json.dumps(arguments), mika)
     assert made.startswith("task 1 for kai")
