@@ -121,18 +121,18 @@ async def test_a_persons_turn_cannot_address_where_they_may_not_post(world: Worl
     hub = world.hub
     dana_dm = channel_key(world, "slack", slack_dm("dana"))
     bob_dm = channel_key(world, "telegram", str(BOB))
-    attacks = [
-        (MALLORY_DM, f"dm:slack:{slack_user('dana')}"),  # another person's DM
-        (MALLORY_CHANNEL, dana_dm),  # the same, as its address
-        (MALLORY_DM, channel_key(world, "slack", FINANCE)),  # a channel she never wrote in
-        (MALLORY_CHANNEL, f"dm:telegram:{BOB}"),  # another platform, another person
-        (EVE_DM, channel_key(world, "slack", GENERAL)),  # a platform she never used
-        (EVE_GROUP, bob_dm),
-        (WENDY, f"dm:slack:{slack_user('root')}"),
+    attacks: list[tuple[Place, tuple[str, ...]]] = [
+        (MALLORY_DM, (f"dm:slack:{slack_user('dana')}",)),  # another person's DM
+        (MALLORY_CHANNEL, (dana_dm,)),  # the same, as its address
+        (MALLORY_DM, (channel_key(world, "slack", FINANCE),)),  # a channel she never wrote in
+        (MALLORY_CHANNEL, (f"dm:telegram:{BOB}",)),  # another platform, another person
+        (EVE_DM, (channel_key(world, "slack", GENERAL),)),  # a platform she never used
+        (EVE_GROUP, (bob_dm,)),
+        (WENDY, (f"dm:slack:{slack_user('root')}",)),
         # One target of hers does not carry the others through.
-        (MALLORY_DM, f"dm:slack:{slack_user('mallory')}", f"dm:slack:{slack_user('dana')}"),
+        (MALLORY_DM, (f"dm:slack:{slack_user('mallory')}", f"dm:slack:{slack_user('dana')}")),
     ]
-    for place, *targets in attacks:
+    for place, targets in attacks:
         result = await _asks(world, place, *targets)
         assert result.startswith("error: cannot address "), (place, targets, result)
         assert "needs a hub admin" in result

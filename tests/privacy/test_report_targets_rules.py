@@ -21,8 +21,8 @@ from hub.addressing import ADMIN_AUDIT
 from hub.app import Hub
 from hub.identity import PersonView
 from hub.mcp_tools import MemoryTools, Reader, ToolRefused
-from hub.messages import Address, AddressKind, Inbound, PlatformUser
-from hub.store.models import AuditEntry, DeliveryRow, DeliveryStatus, TaskState
+from hub.messages import Address, AddressKind, DeliveryStatus, Inbound, PlatformUser
+from hub.store.models import AuditEntry, DeliveryRow, TaskState
 from hub.tasks import NewTask, TaskView
 from hub.tools import ToolContext
 from tests.api.test_people import ADMIN, TOKEN, web
