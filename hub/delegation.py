@@ -168,7 +168,7 @@ class Delegation:
         self._check_targets(request)
 
     def _check_targets(self, request: Request) -> None:
-        """Last, so that only a task that would be made audits an admin's targets."""
+        """Last, so that a request refused for another reason audits no admin's targets."""
         if not request.report_to:
             return
         asker = request.asker or Asker(None, admin=False, anima=request.manager)
