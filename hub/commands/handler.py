@@ -5,8 +5,9 @@ arrive as an `Inbound` with `command` set. Ingress has already persisted and ded
 it; `CommandService.answer` resolves the sender, asks admission (a stranger held back by
 the DM policy runs only `hub.admission.STRANGER_COMMANDS`, and is otherwise told the
 pairing notice), runs the command once, closes the inbox row (no turn, no model) and
-returns the text the adapter shows as the command's immediate response. Admin commands check the person's roles (from `[hub] admins`), and every admin
-action and every refusal is written to the audit log with who, where and what.
+returns the text the adapter shows as the command's immediate response. Admin commands
+check the person's roles (from `[hub] admins`), and every admin action and every refusal
+is written to the audit log with who, where and what.
 """
 
 from __future__ import annotations

@@ -29,10 +29,9 @@ from hub.identity import PersonView
 from hub.messages import PlatformUser
 from hub.store.models import Credential, CredentialKind
 from tests.api.test_chat_api import sse_events
-from tests.contract import discord_harness, harness, line_harness, slack_harness
-from tests.contract import telegram_harness
-from tests.contract.harness import eventually
 from tests.conftest import started_hub
+from tests.contract import discord_harness, harness, line_harness, slack_harness, telegram_harness
+from tests.contract.harness import eventually
 
 NOTICE = "I do not know you yet"
 Run = Callable[[str], Awaitable[str]]
@@ -79,12 +78,13 @@ async def platform(
     """The hub, the stranger's account key, and how they run a command there."""
     name: str = request.param
     _pairing_on(name, monkeypatch)
-    opened: AbstractAsyncContextManager[Any] = {
+    opens: dict[str, Callable[[Path], AbstractAsyncContextManager[Any]]] = {
         "telegram": telegram_harness.open_harness,
         "line": line_harness.open_harness,
         "slack": slack_harness.open_harness,
         "discord": discord_harness.open_harness,
-    }[name](tmp_path)
+    }
+    opened = opens[name](tmp_path)
     async with opened as h:
         yield h.hub, h.user_key("alice"), _runner(name, h)
 

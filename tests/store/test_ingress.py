@@ -1,4 +1,5 @@
-"""Ingress: every inbound is persisted once per (platform, sender, event id), whole and size-checked."""
+"""Ingress: every inbound is persisted once per (platform, sender, event id), whole and
+size-checked."""
 
 from __future__ import annotations
 

@@ -75,8 +75,9 @@ def test_upgrade_keys_the_inbox_by_sender_and_makes_invited_people_members(
         db.migrate()
         with db.engine.begin() as conn:
             _inbox(conn, "r-2", "web:bob", "m-1")  # another sender, the same id: a new event
-            roles = dict(conn.execute(sa.text("SELECT id, roles FROM person")).all())
-        as_lists = {k: v if isinstance(v, list) else json.loads(v) for k, v in roles.items()}
+            stored = conn.execute(sa.text("SELECT id, roles FROM person")).all()
+        roles: dict[str, object] = {row[0]: row[1] for row in stored}
+        as_lists = {k: v if isinstance(v, list) else json.loads(str(v)) for k, v in roles.items()}
         assert as_lists == {
             "olivia": ["owner"],
             "invited": ["member"],
