@@ -145,24 +145,14 @@ class Admission:
             f"the hub's admin to let you in with the code {code}."
         )
 
-    def let_in(self, person_id: str, actor: str, via: str) -> PersonView:
+    def let_in(self, person_id: str) -> PersonView:
         """An admin's act that lets the person in (an invite, a token made for them): the
-        role `member`, audited as `person.approved`."""
+        role `member`. The act itself is audited where it is done (`person.invite`,
+        `token.create`), so the role it gives needs no entry of its own."""
         person = self._identity.by_id(person_id)
         if person.is_admin or MEMBER in person.roles:
             return person
-        person = self._identity.add_role(person_id, MEMBER)
-        with self._db.session() as session:
-            session.add(
-                AuditEntry(
-                    actor=actor,
-                    where="hub",
-                    action="person.approved",
-                    target=person_id,
-                    detail={"via": via},
-                )
-            )
-        return person
+        return self._identity.add_role(person_id, MEMBER)
 
     def approve(self, code_or_id: str, actor: str) -> PersonView | None:
         """Let in the person of a pairing code (or request id); None if there is none."""

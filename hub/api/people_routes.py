@@ -169,7 +169,7 @@ def invite(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     hub.people.audit(caller, "person.invite", person.id)
     # An admin's invite lets the person in (hub/admission.py): their web account, made by
     # the hub, would not.
-    hub.admission.let_in(person.id, f"{caller.kind.value}:{caller.person_id}", "invite")
+    hub.admission.let_in(person.id)
     return {
         "person": person.id,
         "name": person.display_name,
@@ -197,7 +197,7 @@ def create_token(body: TokenIn, hub: HubDep, caller: CallerDep) -> dict[str, Any
     person = _named(hub, body.person, body.create, body.new)
     issued = hub.access.create_token(person.id, body.label, created_by=caller.person_id)
     hub.people.audit(caller, "token.create", issued.id)
-    hub.admission.let_in(person.id, f"{caller.kind.value}:{caller.person_id}", "token")
+    hub.admission.let_in(person.id)
     return {"id": issued.id, "person": person.id, "token": issued.secret}
 
 

@@ -134,7 +134,7 @@ async def _discord(h: Any, text: str) -> str:
 def _member(hub: Hub) -> PersonView:
     """Dana, on Slack, whom an admin let in: her link code proves who holds it."""
     dana = hub.identity.resolve(PlatformUser("slack", "U0DANA", "Dana"))
-    return hub.admission.let_in(dana.id, "test", "approved")
+    return hub.admission.let_in(dana.id)
 
 
 def _signins(hub: Hub) -> int:
@@ -201,3 +201,24 @@ async def test_a_web_stranger_runs_only_what_proves_who_they_are(web_hub: Hub) -
         linked = await run(f"/link {hub.linking.code_for(dana, 'slack:T1/D0DANA')}")
         assert linked.startswith("Linked"), linked
         assert "mika" in await run("/anima list")
+
+
+async def test_discords_http_interactions_and_slacks_socket_mode_ask_admission_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The other doors of the same platforms: Discord's signed HTTP interactions endpoint
+    # (here in a guild channel: a command is gated wherever it is sent) and Slack's slash
+    # commands over Socket Mode.
+    _pairing_on("discord", monkeypatch)
+    (tmp_path / "discord").mkdir()
+    (tmp_path / "slack").mkdir()
+    async with discord_harness.open_harness(tmp_path / "discord") as h:
+        response = await h.signed(h.command_body("bob"))
+        assert response.status_code == 200
+        assert NOTICE in response.json()["data"]["content"]
+    _pairing_on("slack", monkeypatch)
+    async with slack_harness.open_harness(tmp_path / "slack", socket_mode=True) as s:
+        bob = slack_harness.user_id("bob")
+        payload = s.fake.command_payload(bob, slack_harness.dm_channel("bob"), "/web", "")
+        ack = await s.fake.ack(s.fake.push("slash_commands", payload))
+        assert ack is not None and NOTICE in ack["text"]
