@@ -235,6 +235,7 @@ class Hub:
             PeopleCommands(self.linking, self.admission, self._notify),
             AboutCommands(self.private_counts, self.forget_person),
             TaskCommands(self.tasks, self.delegation),
+            self.admission,
         )
         self.agenda = Agenda(
             self.db,

@@ -1,4 +1,11 @@
-"""Ingress: dedup by platform event id and persist every inbound before acting on it."""
+"""Ingress: dedup by (platform, sender, event id) and persist every inbound before acting on it.
+
+Who sent an event is part of its identity. A platform's signed event ids are its own, but a
+web client chooses its `message_id`: keyed on the id alone, another person's id found that
+person's row, and the adapter replayed their stored reply. Now a second sender with the same
+id is a new event with a turn of its own, and a redelivery is only ever the sender's own row
+(docs/reliability.md, "Dedup").
+"""
 
 from __future__ import annotations
 
@@ -28,7 +35,7 @@ class Ingress:
             raise MessageTooLarge(size, self.max_message_bytes)
 
     def accept(self, inbound: Inbound) -> tuple[InboxItem, bool]:
-        """Persist the event; return its row and whether it had been seen before."""
+        """Persist the event; return its row and whether this sender had sent it before."""
         self.check_size(inbound.text)
         row = to_row(inbound)
         try:
@@ -36,12 +43,13 @@ class Ingress:
                 conn.execute(_INSERT, [row_values(row)])
             return row, False
         except IntegrityError:
-            pass  # the unique (platform, event_id) constraint: a redelivery
+            pass  # the unique (platform, sender_key, event_id) constraint: a redelivery
         with self._db.session() as session:
             existing = session.exec(
                 select(InboxItem).where(
-                    InboxItem.platform == inbound.platform,
-                    InboxItem.event_id == inbound.event_id,
+                    InboxItem.platform == row.platform,
+                    InboxItem.sender_key == row.sender_key,
+                    InboxItem.event_id == row.event_id,
                 )
             ).one()
         return existing, True

@@ -167,6 +167,9 @@ def invite(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     person = hub.identity.named(name)
     issued = hub.access.create_signin(person.id, created_by=caller.person_id)
     hub.people.audit(caller, "person.invite", person.id)
+    # An admin's invite lets the person in (hub/admission.py): their web account, made by
+    # the hub, would not.
+    hub.admission.let_in(person.id)
     return {
         "person": person.id,
         "name": person.display_name,
@@ -194,6 +197,7 @@ def create_token(body: TokenIn, hub: HubDep, caller: CallerDep) -> dict[str, Any
     person = _named(hub, body.person, body.create, body.new)
     issued = hub.access.create_token(person.id, body.label, created_by=caller.person_id)
     hub.people.audit(caller, "token.create", issued.id)
+    hub.admission.let_in(person.id)
     return {"id": issued.id, "person": person.id, "token": issued.secret}
 
 

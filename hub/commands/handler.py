@@ -2,10 +2,12 @@
 
 Slack slash commands, Discord application commands and commands typed in the web chat all
 arrive as an `Inbound` with `command` set. Ingress has already persisted and deduplicated
-it; `CommandService.answer` resolves the sender, runs the command once, closes the inbox
-row (no turn, no model) and returns the text the adapter shows as the command's immediate
-response. Admin commands check the person's roles (from `[hub] admins`), and every admin
-action and every refusal is written to the audit log with who, where and what.
+it; `CommandService.answer` resolves the sender, asks admission (a stranger held back by
+the DM policy runs only `hub.admission.STRANGER_COMMANDS`, and is otherwise told the
+pairing notice), runs the command once, closes the inbox row (no turn, no model) and
+returns the text the adapter shows as the command's immediate response. Admin commands
+check the person's roles (from `[hub] admins`), and every admin action and every refusal
+is written to the audit log with who, where and what.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import func, select
 from sqlmodel import col
 
+from hub.admission import Admission
 from hub.animas import Anima, AnimaRegistry
 from hub.commands.about import FORGET_NAMES, AboutCommands
 from hub.commands.parse import USAGE, parse_command
@@ -81,7 +84,9 @@ class CommandService:
         people: PeopleCommands | None = None,
         about: AboutCommands | None = None,
         tasks: TaskCommands | None = None,
+        admission: Admission | None = None,
     ) -> None:
+        self._admission = admission
         self._about = about
         self._tasks = tasks
         self._signin_link = signin_link
@@ -106,6 +111,11 @@ class CommandService:
             self._inbox.close_now(row, InboxStatus.IGNORED, "a command sent by a bot")
             return "Commands sent by bots are not run."
         person = self._identity.resolve(inbound.sender)
+        refused = self._refused(inbound, person)
+        if refused is not None:
+            reason = f"{person.id} is not let in on {inbound.sender.platform} yet: command not run"
+            self._inbox.close_now(row, InboxStatus.IGNORED, reason, person_id=person.id)
+            return refused
         try:
             reply = await self.handle(inbound, person)
         except Exception as exc:
@@ -116,6 +126,13 @@ class CommandService:
             return f"Sorry, that command failed ({exc}). The details are in the hub log."
         self._inbox.close_now(row, InboxStatus.DONE, None, person_id=person.id)
         return reply
+
+    def _refused(self, inbound: Inbound, person: PersonView) -> str | None:
+        """What a stranger is told instead of running the command; None: it runs."""
+        if self._admission is None:
+            return None
+        command = inbound.command or parse_command(inbound.text) or Command("", ())
+        return self._admission.refuses_command(inbound, person, command)
 
     # commands ---------------------------------------------------------------------------
 

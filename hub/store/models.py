@@ -132,7 +132,9 @@ class InboxItem(SQLModel, table=True):
 
     __tablename__ = "inbox"
     __table_args__ = (
-        UniqueConstraint("platform", "event_id", name="uq_inbox_event"),
+        # Who sent it is part of an event's identity: a web client chooses its own ids, and
+        # another person's id must not find (and replay) that person's row.
+        UniqueConstraint("platform", "sender_key", "event_id", name="uq_inbox_sender_event"),
         Index("ix_inbox_status", "status"),
     )
     id: str = Field(primary_key=True, max_length=36)

@@ -78,7 +78,8 @@ async def test_an_admin_lets_a_stranger_in_with_the_code(hub: Hub) -> None:
     await say(hub, EVE_DM, EVE, "hello?")
     code = notices_to(hub, EVE_DM)[0].rsplit(" ", 1)[1].rstrip(".")
     refused = await command(hub, EVE_DM, EVE, f"/anima approve {code}")
-    assert "only hub admins" in refused  # not by herself
+    # Not by herself: a stranger runs no admin command, and is told the notice again.
+    assert "I do not know you yet" in refused and "code I gave you" in refused
     owner = hub.identity.web_user(hub.identity.owner())
     answer = await command(hub, OWNER_DM, owner, f"/anima approve {code}")
     assert answer.startswith("Let in: Eve")
@@ -132,3 +133,19 @@ async def test_line_is_pairing_by_default_too(hub: Hub) -> None:
     row = await say(hub, dm, PlatformUser("line", "Ueve", "Eve"), "hello?")
     assert row.status == "ignored"
     assert len(notices_to(hub, dm)) == 1
+
+
+async def test_an_admins_invite_lets_in_where_a_web_account_alone_does_not(hub: Hub) -> None:
+    # Eve links her Telegram to the web account an admin's invite gave her: the invite was
+    # the admin's approval (role member), so her Telegram DMs reach the Animas. The web
+    # account itself, made by the hub, proves nothing (issue 41, class 2).
+    async with web(hub) as client:
+        invited = await client.post("/api/people/Eve/invite", headers=ADMIN)
+        assert invited.status_code == 201, invited.text
+    eve = hub.identity.by_id(invited.json()["person"])
+    assert "member" in eve.roles
+    web_eve = hub.identity.web_user(eve)
+    eve_web_dm = Address("web", "local", f"dm:mika:{web_eve.user_id}", kind=AddressKind.DM)
+    code = code_in(await command(hub, eve_web_dm, web_eve, "/link"))
+    assert (await command(hub, EVE_DM, EVE, f"/link {code}")).startswith("Linked")
+    assert (await say(hub, EVE_DM, EVE, "hi from Telegram")).status == "done"

@@ -1,4 +1,5 @@
-"""Ingress: every inbound is persisted once per (platform, event id), whole and size-checked."""
+"""Ingress: every inbound is persisted once per (platform, sender, event id), whole and
+size-checked."""
 
 from __future__ import annotations
 
@@ -179,3 +180,29 @@ def test_concurrent_accepts_of_one_event_make_one_row(db: Database, ingress: Ing
     assert len(rows) == 1
     assert [duplicate for _, duplicate in results].count(False) == 1
     assert {row_id for row_id, _ in results} == {rows[0].id}
+
+
+def test_another_sender_with_the_same_event_id_is_a_new_event(
+    db: Database, ingress: Ingress
+) -> None:
+    # A web client chooses its message_id: Bob sending Ada's must not find Ada's row (and
+    # have her stored reply replayed to him). Who sent it is part of the event's identity.
+    ada = Inbound(
+        event_id="m-1",
+        address=Address("web", "w", "dm:aria:ada"),
+        sender=PlatformUser("web", "ada", "Ada"),
+        text="my salary is 9000",
+    )
+    bob = Inbound(
+        event_id="m-1",
+        address=Address("web", "w", "dm:aria:bob"),
+        sender=PlatformUser("web", "bob", "Bob"),
+        text="what did I say?",
+    )
+    first, _ = ingress.accept(ada)
+    second, duplicate = ingress.accept(bob)
+    assert not duplicate and second.id != first.id
+    assert (second.sender_key, second.text) == ("web:bob", "what did I say?")
+    again, duplicate = ingress.accept(bob)
+    assert duplicate and again.id == second.id  # Bob's own redelivery is still one row
+    assert inbox_count(db) == 2
