@@ -6,22 +6,37 @@ Animas learned, their DM conversations in the turn log, which working memory is 
 from, and their handoffs (hub/handoffs.py). Who they are (their profile's names and
 accounts) stays, so they are not a stranger. The audit log says that it happened and how
 much went, not what.
+
+Every copy goes with the original: archived episode days, summaries and notes made from
+what they said (hub/memory/erase.py), the index's files (`VectorIndex.purge`), and the
+database's own (SQLite rewrites freed pages with zeros and its write-ahead log is cut to
+nothing after the commit, `scrub_after_commit`). Each start applies again every forget the
+audit log records and the data folder has not seen applied (`reapply_forgets`): the
+archives today's code kept before forgets reached them, and, once backups exist, data a
+restore brought back from before a forget.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import delete, select, update
 from sqlmodel import col
 
+from hub.files import atomic_write
 from hub.handoffs import Handoffs
 from hub.identity import IdentityService, PersonView
 from hub.memory.profiles import Profiles
 from hub.memory.service import MemoryService
 from hub.messages import DeliveryStatus
-from hub.store.db import Database
+from hub.store.db import Database, scrub_after_commit
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Turn
+
+log = logging.getLogger(__name__)
+FORGOTTEN = "person.forgotten"  # the audit action a forget leaves
+APPLIED_MARK = "forgets-applied"  # in the data folder: the last forget's audit id applied
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +65,8 @@ async def forget_person(
     actor: str,
 ) -> Forgotten:
     ids = identity.ids_of(person.id)
-    memories = await memory.forget_scopes([f"person:{i}" for i in ids]) if memory else {}
+    scopes = [f"person:{i}" for i in ids]
+    memories = await memory.forget_scopes(scopes) if memory else {}
     facts = profiles.forget_learned(person.id)
     turns = _forget_dm_turns(db, ids)
     left = handoffs.forget(ids)
@@ -59,9 +75,10 @@ async def forget_person(
             AuditEntry(
                 actor=actor,
                 where="hub",
-                action="person.forgotten",
+                action=FORGOTTEN,
                 target=person.id,
                 detail={
+                    "scopes": scopes,  # what a start applies again (reapply_forgets)
                     "memories": sum(memories.values()),
                     "facts": facts,
                     "turns": turns,
@@ -76,6 +93,7 @@ def _forget_dm_turns(db: Database, ids: tuple[str, ...]) -> int:
     """Their DM conversations, whole: the turn log, and the text of the inbox rows and sent
     deliveries (kept for dedup and the outbox, blanked). Channels keep what was said there."""
     with db.write() as conn:
+        scrub_after_commit(conn)  # the blanked rows' old bytes: zeroed, and out of the WAL
         dms = conn.execute(
             select(col(InboxItem.conversation), col(InboxItem.address))
             .where(col(InboxItem.person_id).in_(ids), col(InboxItem.address_kind) == "dm")
@@ -100,3 +118,31 @@ def _forget_dm_turns(db: Database, ids: tuple[str, ...]) -> int:
             .values(text="", chunks=[])
         )
         return int(gone.rowcount or 0)
+
+
+async def reapply_forgets(
+    db: Database, identity: IdentityService, memory: MemoryService, home: Path
+) -> int:
+    """Forget again, in memory and its index, every person forgotten since the last start
+    did this (by the audit log), what they had said by then: copies a forget did not reach
+    (the weekly stage's archives before it did) go. How many items went."""
+    mark = home / APPLIED_MARK
+    done = int(mark.read_text(encoding="utf-8")) if mark.is_file() else 0
+    with db.session() as session:
+        entries = session.scalars(
+            select(AuditEntry)
+            .where(col(AuditEntry.action) == FORGOTTEN, col(AuditEntry.id) > done)
+            .order_by(col(AuditEntry.id))
+        ).all()
+    went = 0
+    for entry in entries:
+        scopes = entry.detail.get("scopes") or [
+            f"person:{i}" for i in identity.ids_of(entry.target)
+        ]
+        gone = await memory.forget_scopes([str(s) for s in scopes], until=entry.at)
+        went += sum(gone.values())
+    if entries:
+        atomic_write(mark, str(entries[-1].id))
+    if went:
+        log.warning("forgot %d memory items again that earlier forgets had left in copies", went)
+    return went

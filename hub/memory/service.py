@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -25,7 +26,6 @@ from hub.memory.documents import (
     MemoryItem,
     append_episode,
     episode_path,
-    forget_in,
     has_section,
     importance_of,
     items_in,
@@ -35,6 +35,7 @@ from hub.memory.documents import (
     stable_id,
 )
 from hub.memory.embedder import Embedder, make_embedder
+from hub.memory.erase import forget_in
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import MemoryFilter, SearchMode, VectorIndex, open_index
@@ -221,18 +222,26 @@ class MemoryService:
             self._mark_if_synced()
         self.close()
 
-    async def forget_scopes(self, scopes: Sequence[str]) -> dict[str, int]:
-        """Delete every item kept under these scopes (a person's `person:<id>`) from each
-        Anima's markdown and index; how many went, per Anima. Queued indexing is drained
-        first, so nothing deleted is indexed again after."""
+    async def forget_scopes(
+        self, scopes: Sequence[str], until: datetime | None = None
+    ) -> dict[str, int]:
+        """Delete every item kept under these scopes (a person's `person:<id>`; with
+        `until`, those written by then) from each Anima's markdown, every copy of it
+        included (hub/memory/erase.py), and from the index, whose files then keep nothing
+        of them (`purge`); how many went, per Anima. Queued indexing is drained first, so
+        nothing deleted is indexed again after."""
         await self.drain()
         wanted = set(scopes)
         gone: dict[str, int] = {}
         for folder in self._anima_dirs():
-            removed = forget_in(folder, wanted)
+            removed = forget_in(folder, wanted, until)
+            self._graphs.pop(folder.name, None)  # a cached note of theirs would be listed
             if removed:
                 self.index.delete(removed)
                 gone[folder.name] = len(removed)
+        if gone:
+            self.index.purge()
+        _drop_set_aside(self.home)
         return gone
 
     def count_scopes(self, scopes: Sequence[str]) -> dict[str, int]:
@@ -436,6 +445,17 @@ class MemoryService:
 
 def _has_markdown(folder: Path) -> bool:
     return any(next((folder / name).glob("**/*.md"), None) is not None for name in WRITABLE)
+
+
+def _drop_set_aside(home: Path) -> None:
+    """Indexes set aside as unreadable (`_open_edge`) hold copies of what was forgotten, and
+    the markdown rebuilt what is still remembered: they go."""
+    for aside in sorted(home.glob("index.broken-*")):
+        log.warning("deleting %s, an index set aside, with what was forgotten in it", aside)
+        try:
+            shutil.rmtree(aside)
+        except OSError as exc:  # said, not raised: the forget itself is done
+            log.error("%s could not be deleted (%s): delete it by hand", aside, exc)
 
 
 def _open_edge(path: Path) -> VectorIndex:
