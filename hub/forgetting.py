@@ -9,8 +9,8 @@ much went, not what.
 
 Every copy goes with the original: archived episode days, summaries and notes made from
 what they said (hub/memory/erase.py), the index's files (`VectorIndex.purge`), and the
-database's own (SQLite rewrites freed pages with zeros and its write-ahead log is cut to
-nothing after the commit, `scrub_after_commit`). Each start applies again every forget the
+database's own (SQLite rewrites freed pages with zeros, and its write-ahead log is cut to
+nothing after, `Database.scrub`). Each start applies again every forget the
 audit log records and the data folder has not seen applied (`reapply_forgets`): the
 archives today's code kept before forgets reached them, and, once backups exist, data a
 restore brought back from before a forget.
@@ -31,7 +31,7 @@ from hub.identity import IdentityService, PersonView
 from hub.memory.profiles import Profiles
 from hub.memory.service import MemoryService
 from hub.messages import DeliveryStatus
-from hub.store.db import Database, scrub_after_commit
+from hub.store.db import Database
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Turn
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,9 @@ async def forget_person(
                 },
             )
         )
+    # SQLite zeroes what was deleted or blanked (secure_delete), in pages that are in its
+    # write-ahead log until a checkpoint: copied into the database now, and the log cut.
+    db.scrub()
     return Forgotten(memories, facts, turns, left)
 
 
@@ -93,7 +96,6 @@ def _forget_dm_turns(db: Database, ids: tuple[str, ...]) -> int:
     """Their DM conversations, whole: the turn log, and the text of the inbox rows and sent
     deliveries (kept for dedup and the outbox, blanked). Channels keep what was said there."""
     with db.write() as conn:
-        scrub_after_commit(conn)  # the blanked rows' old bytes: zeroed, and out of the WAL
         dms = conn.execute(
             select(col(InboxItem.conversation), col(InboxItem.address))
             .where(col(InboxItem.person_id).in_(ids), col(InboxItem.address_kind) == "dm")

@@ -255,7 +255,9 @@ def read_episodes(folder: Path, path: Path) -> list[MemoryItem]:
     return _episode_items(path.relative_to(folder).as_posix(), body)
 
 
-def _episode_items(relative: str, body: str) -> list[MemoryItem]:
+def _episode_items(relative: str, body: str, scoped: bool = False) -> list[MemoryItem]:
+    """The sections of a day; `scoped`: MemoryFileError for one whose metadata names no
+    privacy scope (what a person reads must have one, hub/memory/readable.py)."""
     items = []
     starts = list(_SECTION_RE.finditer(body))
     for index, match in enumerate(starts):
@@ -267,6 +269,8 @@ def _episode_items(relative: str, body: str) -> list[MemoryItem]:
         except ValueError as exc:
             where = f"{relative} (section {match.group(1)})"
             raise MemoryFileError(f"{where}: its memory comment is not JSON: {exc}") from exc
+        if scoped and not (isinstance(meta, dict) and meta.get("scope")):
+            raise MemoryFileError(f"{relative} (section {match.group(1)}): no privacy scope")
         text = _META_RE.sub("", chunk).strip()
         meta.setdefault("layer", Layer.EPISODIC.value)
         items.append(item_from_meta(meta, text, relative, match.group(1)))
@@ -321,18 +325,18 @@ def is_episode_file(relative: str) -> bool:
     return relative.split("/", 1)[0] == "episodes" or relative.startswith(f"{ARCHIVED_EPISODES}/")
 
 
-def items_in(folder: Path, path: Path) -> list[MemoryItem]:
+def items_in(folder: Path, path: Path, scoped: bool = False) -> list[MemoryItem]:
     """The items one file holds: an episode file's sections, one note, or nothing for a
-    retired note."""
-    return items_of_text(folder, path, path.read_bytes().decode("utf-8"))
+    retired note. `scoped`: every section must name its scope (`_episode_items`)."""
+    return items_of_text(folder, path, path.read_bytes().decode("utf-8"), scoped)
 
 
-def items_of_text(folder: Path, path: Path, text: str) -> list[MemoryItem]:
+def items_of_text(folder: Path, path: Path, text: str, scoped: bool = False) -> list[MemoryItem]:
     """The items `path` would hold with this text (yaml.YAMLError or MemoryFileError when it
     holds none it can): what a write checks before it replaces a file."""
     meta, body = parse_document(text)
     if is_episode_file(path.relative_to(folder).as_posix()):
-        return _episode_items(path.relative_to(folder).as_posix(), body)
+        return _episode_items(path.relative_to(folder).as_posix(), body, scoped)
     return [] if is_retired(meta) else [_note_item(folder, path, meta, body)]
 
 

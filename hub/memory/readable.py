@@ -7,8 +7,9 @@ read the same way), and notes (knowledge, procedures, skills, and forgotten ones
 else of the folder is a memory item: `identity.md` (who the Anima is, its instructions),
 `crons/*.md` (what it does on a schedule, and for whom), `heartbeat.md` and any other file
 are the Anima's configuration, which only the owner and admins manage, so they read them.
-A memory file that cannot be parsed into items is theirs alone too: no part of it can be
-given a scope, and a parse error would quote its text.
+A memory file that cannot be parsed into items, each with its scope, is theirs alone too:
+an episode section whose metadata names no scope (a notes file without `scope` is shared,
+as docs/memory.md says), or a file the parser refuses, whose error would quote its text.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def items_for_people(folder: Path, path: Path) -> list[MemoryItem]:
             f"{relative!r} is not a memory item: the Anima's own files (identity, crons, "
             "heartbeat) are read by the owner and admins"
         )
-    try:
-        return items_in(folder, path)
+    try:  # a section of a day (or its archived copy) that names no scope: no one's to read
+        return items_in(folder, path, scoped=True)
     except UNREADABLE:
         raise AdminOnly(
             f"{relative!r} cannot be read item by item, with each item's privacy scope: "

@@ -1,0 +1,253 @@
+"""Red team, issue 41 class 1: copies of memory keep their privacy.
+
+Dana and Eve each tell aria something in their own DM. Consolidation then copies it
+around: a session summary, a knowledge note filed from it, the weekly stage's summary and
+the day moved to `archive/episodes/`, the note moved to `archive/forgotten/` a month later.
+Eve, with her own token, reads every copy over REST and MCP and gets her own words only;
+a file that cannot be read item by item is the admins'. Dana forgets herself, and then the
+bytes of the whole data folder (markdown, the Qdrant Edge shard and its write-ahead log,
+SQLite and its, logs) hold nothing of what she said, while Eve's words stay. A forget the
+audit log records that an earlier version did not apply to the archives is applied at the
+next start. On SQLite and PostgreSQL (whose own files are the server's: docs/operations.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.clock import ManualClock
+from hub.files import write_document
+from hub.logs import to_files
+from hub.memory.documents import Layer, MemoryItem, render_section
+from hub.messages import Address, AddressKind, PlatformUser
+from hub.store.models import AuditEntry
+from tests.api.test_forgetting import tell
+from tests.api.test_mcp import lifespan, refusal, session, text_of
+from tests.conftest import add_demo_animas, make_settings
+
+ADMIN = "admin-copies-s3cret"
+DANA_DM = Address("slack", "T1", "D0DANA", kind=AddressKind.DM)
+DANA = PlatformUser("slack", "U0DANA", "Dana")
+EVE_DM = Address("slack", "T1", "D0EVE", kind=AddressKind.DM)
+EVE = PlatformUser("slack", "U0EVE", "Eve")
+DANA_SAYS = "My boat is Quasarwren."  # a fact: the daily stage files a note of it
+EVE_SAYS = "My boat is Tidewhistle."
+DANA_WORD, EVE_WORD = b"quasarwren", b"tidewhistle"
+TOLD = datetime(2026, 10, 20, 9, 0, tzinfo=UTC)
+DAY = f"{TOLD:%Y-%m-%d}"
+ARCHIVED = f"archive/episodes/{DAY}.md"
+
+
+@dataclass
+class Served:
+    hub: Hub
+    http: httpx.AsyncClient
+    clock: ManualClock
+    dana: str  # her own token
+    eve: str
+
+    @property
+    def folder(self) -> Path:
+        return self.hub.settings.home / "animas" / "aria"
+
+
+def in_home(home: Path, database_url: str) -> str:
+    """SQLite where the hub keeps it by default, in the data folder the scan reads."""
+    return f"sqlite:///{home / 'hub.db'}" if database_url.startswith("sqlite") else database_url
+
+
+@pytest.fixture
+async def served(home: Path, database_url: str) -> AsyncIterator[Served]:
+    clock = ManualClock(TOLD)
+    settings = make_settings(
+        home,
+        hub={"default_anima": "aria"},
+        server={"api_token": ADMIN},
+        storage={"database_url": in_home(home, database_url)},
+        scheduler={"enabled": False},
+    )
+    hub = Hub(settings, clock=clock)
+    app = create_app(hub)
+    with to_files(home):  # what is logged lands in <home>/logs, which the scan reads
+        async with lifespan(app):
+            add_demo_animas(hub)
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as h:
+                dana = hub.access.create_token(hub.identity.resolve(DANA).id).secret
+                eve = hub.access.create_token(hub.identity.resolve(EVE).id).secret
+                yield Served(hub, h, clock, dana, eve)
+
+
+async def consolidated(served: Served) -> None:
+    """Both tell aria their boat's name; every stage runs over it, in time."""
+    hub, clock = served.hub, served.clock
+    await tell(hub, DANA_DM, DANA, DANA_SAYS)
+    await tell(hub, EVE_DM, EVE, EVE_SAYS)
+    clock.advance(timedelta(minutes=30))
+    await hub.on_tick()  # the idle sessions: summaries in the day's file, handoffs
+    assert hub.consolidator is not None
+    for stage, moment in (
+        ("daily", TOLD + timedelta(days=1)),
+        ("weekly", TOLD + timedelta(days=40)),  # the day is archived and summarised
+        ("monthly", TOLD + timedelta(days=100)),  # the unused notes are forgotten
+    ):
+        clock.set(moment)
+        await hub.consolidator.run("aria", stage, moment, "UTC")  # type: ignore[arg-type]
+    assert hub.memory is not None
+    await hub.memory.drain()
+
+
+async def rest_read(served: Served, token: str, path: str) -> httpx.Response:
+    return await served.http.get(
+        "/api/memory/aria/read",
+        params={"path": path},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+
+
+async def test_every_copy_is_read_with_the_scopes_its_items_had(served: Served) -> None:
+    await consolidated(served)
+    folder = served.folder
+    archived = (folder / ARCHIVED).read_text()
+    assert "Quasarwren" in archived and "Tidewhistle" in archived  # the day, moved unchanged
+    forgotten = sorted((folder / "archive" / "forgotten").rglob("*.md"))
+    assert any("Quasarwren" in p.read_text() for p in forgotten)  # the note filed from it
+    copies = [
+        ARCHIVED,
+        f"episodes/{DAY}.md",  # now the weekly stage's summaries
+        *(p.relative_to(folder).as_posix() for p in forgotten),
+    ]
+    for path in copies:
+        seen = await rest_read(served, served.eve, path)
+        assert seen.status_code in (200, 404), (path, seen.text)
+        assert "quasarwren" not in seen.text.casefold(), path
+        own = await rest_read(served, served.dana, path)
+        assert own.status_code in (200, 404) and "tidewhistle" not in own.text.casefold()
+    eve_sees = (await rest_read(served, served.eve, ARCHIVED)).json()["content"]
+    assert "Tidewhistle" in eve_sees  # her own section of the archived day
+    assert "Quasarwren" in (await rest_read(served, served.dana, ARCHIVED)).json()["content"]
+    assert "Quasarwren" in (await rest_read(served, ADMIN, ARCHIVED)).json()["content"]
+    async with session(served.http, served.eve) as client:
+        for path in copies:
+            result = await client.call_tool("memory_read", {"path": path, "anima": "aria"})
+            shown = "".join(getattr(part, "text", "") for part in result.content)
+            assert "quasarwren" not in shown.casefold(), path
+        assert "Tidewhistle" in await text_of(client, "memory_read", path=ARCHIVED, anima="aria")
+
+
+async def test_a_copy_that_cannot_be_read_item_by_item_is_the_admins(served: Served) -> None:
+    """An archived day whose section metadata is broken, and a day copied with no
+    metadata at all into a folder that is not memory: no scope can be given to any part."""
+    folder = served.folder
+    broken = folder / "archive" / "episodes" / "2026-09-01.md"
+    write_document(
+        broken, {"layer": "episodic"}, '## 09:00\n<!-- memory: {"scope": -->\nPIN KESTREL\n'
+    )
+    loose = folder / "exports" / "2026-09.md"
+    write_document(loose, {}, "## 09:00\nDana: my PIN word is KESTREL\n")
+    for path in ("archive/episodes/2026-09-01.md", "exports/2026-09.md"):
+        seen = await rest_read(served, served.eve, path)
+        assert seen.status_code == 403, seen.text
+        assert "KESTREL" not in seen.text  # not even quoted in the reason
+        assert "KESTREL" in (await rest_read(served, ADMIN, path)).json()["content"]
+        async with session(served.http, served.eve) as client:
+            refused = await refusal(client, "memory_read", path=path, anima="aria")
+            assert "owner and admins" in refused and "KESTREL" not in refused
+
+
+def data_files(home: Path) -> Iterator[Path]:
+    return (p for p in sorted(home.rglob("*")) if p.is_file())
+
+
+def holding(home: Path, word: bytes) -> list[str]:
+    """The files under the data folder whose bytes hold `word` (any case)."""
+    return [
+        p.relative_to(home).as_posix() for p in data_files(home) if word in p.read_bytes().lower()
+    ]
+
+
+async def test_forgetting_leaves_no_byte_of_any_copy(served: Served, database_url: str) -> None:
+    await consolidated(served)
+    home = served.hub.settings.home
+    before = holding(home, DANA_WORD)
+    # the scan does see every kind of copy: markdown, index, the database
+    assert f"animas/aria/{ARCHIVED}" in before
+    assert any(p.startswith("index/shard/") for p in before)
+    if database_url.startswith("sqlite"):
+        assert {"hub.db", "hub.db-wal"} & set(before)
+    dana = served.hub.identity.resolve(DANA)
+    forgotten = await served.hub.forget_person(dana, "test")
+    assert sum(forgotten.memories.values()) >= 1
+    assert holding(home, DANA_WORD) == []
+    kept = holding(home, EVE_WORD)  # Eve's words stay, in markdown and index
+    assert f"animas/aria/{ARCHIVED}" in kept and any(p.startswith("index/shard/") for p in kept)
+    assert served.hub.memory is not None
+    async with session(served.http, served.eve) as client:
+        found = await text_of(client, "memory_search", query="Tidewhistle boat", anima="aria")
+        assert "Tidewhistle" in found
+    await served.hub.memory.stop()  # closed files, a last flush: still nothing
+    assert holding(home, DANA_WORD) == []
+
+
+async def test_a_forget_an_earlier_version_left_in_the_archive_is_applied_at_start(
+    home: Path, database_url: str
+) -> None:
+    """What today's code left: a day archived with Dana's section in it, and the forget of
+    Dana in the audit log, made after she said it. She spoke again after the forget: that
+    stays, as does Eve's."""
+    settings = make_settings(
+        home, storage={"database_url": database_url}, hub={"default_anima": "aria"}
+    )
+    first = Hub(settings, clock=ManualClock(TOLD))
+    await first.start()
+    add_demo_animas(first)
+    dana, eve = first.identity.resolve(DANA).id, first.identity.resolve(EVE).id
+    with first.db.session() as session_:
+        session_.add(
+            AuditEntry(
+                at=TOLD + timedelta(days=50),
+                actor="owner",
+                action="person.forgotten",
+                target=dana,
+                detail={"memories": 1, "facts": 0, "turns": 2, "handoffs": 0},
+            )
+        )
+    await first.stop()
+    sections = [
+        _section("a", f"person:{dana}", TOLD, "Dana: Quasarwren"),
+        _section("b", f"person:{eve}", TOLD, "Eve: Tidewhistle"),
+        _section("c", f"person:{dana}", TOLD + timedelta(days=60), "Dana: Marlinspike"),
+    ]
+    archived = home / "animas" / "aria" / ARCHIVED
+    write_document(archived, {"layer": "episodic", "date": DAY}, "\n".join(sections))
+    again = Hub(settings, clock=ManualClock(TOLD + timedelta(days=70)))
+    await again.start()
+    try:
+        text = archived.read_text()
+        assert "Quasarwren" not in text and "Tidewhistle" in text and "Marlinspike" in text
+    finally:
+        await again.stop()
+
+
+def _section(key: str, scope: str, at: datetime, text: str) -> str:
+    person = scope.removeprefix("person:")
+    item = MemoryItem(
+        id=f"00000000-0000-0000-0000-00000000000{ord(key) - 96}",
+        layer=Layer.EPISODIC,
+        text=text,
+        path=ARCHIVED,
+        scope=scope,
+        created=at,
+        updated=at,
+        person=person,
+        section=f"{at:%H:%M}",
+    )
+    return render_section(item)
