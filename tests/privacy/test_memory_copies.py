@@ -13,77 +13,34 @@ next start. On SQLite and PostgreSQL (whose own files are the server's: docs/ope
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
-import httpx
-import pytest
-
-from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.files import write_document
-from hub.logs import to_files
 from hub.memory.documents import Layer, MemoryItem, render_section
-from hub.messages import Address, AddressKind, PlatformUser
 from hub.store.models import AuditEntry
 from tests.api.test_forgetting import tell
-from tests.api.test_mcp import lifespan, refusal, session, text_of
+from tests.api.test_mcp import refusal, session, text_of
 from tests.conftest import add_demo_animas, make_settings
-
-ADMIN = "admin-copies-s3cret"
-DANA_DM = Address("slack", "T1", "D0DANA", kind=AddressKind.DM)
-DANA = PlatformUser("slack", "U0DANA", "Dana")
-EVE_DM = Address("slack", "T1", "D0EVE", kind=AddressKind.DM)
-EVE = PlatformUser("slack", "U0EVE", "Eve")
-DANA_SAYS = "My boat is Quasarwren."  # a fact: the daily stage files a note of it
-EVE_SAYS = "My boat is Tidewhistle."
-DANA_WORD, EVE_WORD = b"quasarwren", b"tidewhistle"
-TOLD = datetime(2026, 10, 20, 9, 0, tzinfo=UTC)
-DAY = f"{TOLD:%Y-%m-%d}"
-ARCHIVED = f"archive/episodes/{DAY}.md"
-
-
-@dataclass
-class Served:
-    hub: Hub
-    http: httpx.AsyncClient
-    clock: ManualClock
-    dana: str  # her own token
-    eve: str
-
-    @property
-    def folder(self) -> Path:
-        return self.hub.settings.home / "animas" / "aria"
-
-
-def in_home(home: Path, database_url: str) -> str:
-    """SQLite where the hub keeps it by default, in the data folder the scan reads."""
-    return f"sqlite:///{home / 'hub.db'}" if database_url.startswith("sqlite") else database_url
-
-
-@pytest.fixture
-async def served(home: Path, database_url: str) -> AsyncIterator[Served]:
-    clock = ManualClock(TOLD)
-    settings = make_settings(
-        home,
-        hub={"default_anima": "aria"},
-        server={"api_token": ADMIN},
-        storage={"database_url": in_home(home, database_url)},
-        scheduler={"enabled": False},
-    )
-    hub = Hub(settings, clock=clock)
-    app = create_app(hub)
-    with to_files(home):  # what is logged lands in <home>/logs, which the scan reads
-        async with lifespan(app):
-            add_demo_animas(hub)
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as h:
-                dana = hub.access.create_token(hub.identity.resolve(DANA).id).secret
-                eve = hub.access.create_token(hub.identity.resolve(EVE).id).secret
-                yield Served(hub, h, clock, dana, eve)
+from tests.privacy.memory_world import (
+    ADMIN,
+    ARCHIVED,
+    DANA,
+    DANA_DM,
+    DANA_SAYS,
+    DANA_WORD,
+    DAY,
+    EVE,
+    EVE_DM,
+    EVE_SAYS,
+    EVE_WORD,
+    TOLD,
+    Served,
+    rest_read,
+)
 
 
 async def consolidated(served: Served) -> None:
@@ -103,14 +60,6 @@ async def consolidated(served: Served) -> None:
         await hub.consolidator.run("aria", stage, moment, "UTC")  # type: ignore[arg-type]
     assert hub.memory is not None
     await hub.memory.drain()
-
-
-async def rest_read(served: Served, token: str, path: str) -> httpx.Response:
-    return await served.http.get(
-        "/api/memory/aria/read",
-        params={"path": path},
-        headers={"Authorization": f"Bearer {token}"},
-    )
 
 
 async def test_every_copy_is_read_with_the_scopes_its_items_had(served: Served) -> None:
