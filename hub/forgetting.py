@@ -141,9 +141,10 @@ async def reapply_forgets(
         scopes = entry.detail.get("scopes") or [
             f"person:{i}" for i in identity.ids_of(entry.target)
         ]
-        gone = await memory.forget_scopes([str(s) for s in scopes], until=entry.at)
-        went += sum(gone.values())
+        scoped = [str(s) for s in scopes]
+        went += sum((await memory.forget_scopes(scoped, entry.at, purge=False)).values())
     if entries:
+        memory.purge_index()  # once, for all of them
         atomic_write(mark, str(entries[-1].id))
     if went:
         log.warning("forgot %d memory items again that earlier forgets had left in copies", went)

@@ -223,13 +223,13 @@ class MemoryService:
         self.close()
 
     async def forget_scopes(
-        self, scopes: Sequence[str], until: datetime | None = None
+        self, scopes: Sequence[str], until: datetime | None = None, purge: bool = True
     ) -> dict[str, int]:
         """Delete every item kept under these scopes (a person's `person:<id>`; with
         `until`, those written by then) from each Anima's markdown, every copy of it
-        included (hub/memory/erase.py), and from the index, whose files then keep nothing
-        of them (`purge`); how many went, per Anima. Queued indexing is drained first, so
-        nothing deleted is indexed again after."""
+        included (hub/memory/erase.py), and from the index; how many went, per Anima.
+        Queued indexing is drained first, so nothing deleted is indexed again after.
+        `purge`: then leave nothing of them in the index's files (`purge_index`)."""
         await self.drain()
         wanted = set(scopes)
         gone: dict[str, int] = {}
@@ -239,10 +239,16 @@ class MemoryService:
             if removed:
                 self.index.delete(removed)
                 gone[folder.name] = len(removed)
-        if gone:
-            self.index.purge()
-        _drop_set_aside(self.home)
+        if purge:
+            self.purge_index()
         return gone
+
+    def purge_index(self) -> None:
+        """Leave nothing of deleted points in the index's files, whenever they were deleted
+        (what the weekly and monthly stages dropped from it holds the same words as the
+        archived copies a forget erased), nor in an index set aside as unreadable."""
+        self.index.purge()
+        _drop_set_aside(self.home)
 
     def count_scopes(self, scopes: Sequence[str]) -> dict[str, int]:
         """How many items each Anima keeps under these scopes (what "About me" shows)."""
