@@ -196,10 +196,11 @@ class MemoryTools:
         for back in range(-1, max(1, min(days, 31))):
             file = folder / "episodes" / f"{today - timedelta(days=back):%Y-%m-%d}.md"
             if file.exists():
-                try:
-                    seen += [i for i in items_in(folder, file) if self.visible(reader, i.scope)]
+                try:  # to a person, a day with a section of no scope is the admins' (read)
+                    items = items_in(folder, file, scoped=not reader.admin)
                 except UNREADABLE:
                     continue
+                seen += [i for i in items if self.visible(reader, i.scope)]
         seen.sort(key=lambda item: item.created)
         latest = seen[-max(1, min(limit, MAX_LIMIT)) :]
         lines = [f"- [{_at(i.created)}] {_one_line(i.text)}" for i in latest]

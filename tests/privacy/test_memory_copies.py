@@ -102,7 +102,12 @@ async def test_a_copy_that_cannot_be_read_item_by_item_is_the_admins(served: Ser
     )
     loose = folder / "exports" / "2026-09.md"
     write_document(loose, {}, "## 09:00\nDana: my PIN word is KESTREL\n")
-    for path in ("archive/episodes/2026-09-01.md", "exports/2026-09.md"):
+    today = folder / "episodes" / f"{DAY}.md"  # a section written with no metadata at all
+    write_document(today, {"layer": "episodic"}, "## 09:00\nDana: my PIN word is KESTREL\n")
+    async with session(served.http, served.eve) as client:
+        recent = await client.call_tool("memory_recent", {"anima": "aria"})
+        assert "KESTREL" not in "".join(getattr(part, "text", "") for part in recent.content)
+    for path in ("archive/episodes/2026-09-01.md", "exports/2026-09.md", f"episodes/{DAY}.md"):
         seen = await rest_read(served, served.eve, path)
         assert seen.status_code == 403, seen.text
         assert "KESTREL" not in seen.text  # not even quoted in the reason
