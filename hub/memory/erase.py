@@ -11,6 +11,7 @@ Every copy carries the scope of what it was made from, so the scope is what find
 from __future__ import annotations
 
 import logging
+import shutil
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -89,3 +90,14 @@ def _by(meta: dict[str, Any], until: datetime | None) -> bool:
     if not isinstance(created, datetime):
         return True
     return (created if created.tzinfo else created.replace(tzinfo=UTC)) <= until
+
+
+def drop_set_aside(home: Path) -> None:
+    """Indexes set aside as unreadable (hub/memory/service.py `_open_edge`) hold copies of
+    what was forgotten, and the markdown rebuilt what is still remembered: they go."""
+    for aside in sorted(home.glob("index.broken-*")):
+        log.warning("deleting %s, an index set aside, with what was forgotten in it", aside)
+        try:
+            shutil.rmtree(aside)
+        except OSError as exc:  # said, not raised: the forget itself is done
+            log.error("%s could not be deleted (%s): delete it by hand", aside, exc)

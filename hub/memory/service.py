@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -35,7 +34,7 @@ from hub.memory.documents import (
     stable_id,
 )
 from hub.memory.embedder import Embedder, make_embedder
-from hub.memory.erase import forget_in
+from hub.memory.erase import drop_set_aside, forget_in
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import MemoryFilter, SearchMode, VectorIndex, open_index
@@ -248,7 +247,7 @@ class MemoryService:
         (what the weekly and monthly stages dropped from it holds the same words as the
         archived copies a forget erased), nor in an index set aside as unreadable."""
         self.index.purge()
-        _drop_set_aside(self.home)
+        drop_set_aside(self.home)
 
     def count_scopes(self, scopes: Sequence[str]) -> dict[str, int]:
         """How many items each Anima keeps under these scopes (what "About me" shows)."""
@@ -451,17 +450,6 @@ class MemoryService:
 
 def _has_markdown(folder: Path) -> bool:
     return any(next((folder / name).glob("**/*.md"), None) is not None for name in WRITABLE)
-
-
-def _drop_set_aside(home: Path) -> None:
-    """Indexes set aside as unreadable (`_open_edge`) hold copies of what was forgotten, and
-    the markdown rebuilt what is still remembered: they go."""
-    for aside in sorted(home.glob("index.broken-*")):
-        log.warning("deleting %s, an index set aside, with what was forgotten in it", aside)
-        try:
-            shutil.rmtree(aside)
-        except OSError as exc:  # said, not raised: the forget itself is done
-            log.error("%s could not be deleted (%s): delete it by hand", aside, exc)
 
 
 def _open_edge(path: Path) -> VectorIndex:
