@@ -137,6 +137,11 @@ async def test_forgetting_leaves_no_byte_of_any_copy(served: Served, database_ur
     assert any(p.startswith("index/shard/") for p in before)
     if database_url.startswith("sqlite"):
         assert {"hub.db", "hub.db-wal"} & set(before)
+    # An index the hub once set aside as unreadable (and rebuilt from the markdown) holds
+    # copies too.
+    aside = home / "index.broken-20261101000000" / "shard"
+    aside.mkdir(parents=True)
+    (aside / "page_0.dat").write_bytes(b"\x00" + DANA_WORD + b"\x00")
     dana = served.hub.identity.resolve(DANA)
     forgotten = await served.hub.forget_person(dana, "test")
     assert sum(forgotten.memories.values()) >= 1
