@@ -107,7 +107,12 @@ async def test_a_copy_that_cannot_be_read_item_by_item_is_the_admins(served: Ser
     async with session(served.http, served.eve) as client:
         recent = await client.call_tool("memory_recent", {"anima": "aria"})
         assert "KESTREL" not in "".join(getattr(part, "text", "") for part in recent.content)
-    for path in ("archive/episodes/2026-09-01.md", "exports/2026-09.md", f"episodes/{DAY}.md"):
+    # A note whose front matter YAML cannot parse: the parser's error would quote the line.
+    bad_note = folder / "knowledge" / "vault.md"
+    bad_note.parent.mkdir(parents=True, exist_ok=True)
+    bad_note.write_text("---\ntitle: [PIN KESTREL\nscope: person:dana\n---\nKESTREL\n")
+    unreadable = ("archive/episodes/2026-09-01.md", "exports/2026-09.md", "knowledge/vault.md")
+    for path in (*unreadable, f"episodes/{DAY}.md"):
         seen = await rest_read(served, served.eve, path)
         assert seen.status_code == 403, seen.text
         assert "KESTREL" not in seen.text  # not even quoted in the reason
