@@ -18,12 +18,14 @@ restore brought back from before a forget.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy import delete, select, update
-from sqlmodel import col
+from sqlmodel import Session, col
 
 from hub.files import atomic_write
 from hub.handoffs import Handoffs
@@ -36,7 +38,7 @@ from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Turn
 
 log = logging.getLogger(__name__)
 FORGOTTEN = "person.forgotten"  # the audit action a forget leaves
-APPLIED_MARK = "forgets-applied"  # in the data folder: the last forget's audit id applied
+APPLIED_MARK = "forgets-applied"  # in the data folder: the last forget applied (id, time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +131,8 @@ async def reapply_forgets(
     did this (by the audit log), what they had said by then: copies a forget did not reach
     (the weekly stage's archives before it did) go. How many items went."""
     mark = home / APPLIED_MARK
-    done = int(mark.read_text(encoding="utf-8")) if mark.is_file() else 0
     with db.session() as session:
+        done = _applied(session, mark)
         entries = session.scalars(
             select(AuditEntry)
             .where(col(AuditEntry.action) == FORGOTTEN, col(AuditEntry.id) > done)
@@ -145,7 +147,23 @@ async def reapply_forgets(
         went += sum((await memory.forget_scopes(scoped, entry.at, purge=False)).values())
     if entries:
         memory.purge_index()  # once, for all of them
-        atomic_write(mark, str(entries[-1].id))
+        last = entries[-1]
+        atomic_write(mark, json.dumps({"id": last.id, "at": last.at.isoformat()}))
     if went:
         log.warning("forgot %d memory items again that earlier forgets had left in copies", went)
     return went
+
+
+def _applied(session: Session, mark: Path) -> int:
+    """The audit id up to which forgets were applied to this data folder; 0 (all again)
+    when the mark is missing, unreadable, or names an entry the database does not hold as
+    it was (a database restored or replaced: its ids may repeat)."""
+    try:
+        data = json.loads(mark.read_text(encoding="utf-8"))
+        entry = session.get(AuditEntry, int(data["id"]))
+        at = datetime.fromisoformat(str(data["at"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+    if entry is None or entry.action != FORGOTTEN or entry.at != at:
+        return 0
+    return int(data["id"])

@@ -13,6 +13,7 @@ next start. On SQLite and PostgreSQL (whose own files are the server's: docs/ope
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -199,6 +200,21 @@ async def test_a_forget_an_earlier_version_left_in_the_archive_is_applied_at_sta
         assert "Quasarwren" not in text and "Tidewhistle" in text and "Marlinspike" in text
     finally:
         await again.stop()
+    # Applied once: the mark names the forget, and a start with nothing new applies nothing.
+    mark = json.loads((home / "forgets-applied").read_text())
+    write_document(archived, {"layer": "episodic", "date": DAY}, "\n".join(sections))
+    third = Hub(settings, clock=ManualClock(TOLD + timedelta(days=71)))
+    await third.start()
+    await third.stop()
+    assert "Quasarwren" in archived.read_text()
+    # A database that does not hold the forget the mark names as it was (restored or
+    # replaced, its ids may repeat): every forget it records is applied again.
+    mark["at"] = (TOLD + timedelta(days=1)).isoformat()
+    (home / "forgets-applied").write_text(json.dumps(mark))
+    fourth = Hub(settings, clock=ManualClock(TOLD + timedelta(days=72)))
+    await fourth.start()
+    await fourth.stop()
+    assert "Quasarwren" not in archived.read_text()
 
 
 def _section(key: str, scope: str, at: datetime, text: str) -> str:
