@@ -5,8 +5,10 @@ A person reads memory items, one by one, each with the privacy scope it was writ
 an episode day's sections (and the same day's copy the weekly stage archived, which is
 read the same way), and notes (knowledge, procedures, skills, and forgotten ones). Nothing
 else of the folder is a memory item: `identity.md` (who the Anima is, its instructions),
-`crons/*.md` (what it does on a schedule, and for whom), `heartbeat.md` and any other file
-are the Anima's configuration, which only the owner and admins manage, so they read them.
+`crons/*.md` (what it does on a schedule, and where it posts) and any other file outside
+the memory layers are the Anima's configuration, which only the owner and admins manage,
+so only they read them: none carries a privacy scope that could make a part of it a
+person's or shared.
 A memory file that cannot be parsed into items, each with its scope, is theirs alone too:
 an episode section whose metadata names no scope (a notes file without `scope` is shared,
 as docs/memory.md says), or a file the parser refuses, whose error would quote its text.
@@ -42,8 +44,8 @@ def items_for_people(folder: Path, path: Path) -> list[MemoryItem]:
     relative = path.relative_to(folder).as_posix()
     if not is_memory_file(relative):
         raise AdminOnly(
-            f"{relative!r} is not a memory item: the Anima's own files (identity, crons, "
-            "heartbeat) are read by the owner and admins"
+            f"{relative!r} is not a memory item: the Anima's own files (identity, crons) "
+            "are read by the owner and admins"
         )
     try:  # a section of a day (or its archived copy) that names no scope: no one's to read
         return items_in(folder, path, scoped=True)
