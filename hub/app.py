@@ -37,7 +37,7 @@ from hub.delegation import Delegation
 from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
 from hub.events import EventBus
-from hub.forgetting import Forgotten, forget_person
+from hub.forgetting import Forgotten, forget_person, reapply_forgets
 from hub.handoffs import Handoffs
 from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, Inbox
@@ -271,6 +271,7 @@ class Hub:
             self.model_workers.start()  # litellm imports in the workers while the hub starts
         if self.memory is not None:
             await self.memory.start(self.animas.names())
+            await reapply_forgets(self.db, self.identity, self.memory, self.settings.home)
             replay_recent(self.db, self.memory, set(self.animas.names()))
         # Before the platforms start: what they deliver now (sent while the hub was down)
         # came after what was accepted before, so its turns must queue behind those.

@@ -6,15 +6,28 @@ Animas learned, their DM conversations in the turn log, which working memory is 
 from, and their handoffs (hub/handoffs.py). Who they are (their profile's names and
 accounts) stays, so they are not a stranger. The audit log says that it happened and how
 much went, not what.
+
+Every copy goes with the original: archived episode days, summaries and notes made from
+what they said (hub/memory/erase.py), the index's files (`VectorIndex.purge`), and the
+database's own (SQLite rewrites freed pages with zeros, and its write-ahead log is cut to
+nothing after, `Database.scrub`). Each start applies again every forget the
+audit log records and the data folder has not seen applied (`reapply_forgets`): the
+archives today's code kept before forgets reached them, and, once backups exist, data a
+restore brought back from before a forget.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
 
 from sqlalchemy import delete, select, update
-from sqlmodel import col
+from sqlmodel import Session, col
 
+from hub.files import atomic_write
 from hub.handoffs import Handoffs
 from hub.identity import IdentityService, PersonView
 from hub.memory.profiles import Profiles
@@ -22,6 +35,10 @@ from hub.memory.service import MemoryService
 from hub.messages import DeliveryStatus
 from hub.store.db import Database
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Turn
+
+log = logging.getLogger(__name__)
+FORGOTTEN = "person.forgotten"  # the audit action a forget leaves
+APPLIED_MARK = "forgets-applied"  # in the data folder: the last forget applied (id, time)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +67,8 @@ async def forget_person(
     actor: str,
 ) -> Forgotten:
     ids = identity.ids_of(person.id)
-    memories = await memory.forget_scopes([f"person:{i}" for i in ids]) if memory else {}
+    scopes = [f"person:{i}" for i in ids]
+    memories = await memory.forget_scopes(scopes) if memory else {}
     facts = profiles.forget_learned(person.id)
     turns = _forget_dm_turns(db, ids)
     left = handoffs.forget(ids)
@@ -59,9 +77,10 @@ async def forget_person(
             AuditEntry(
                 actor=actor,
                 where="hub",
-                action="person.forgotten",
+                action=FORGOTTEN,
                 target=person.id,
                 detail={
+                    "scopes": scopes,  # what a start applies again (reapply_forgets)
                     "memories": sum(memories.values()),
                     "facts": facts,
                     "turns": turns,
@@ -69,6 +88,9 @@ async def forget_person(
                 },
             )
         )
+    # SQLite zeroes what was deleted or blanked (secure_delete), in pages that are in its
+    # write-ahead log until a checkpoint: copied into the database now, and the log cut.
+    db.scrub()
     return Forgotten(memories, facts, turns, left)
 
 
@@ -100,3 +122,48 @@ def _forget_dm_turns(db: Database, ids: tuple[str, ...]) -> int:
             .values(text="", chunks=[])
         )
         return int(gone.rowcount or 0)
+
+
+async def reapply_forgets(
+    db: Database, identity: IdentityService, memory: MemoryService, home: Path
+) -> int:
+    """Forget again, in memory and its index, every person forgotten since the last start
+    did this (by the audit log), what they had said by then: copies a forget did not reach
+    (the weekly stage's archives before it did) go. How many items went."""
+    mark = home / APPLIED_MARK
+    with db.session() as session:
+        done = _applied(session, mark)
+        entries = session.scalars(
+            select(AuditEntry)
+            .where(col(AuditEntry.action) == FORGOTTEN, col(AuditEntry.id) > done)
+            .order_by(col(AuditEntry.id))
+        ).all()
+    went = 0
+    for entry in entries:
+        scopes = entry.detail.get("scopes") or [
+            f"person:{i}" for i in identity.ids_of(entry.target)
+        ]
+        scoped = [str(s) for s in scopes]
+        went += sum((await memory.forget_scopes(scoped, entry.at, purge=False)).values())
+    if entries:
+        memory.purge_index()  # once, for all of them
+        last = entries[-1]
+        atomic_write(mark, json.dumps({"id": last.id, "at": last.at.isoformat()}))
+    if went:
+        log.warning("forgot %d memory items again that earlier forgets had left in copies", went)
+    return went
+
+
+def _applied(session: Session, mark: Path) -> int:
+    """The audit id up to which forgets were applied to this data folder; 0 (all again)
+    when the mark is missing, unreadable, or names an entry the database does not hold as
+    it was (a database restored or replaced: its ids may repeat)."""
+    try:
+        data = json.loads(mark.read_text(encoding="utf-8"))
+        entry = session.get(AuditEntry, int(data["id"]))
+        at = datetime.fromisoformat(str(data["at"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
+    if entry is None or entry.action != FORGOTTEN or entry.at != at:
+        return 0
+    return int(data["id"])

@@ -30,6 +30,7 @@ from hub.memory.documents import (
     search_layer,
 )
 from hub.memory.files import MemoryPathError, memory_path
+from hub.memory.readable import AdminOnly, items_for_people
 from hub.memory.recall import RecallScope, when
 from hub.memory.service import MemoryService
 from hub.tasks import TaskBoard
@@ -138,16 +139,19 @@ class MemoryTools:
             raise ToolRefused(str(exc)) from None
         except (FileNotFoundError, IsADirectoryError):
             raise ToolRefused(f"no memory file {path!r}") from None
-        except UNREADABLE as exc:
-            raise ToolRefused(f"{path!r} cannot be read: {exc}") from None
+        except (AdminOnly, *UNREADABLE) as exc:
+            raise ToolRefused(str(exc)) from None
         return stored(item_lines(visible), f"{path} is empty")
 
     def visible_items(self, reader: Reader, path: str) -> list[MemoryItem]:
-        """The items of one memory file the reader may see. FileNotFoundError when there are
-        none, as for a missing file, so nothing about others leaks; MemoryPathError for a
-        path outside the memory, UNREADABLE for a file the indexer cannot parse."""
+        """The items of one memory file the reader may see, each by the scope it was
+        written with (an archived copy's too). FileNotFoundError when there are none, as
+        for a missing file, so nothing about others leaks; MemoryPathError for a path
+        outside the memory; AdminOnly, to a person, for a file that is not memory items
+        (identity.md, crons) or cannot be parsed into them (hub/memory/readable.py)."""
         folder = self.memory.anima_dir(reader.anima)
-        items = items_in(folder, memory_path(folder, path))
+        file = memory_path(folder, path)
+        items = items_in(folder, file) if reader.admin else items_for_people(folder, file)
         visible = [item for item in items if self.visible(reader, item.scope)]
         if not visible:
             raise FileNotFoundError(path)
@@ -192,10 +196,11 @@ class MemoryTools:
         for back in range(-1, max(1, min(days, 31))):
             file = folder / "episodes" / f"{today - timedelta(days=back):%Y-%m-%d}.md"
             if file.exists():
-                try:
-                    seen += [i for i in items_in(folder, file) if self.visible(reader, i.scope)]
+                try:  # to a person, a day with a section of no scope is the admins' (read)
+                    items = items_in(folder, file, scoped=not reader.admin)
                 except UNREADABLE:
                     continue
+                seen += [i for i in items if self.visible(reader, i.scope)]
         seen.sort(key=lambda item: item.created)
         latest = seen[-max(1, min(limit, MAX_LIMIT)) :]
         lines = [f"- [{_at(i.created)}] {_one_line(i.text)}" for i in latest]

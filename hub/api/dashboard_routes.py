@@ -35,11 +35,12 @@ NEXT_RUNS = 5
 
 
 @router.get("/dashboard/animas")
-def dashboard_animas(hub: HubDep) -> dict[str, Any]:
+def dashboard_animas(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """Every Anima with its state, schedule and today's turns, and every platform's state.
 
     A platform that is not up is down for every Anima: any of them may be mentioned or
-    written to on any platform the hub runs."""
+    written to on any platform the hub runs. A person sees when a cron runs, not which
+    (its key names its file and title: crons are the owner's and admins', docs/memory.md)."""
     platforms = hub.platforms.status()
     down = sorted(name for name, status in platforms.items() if status.state != PlatformState.UP)
     animas = hub.animas.all()
@@ -68,7 +69,8 @@ def dashboard_animas(hub: HubDep) -> dict[str, Any]:
                 "last_heartbeat_outcome": outcome,
                 "next_heartbeat": when(beat),
                 "next_runs": [
-                    {"key": f.key, "kind": f.kind.value, "at": when(f.at)} for f in runs[:NEXT_RUNS]
+                    {"key": _shown_key(f, caller), "kind": f.kind.value, "at": when(f.at)}
+                    for f in runs[:NEXT_RUNS]
                 ],
                 "turns_today": today[anima.name],
             }
@@ -80,6 +82,12 @@ def dashboard_animas(hub: HubDep) -> dict[str, Any]:
             for name, status in platforms.items()
         },
     }
+
+
+def _shown_key(fire: Fire, caller: Caller) -> str:
+    if fire.kind is JobKind.CRON and not caller.may_act_for_others:
+        return f"cron:{fire.anima}"
+    return fire.key
 
 
 def _midnight(now: datetime, timezone: str) -> datetime:

@@ -95,7 +95,8 @@ def build(hub: Hub) -> FastMCP:
     @server.tool()
     async def memory_read(path: str, ctx: Context[Any, Any, Request], anima: _ANIMA = "") -> str:
         """Read one memory file, e.g. "knowledge/deploys.md" or "episodes/2026-12-01.md"
-        (only the parts you may see)."""
+        (only the parts you may see; the Anima's own files, identity.md and crons, are for
+        admins)."""
         tools, who = reader(ctx, anima)
         return await run(lambda: tools.read(who, path))
 

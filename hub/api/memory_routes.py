@@ -22,6 +22,7 @@ from hub.memory.admin_search import recall, rows, scopes_and_layer, search_rows
 from hub.memory.consolidation import Consolidator
 from hub.memory.documents import UNREADABLE
 from hub.memory.files import MemoryPathError
+from hub.memory.readable import AdminOnly
 from hub.memory.service import MemoryService
 
 router = APIRouter(prefix="/api/memory")
@@ -87,7 +88,9 @@ async def search(
 @router.get("/{name}/read")
 def read(name: str, path: str, hub: HubDep, caller: CallerDep) -> dict[str, str]:
     """The file as it is for an admin; for a person, the items of it a DM with them would
-    recall (an episode day's sections under their headings), 404 when none."""
+    recall (an episode day's sections under their headings, an archived day's too), 404
+    when none, 403 for a file that is not memory items (identity.md, crons/*.md) or cannot
+    be read as items with their scopes."""
     tools, reader = reader_of(hub, caller, name)
     try:
         if reader.admin:
@@ -97,6 +100,8 @@ def read(name: str, path: str, hub: HubDep, caller: CallerDep) -> dict[str, str]
         raise HTTPException(400, str(exc)) from None
     except (FileNotFoundError, IsADirectoryError):
         raise HTTPException(404, f"no memory file {path!r}") from None
+    except AdminOnly as exc:  # identity.md, crons, a file without scoped items
+        raise HTTPException(403, str(exc)) from None
     except UNREADABLE as exc:
         raise HTTPException(422, f"{path!r} cannot be read: {exc}") from None
     return {"path": path, "content": content}

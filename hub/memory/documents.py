@@ -255,7 +255,9 @@ def read_episodes(folder: Path, path: Path) -> list[MemoryItem]:
     return _episode_items(path.relative_to(folder).as_posix(), body)
 
 
-def _episode_items(relative: str, body: str) -> list[MemoryItem]:
+def _episode_items(relative: str, body: str, scoped: bool = False) -> list[MemoryItem]:
+    """The sections of a day; `scoped`: MemoryFileError for one whose metadata names no
+    privacy scope (what a person reads must have one, hub/memory/readable.py)."""
     items = []
     starts = list(_SECTION_RE.finditer(body))
     for index, match in enumerate(starts):
@@ -267,6 +269,8 @@ def _episode_items(relative: str, body: str) -> list[MemoryItem]:
         except ValueError as exc:
             where = f"{relative} (section {match.group(1)})"
             raise MemoryFileError(f"{where}: its memory comment is not JSON: {exc}") from exc
+        if scoped and not (isinstance(meta, dict) and meta.get("scope")):
+            raise MemoryFileError(f"{relative} (section {match.group(1)}): no privacy scope")
         text = _META_RE.sub("", chunk).strip()
         meta.setdefault("layer", Layer.EPISODIC.value)
         items.append(item_from_meta(meta, text, relative, match.group(1)))
@@ -311,18 +315,28 @@ def rewrite_episodes(folder: Path, path: str, items: list[MemoryItem]) -> None:
     write_document(full, meta, f"# {day}\n\n{sections}")
 
 
-def items_in(folder: Path, path: Path) -> list[MemoryItem]:
+ARCHIVED_EPISODES = "archive/episodes"  # where the weekly stage moves old days, unchanged
+
+
+def is_episode_file(relative: str) -> bool:
+    """A day of episodes, or its copy the weekly stage archived: either is read section by
+    section, each with the scope it was written with (never as one note, which would be
+    shared for want of a `scope` in its front matter)."""
+    return relative.split("/", 1)[0] == "episodes" or relative.startswith(f"{ARCHIVED_EPISODES}/")
+
+
+def items_in(folder: Path, path: Path, scoped: bool = False) -> list[MemoryItem]:
     """The items one file holds: an episode file's sections, one note, or nothing for a
-    retired note."""
-    return items_of_text(folder, path, path.read_bytes().decode("utf-8"))
+    retired note. `scoped`: every section must name its scope (`_episode_items`)."""
+    return items_of_text(folder, path, path.read_bytes().decode("utf-8"), scoped)
 
 
-def items_of_text(folder: Path, path: Path, text: str) -> list[MemoryItem]:
+def items_of_text(folder: Path, path: Path, text: str, scoped: bool = False) -> list[MemoryItem]:
     """The items `path` would hold with this text (yaml.YAMLError or MemoryFileError when it
     holds none it can): what a write checks before it replaces a file."""
     meta, body = parse_document(text)
-    if path.relative_to(folder).parts[0] == "episodes":
-        return _episode_items(path.relative_to(folder).as_posix(), body)
+    if is_episode_file(path.relative_to(folder).as_posix()):
+        return _episode_items(path.relative_to(folder).as_posix(), body, scoped)
     return [] if is_retired(meta) else [_note_item(folder, path, meta, body)]
 
 
@@ -334,32 +348,3 @@ def iter_items(folder: Path) -> list[MemoryItem]:
         items.extend(_readable(read_episodes, folder, path) or [])
     items.extend(iter_notes(folder))
     return items
-
-
-def forget_in(folder: Path, scopes: set[str]) -> list[str]:
-    """Remove the items under `scopes` from an Anima's markdown: their sections from the
-    episode files, their notes whole. The ids removed."""
-    removed: list[str] = []
-    by_path: dict[str, list[MemoryItem]] = {}
-    for item in iter_items(folder):
-        by_path.setdefault(item.path, []).append(item)
-    for path, items in by_path.items():
-        going = [i.id for i in items if i.scope in scopes]
-        if not going:
-            continue
-        removed.extend(going)
-        if path.startswith("episodes/"):
-            rewrite_episodes(folder, path, [i for i in items if i.scope not in scopes])
-        else:
-            (folder / path).unlink(missing_ok=True)  # a note is one item
-    # Retired notes too (out of the index, on disk): a restore would bring them back.
-    for note in sorted(folder.glob("*/**/*.md")):
-        if note.relative_to(folder).parts[0] == "episodes" or not note.is_file():
-            continue
-        try:
-            meta, _body = read_document(note)
-        except (ValueError, UnicodeDecodeError):
-            continue  # not a note the hub could read: nothing of ours
-        if str(meta.get("scope") or "shared") in scopes:
-            note.unlink()
-    return removed

@@ -123,6 +123,7 @@ class VectorIndex(Protocol):
     def clear(self) -> None: ...
     def optimize(self) -> None: ...
     def unindexed(self) -> int: ...
+    def purge(self) -> None: ...
     def close(self) -> None: ...
 
 
@@ -243,6 +244,10 @@ class IndexBackend(ABC):
             self._create(self._wanted)
             return True
         return stored == self._wanted
+
+    @abstractmethod
+    def purge(self) -> None:
+        """Leave nothing of deleted points in the index's own files (forgetting a person)."""
 
     def clear(self) -> None:
         """Drop every point, and recreate the index empty with the settings of the last

@@ -190,5 +190,10 @@ class ServerIndex(IndexBackend):
     def unindexed(self) -> int:
         return 0  # the server indexes in the background, by itself
 
+    def purge(self) -> None:
+        """Nothing: a Qdrant server keeps a deleted point in its segments until its
+        optimizer vacuums them, and in its write-ahead log until the log is cut, in files
+        that are the server's to manage, as its backups are (docs/operations.md)."""
+
     def close(self) -> None:
         self._client.close()

@@ -25,7 +25,6 @@ from hub.memory.documents import (
     MemoryItem,
     append_episode,
     episode_path,
-    forget_in,
     has_section,
     importance_of,
     items_in,
@@ -35,6 +34,7 @@ from hub.memory.documents import (
     stable_id,
 )
 from hub.memory.embedder import Embedder, make_embedder
+from hub.memory.erase import drop_set_aside, forget_in
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import MemoryFilter, SearchMode, VectorIndex, open_index
@@ -221,19 +221,33 @@ class MemoryService:
             self._mark_if_synced()
         self.close()
 
-    async def forget_scopes(self, scopes: Sequence[str]) -> dict[str, int]:
-        """Delete every item kept under these scopes (a person's `person:<id>`) from each
-        Anima's markdown and index; how many went, per Anima. Queued indexing is drained
-        first, so nothing deleted is indexed again after."""
+    async def forget_scopes(
+        self, scopes: Sequence[str], until: datetime | None = None, purge: bool = True
+    ) -> dict[str, int]:
+        """Delete every item kept under these scopes (a person's `person:<id>`; with
+        `until`, those written by then) from each Anima's markdown, every copy of it
+        included (hub/memory/erase.py), and from the index; how many went, per Anima.
+        Queued indexing is drained first, so nothing deleted is indexed again after.
+        `purge`: then leave nothing of them in the index's files (`purge_index`)."""
         await self.drain()
         wanted = set(scopes)
         gone: dict[str, int] = {}
         for folder in self._anima_dirs():
-            removed = forget_in(folder, wanted)
+            removed = forget_in(folder, wanted, until)
+            self._graphs.pop(folder.name, None)  # a cached note of theirs would be listed
             if removed:
                 self.index.delete(removed)
                 gone[folder.name] = len(removed)
+        if purge:
+            self.purge_index()
         return gone
+
+    def purge_index(self) -> None:
+        """Leave nothing of deleted points in the index's files, whenever they were deleted
+        (what the weekly and monthly stages dropped from it holds the same words as the
+        archived copies a forget erased), nor in an index set aside as unreadable."""
+        self.index.purge()
+        drop_set_aside(self.home)
 
     def count_scopes(self, scopes: Sequence[str]) -> dict[str, int]:
         """How many items each Anima keeps under these scopes (what "About me" shows)."""

@@ -12,6 +12,7 @@ from typing import Any
 from hub.files import atomic_write, read_document, write_document
 from hub.memory.distill import MERGE_SIMILARITY, Distiller, OfflineDistiller, similarity
 from hub.memory.documents import (
+    ARCHIVED_EPISODES,
     Layer,
     MemoryItem,
     read_episodes,
@@ -37,7 +38,6 @@ COMPRESS_AFTER_DAYS = 30  # episode days older than this become summaries
 STALE_AFTER_DAYS = 60  # a procedure neither updated nor recalled this long is flagged
 MAX_DUPLICATE_CHECKS = 100  # model calls per weekly run asking "same note?"
 CANDIDATE_SIMILARITY = 0.35  # with a model: pairs this alike are asked about
-ARCHIVED_EPISODES = "archive/episodes"
 
 
 async def weekly(

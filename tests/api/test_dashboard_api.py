@@ -91,9 +91,16 @@ async def test_the_animas_their_tree_schedule_heartbeat_and_turns_today(
     assert aria["next_heartbeat"] == half_past
     assert [r["kind"] for r in aria["next_runs"]] == ["heartbeat", "cron"]
     assert aria["next_runs"][0] == {"key": "heartbeat:aria", "kind": "heartbeat", "at": half_past}
-    assert aria["next_runs"][1]["key"].startswith("cron:aria:")
+    # A person sees when aria's cron runs, not its file or title (crons are the admins').
+    assert aria["next_runs"][1]["key"] == "cron:aria"
     assert aria["next_runs"][1]["at"] == (START + timedelta(hours=23)).isoformat()
     assert [r["key"] for r in mika["next_runs"]] == ["heartbeat:mika"]
+
+    admin = {
+        a["name"]: a
+        for a in (await client.get("/api/dashboard/animas", headers=ADMIN)).json()["animas"]
+    }
+    assert admin["aria"]["next_runs"][1]["key"] == "cron:aria:digest.md:morning-digest"
 
     clock.advance(timedelta(days=1))  # a new day: nothing answered yet
     again = (await client.get("/api/dashboard/animas", headers=ADMIN)).json()
