@@ -237,7 +237,9 @@ class Linking:
             return
         src_meta, src_body = read_document(src_path)
         path = self._identity.profile_path(into.id)
-        meta, body = read_document(path) if path.exists() else ({}, heading(into.display_name) + "\n")
+        meta, body = (
+            read_document(path) if path.exists() else ({}, heading(into.display_name) + "\n")
+        )
         for key in ("display_names", "identities"):
             meta[key] = sorted({*meta.get(key, []), *src_meta.get(key, [])})
         have = set(body.splitlines())
