@@ -34,6 +34,7 @@ from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.recall import RecallScope, when
 from hub.memory.redact import redact
 from hub.memory.service import MemoryService
+from hub.plaintext import encode_block
 from hub.tasks import TaskBoard
 
 _NOTE = (
@@ -261,11 +262,12 @@ class MemoryTools:
 
 
 def item_lines(items: list[MemoryItem]) -> list[str]:
-    """Items as a file's lines: an episode section under its `## HH:MM` heading."""
+    """Items as a file's lines: an episode section under its `## HH:MM` heading, its text
+    escaped as in the file (hub/plaintext.py), so no line of it reads as a heading."""
     lines: list[str] = []
     for item in items:
         lines += [f"## {item.section}"] if item.section else []
-        lines += item.text.splitlines()
+        lines += (encode_block(item.text) if item.section else item.text).splitlines()
     return lines
 
 

@@ -126,3 +126,5 @@ async def test_a_teammate_cannot_plant_items_into_other_scopes(tmp_path: Path) -
         async with api_as(world, eve) as api:  # she reads it back as she wrote it
             read = await api.get(f"/api/memory/{ANIMA}/read", params={"path": day})
             assert read.status_code == 200 and ACCOUNT in read.text and CODE in read.text
+            headings = [ln for ln in read.json()["content"].splitlines() if ln.startswith("##")]
+            assert headings == [f"## {mine[0].section}"]  # her lines shown escaped, as on disk
