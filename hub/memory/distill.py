@@ -35,6 +35,7 @@ from hub.memory.handoff import HandoffNote, offline_handoff
 from hub.memory.lexical import tokenize
 from hub.memory.statements import said_of_them, stated
 from hub.memory.text import clip, is_placeholder
+from hub.plaintext import one_line
 
 log = logging.getLogger(__name__)
 
@@ -413,7 +414,8 @@ class OfflineDistiller:
 
     async def summarize_session(self, session: Session) -> str:
         return "\n".join(
-            f"**{turn.author}**: {lead(turn.text, 300 if turn.role == 'user' else 160, 2)}"
+            f"**{one_line(turn.author)}**: "  # a name cannot start a line of its own
+            f"{lead(turn.text, 300 if turn.role == 'user' else 160, 2)}"
             for turn in session.turns
             if turn.text.strip() and not is_placeholder(turn.text)
         )
