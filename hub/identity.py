@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select
 
 from hub.adapter import AmbiguousName
 from hub.files import read_document, write_document
+from hub.memory.profiles import heading
 from hub.mentions import Mentions, Named
 from hub.messages import PlatformUser, utcnow
 from hub.store.db import Database
@@ -22,7 +23,7 @@ from hub.store.models import Identity, Person, PersonAlias
 if TYPE_CHECKING:
     from hub.settings import Settings
 
-PROFILE_BODY = "# {name}\n\n## What Animas have learned\n\n"
+PROFILE_BODY = "{heading}\n\n## What Animas have learned\n\n"
 OWNER = "owner"
 WEB = "web"
 
@@ -359,7 +360,7 @@ class IdentityService:
         if path.exists():  # never clobber what Animas learned
             meta, body = read_document(path)
         else:
-            meta, body = {}, PROFILE_BODY.format(name=person.display_name)
+            meta, body = {}, PROFILE_BODY.format(heading=heading(person.display_name))
         meta.update(
             id=person.id,
             display_names=sorted({*meta.get("display_names", []), person.display_name}),

@@ -21,7 +21,7 @@ from sqlmodel import Session, col, select
 from hub.access import LINK_TTL, Access
 from hub.files import read_document, write_document
 from hub.identity import IdentityService, PersonView
-from hub.memory.profiles import LEARNED
+from hub.memory.profiles import LEARNED, heading
 from hub.messages import PlatformUser, utcnow
 from hub.store.db import Database
 from hub.store.models import (
@@ -237,7 +237,9 @@ class Linking:
             return
         src_meta, src_body = read_document(src_path)
         path = self._identity.profile_path(into.id)
-        meta, body = read_document(path) if path.exists() else ({}, f"# {into.display_name}\n")
+        meta, body = (
+            read_document(path) if path.exists() else ({}, heading(into.display_name) + "\n")
+        )
         for key in ("display_names", "identities"):
             meta[key] = sorted({*meta.get(key, []), *src_meta.get(key, [])})
         have = set(body.splitlines())
@@ -251,8 +253,8 @@ class Linking:
                 body = body.rstrip() + f"\n\n{LEARNED}\n"
             body = body.rstrip() + "\n" + "\n".join(facts) + "\n"
         notes = src_body.split(LEARNED, 1)[0].strip()
-        heading = f"# {source.display_name}"
-        extra = "\n".join(ln for ln in notes.splitlines() if ln.strip() and ln != heading)
+        title = heading(source.display_name)
+        extra = "\n".join(ln for ln in notes.splitlines() if ln.strip() and ln != title)
         if extra and extra not in body:
             body = body.rstrip() + f"\n\n## Notes kept as {source.id}\n\n{extra}\n"
         write_document(path, meta, body)

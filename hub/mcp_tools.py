@@ -26,13 +26,16 @@ from hub.memory.documents import (
     UNREADABLE,
     MemoryItem,
     items_in,
+    items_of_text,
     layer_name,
     search_layer,
 )
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.readable import AdminOnly, items_for_people
 from hub.memory.recall import RecallScope, when
+from hub.memory.redact import redact
 from hub.memory.service import MemoryService
+from hub.plaintext import encode_block
 from hub.tasks import TaskBoard
 
 _NOTE = (
@@ -181,12 +184,21 @@ class MemoryTools:
         except UNREADABLE:
             raise ToolRefused(f"{path!r} is not your note: choose another path") from None
         try:
-            note = frontmatter.loads(content)
+            # Secrets go before the text is given structure: a redaction of the written
+            # file could span its front matter's end and let the body say the scope.
+            note = frontmatter.loads(redact(content)[0])
         except yaml.YAMLError as exc:  # the person's own front matter: say where it is wrong
             raise ToolRefused(f"the front matter is not valid YAML: {exc}") from None
         note.metadata["scope"] = reader.own_scope  # private to them, whatever it said
         note.metadata["person"] = reader.person_id
-        return str(frontmatter.dumps(note)) + "\n"
+        written = redact(str(frontmatter.dumps(note)) + "\n")[0]  # as MemoryService.write
+        try:  # what is written must read back as their own note and nothing else
+            items = items_of_text(folder, file, written)
+        except UNREADABLE:
+            items = []
+        if [(i.scope, i.person) for i in items] != [(reader.own_scope, reader.person_id)]:
+            raise ToolRefused("that note would not read back as yours: write it as plain text")
+        return written
 
     def recent(self, reader: Reader, days: int, limit: int) -> str:
         folder = self.memory.anima_dir(reader.anima)
@@ -255,11 +267,12 @@ class MemoryTools:
 
 
 def item_lines(items: list[MemoryItem]) -> list[str]:
-    """Items as a file's lines: an episode section under its `## HH:MM` heading."""
+    """Items as a file's lines: an episode section under its `## HH:MM` heading, its text
+    escaped as in the file (hub/plaintext.py), so no line of it reads as a heading."""
     lines: list[str] = []
     for item in items:
         lines += [f"## {item.section}"] if item.section else []
-        lines += item.text.splitlines()
+        lines += (encode_block(item.text) if item.section else item.text).splitlines()
     return lines
 
 

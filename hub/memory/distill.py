@@ -35,6 +35,7 @@ from hub.memory.handoff import HandoffNote, offline_handoff
 from hub.memory.lexical import tokenize
 from hub.memory.statements import said_of_them, stated
 from hub.memory.text import clip, is_placeholder
+from hub.plaintext import one_line
 
 log = logging.getLogger(__name__)
 
@@ -210,6 +211,23 @@ def speaker_lines(text: str) -> list[Line]:
         elif raw.strip():
             lines.append(Line("", raw))
     return [Line(line.who, line.text.strip()) for line in lines if line.text.strip()]
+
+
+def said_lines(item: MemoryItem, anima: str) -> list[Line]:
+    """Who said what in an episode section. A person's turn (`**name** (where): message`,
+    then `**anima**: reply`, as MemoryService.record_turn writes it) is those two lines
+    whatever the message holds: a line in it shaped like another's label is still the
+    person's, so a message cannot make a fact read as someone else's. Anything else (a
+    summary, an Anima's own note, a hand-written section) is read by its labels."""
+    reply_at = item.text.find(f"\n**{anima}**: ")
+    first = _SPEAKER.match(item.text.split("\n", 1)[0])
+    if item.person is None or _HEADER.match(item.text) or first is None or reply_at < 0:
+        return speaker_lines(item.text)
+    said = item.text[:reply_at].split("\n", 1)
+    message = "\n".join([first.group("text"), *said[1:]]).strip()
+    reply = item.text[reply_at + len(f"\n**{anima}**: ") :].strip()
+    lines = [Line(first.group("who").strip(), message), Line(anima, reply)]
+    return [line for line in lines if line.text]
 
 
 def terms(text: str) -> set[str]:
@@ -413,7 +431,8 @@ class OfflineDistiller:
 
     async def summarize_session(self, session: Session) -> str:
         return "\n".join(
-            f"**{turn.author}**: {lead(turn.text, 300 if turn.role == 'user' else 160, 2)}"
+            f"**{one_line(turn.author)}**: "  # a name cannot start a line of its own
+            f"{lead(turn.text, 300 if turn.role == 'user' else 160, 2)}"
             for turn in session.turns
             if turn.text.strip() and not is_placeholder(turn.text)
         )
@@ -426,7 +445,7 @@ class OfflineDistiller:
     ) -> list[Fact]:
         found: list[Fact] = []
         for item in sections:
-            for line in speaker_lines(item.text):
+            for line in said_lines(item, anima):
                 if line.who.casefold() == anima.casefold():
                     continue
                 if not line.who and item.person is None:
@@ -444,7 +463,7 @@ class OfflineDistiller:
     async def compress(self, anima: str, sections: Sequence[MemoryItem]) -> str:
         lines: list[str] = []
         for item in sections:
-            said = speaker_lines(item.text)
+            said = said_lines(item, anima)
             people = [ln for ln in said if ln.who and ln.who.casefold() != anima.casefold()]
             if not people:  # no one speaks (a heartbeat, a summary's prose): its beginning
                 prose = [ln for ln in item.text.splitlines() if not _HEADER.match(ln)]

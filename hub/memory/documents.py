@@ -22,13 +22,18 @@ from typing import Any, TypeVar
 import yaml
 
 from hub.files import parse_document, read_document, write_document
+from hub.plaintext import decode_block, encode_block
 
 IMPORTANT_MARK = "[IMPORTANT]"
 # Note statuses that keep a file out of recall (consolidation: superseded by a newer fact,
 # or merged into a near-duplicate). The file stays, with a pointer to what replaced it.
 RETIRED = frozenset({"superseded", "merged"})
 _SECTION_RE = re.compile(r"^## (\d{2}:\d{2})\s*$", re.MULTILINE)
+_META_PREFIX = "<!-- memory: "
 _META_RE = re.compile(r"^<!-- memory: (\{.*\}) -->\s*$", re.MULTILINE)
+# Characters json.dumps leaves raw that would end the metadata line for a reader splitting
+# at every line boundary, or end the HTML comment for a markdown renderer.
+_META_ESCAPES = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029", "-->": "--\\u003e"}
 _ID_NAMESPACE = uuid.UUID("6f1d3c52-8a51-4b0e-9a59-3f2f0a7e2c11")
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -245,8 +250,12 @@ def episode_path(day: date) -> str:
 
 
 def render_section(item: MemoryItem) -> str:
+    """One item as its section: the heading, the metadata comment on one line, the text
+    with every line a reader could take for structure escaped (hub/plaintext.py)."""
     meta = json.dumps(item.meta(), ensure_ascii=False, sort_keys=True)
-    return f"## {item.section}\n<!-- memory: {meta} -->\n{item.text.strip()}\n"
+    for raw, escaped in _META_ESCAPES.items():  # only ever inside a JSON string
+        meta = meta.replace(raw, escaped)
+    return f"## {item.section}\n{_META_PREFIX}{meta} -->\n{encode_block(item.text.strip())}\n"
 
 
 def read_episodes(folder: Path, path: Path) -> list[MemoryItem]:
@@ -271,20 +280,23 @@ def _episode_items(relative: str, body: str, scoped: bool = False) -> list[Memor
             raise MemoryFileError(f"{where}: its memory comment is not JSON: {exc}") from exc
         if scoped and not (isinstance(meta, dict) and meta.get("scope")):
             raise MemoryFileError(f"{relative} (section {match.group(1)}): no privacy scope")
-        text = _META_RE.sub("", chunk).strip()
+        text = decode_block(_META_RE.sub("", chunk).strip())
         meta.setdefault("layer", Layer.EPISODIC.value)
         items.append(item_from_meta(meta, text, relative, match.group(1)))
     return items
 
 
-def _section_mark(item_id: str) -> str:
-    """How an item's id stands in its section's metadata comment (render_section)."""
-    return f'"id": "{item_id}"'
+def _holds_section(body: str, item_id: str) -> bool:
+    """Whether a section's metadata comment gives `item_id` (render_section). Only those
+    lines are looked at: a text quoting an id is not that item (its lines cannot open
+    with the comment, being escaped), and a JSON string cannot hold the unescaped mark."""
+    mark = f'"id": "{item_id}"'
+    return any(ln.startswith(_META_PREFIX) and mark in ln for ln in body.split("\n"))
 
 
 def has_section(path: Path, item_id: str) -> bool:
     """Whether the episode file at `path` holds the section of `item_id`."""
-    return path.is_file() and _section_mark(item_id) in path.read_text(encoding="utf-8")
+    return path.is_file() and _holds_section(path.read_text(encoding="utf-8"), item_id)
 
 
 def append_episode(folder: Path, item: MemoryItem) -> bool:
@@ -295,7 +307,7 @@ def append_episode(folder: Path, item: MemoryItem) -> bool:
     path = folder / item.path
     if path.exists():
         meta, body = read_document(path)
-        if _section_mark(item.id) in body:
+        if _holds_section(body, item.id):
             return False
     else:
         day = item.created.date().isoformat()

@@ -18,9 +18,12 @@ from pathlib import Path
 from hub.files import read_document, write_document
 from hub.memory.lexical import tokenize
 from hub.memory.redact import REDACTED_MARK, redact
+from hub.plaintext import one_line
 
 LEARNED = "## What Animas have learned"
 IN_DM = ", in a DM)_"  # how a bullet learned in a DM ends
+# The heading as a line of its own: a name or fact that holds its words is not it.
+_LEARNED_LINE = re.compile(rf"^{re.escape(LEARNED)}[ \t]*$", re.MULTILINE)
 _MARKED = re.compile(
     r"^(?P<fact>.*?) _\((?P<anima>[^,()]+), (?P<day>\d{4}-\d{2}-\d{2})(?P<dm>, in a DM)?\)_$"
 )
@@ -82,6 +85,18 @@ class Learned:
         return cls(marked["fact"], marked["anima"], marked["day"], marked["dm"] is not None)
 
 
+def heading(name: str) -> str:
+    """A profile's title line: the person's display name, on one line whatever it holds."""
+    return f"# {one_line(name)}"
+
+
+def _split_learned(body: str) -> tuple[str, str] | None:
+    """A profile's body before its "What Animas have learned" heading line and after it;
+    None without one."""
+    found = _LEARNED_LINE.search(body)
+    return None if found is None else (body[: found.start()], body[found.end() :])
+
+
 class Profiles:
     def __init__(self, users_dir: Path) -> None:
         self._dir = users_dir
@@ -92,7 +107,8 @@ class Profiles:
         if not path.exists():
             return []
         _meta, body = read_document(path)
-        section = body.split(LEARNED, 1)[1] if LEARNED in body else ""
+        parts = _split_learned(body)
+        section = parts[1] if parts else ""
         facts = [ln[2:].strip() for ln in section.splitlines() if ln.startswith("- ")]
         return facts if in_dm else [f for f in facts if not f.endswith(IN_DM)]
 
@@ -123,11 +139,11 @@ class Profiles:
         path = self._dir / f"{person_id}.md"
         if not path.exists():
             return False
-        clean = " ".join(redact(fact)[0].split())
+        clean = one_line(redact(fact)[0])  # a bullet is one line: a fact never makes two
         meta, body = read_document(path)
         if any(line.startswith(clean) for line in self.learned(person_id)):
             return False
-        if LEARNED not in body:
+        if _split_learned(body) is None:
             body = body.rstrip() + f"\n\n{LEARNED}\n"
         where = IN_DM if private else ")_"
         body = body.rstrip() + f"\n- {clean} _({anima}, {day.isoformat()}{where}\n"
@@ -141,9 +157,10 @@ class Profiles:
         if not path.exists():
             return 0
         meta, body = read_document(path)
-        if LEARNED not in body:
+        parts = _split_learned(body)
+        if parts is None:
             return 0
-        before, section = body.split(LEARNED, 1)
+        before, section = parts
         facts = [ln for ln in section.splitlines() if ln.startswith("- ")]
         if not facts:
             return 0

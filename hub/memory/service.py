@@ -48,6 +48,7 @@ from hub.memory.redact import redact
 from hub.memory.search import Wanted, asked_in, ranked
 from hub.memory.timings import Durations
 from hub.mentions import Named
+from hub.plaintext import one_line
 from hub.settings import MemorySection
 
 log = logging.getLogger(__name__)
@@ -270,7 +271,9 @@ class MemoryService:
         """Append the turn to today's episodes (redacted), then index it in the background."""
         user_text, _ = redact(turn.user_text)
         reply, _ = redact(turn.reply)
-        text = f"**{turn.person_name}** ({turn.where}): {user_text}\n**{turn.anima}**: {reply}"
+        # The speaker labels are one line each: a name cannot start a line of its own.
+        who, where = one_line(turn.person_name), one_line(turn.where)
+        text = f"**{who}** ({where}): {user_text}\n**{turn.anima}**: {reply}"
         item = MemoryItem(
             id=stable_id("turn", turn.inbox_id),
             layer=Layer.EPISODIC,
