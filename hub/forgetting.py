@@ -21,10 +21,10 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session, col
 
 from hub.files import atomic_write
@@ -34,10 +34,12 @@ from hub.memory.profiles import Profiles
 from hub.memory.service import MemoryService
 from hub.messages import DeliveryStatus
 from hub.store.db import Database
-from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Turn
+from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Task, TaskEvent, TaskState, Turn
+from hub.tasks import OPEN
 
 log = logging.getLogger(__name__)
 FORGOTTEN = "person.forgotten"  # the audit action a forget leaves
+FORGOTTEN_TASK = "(forgotten)"  # the title a task asked for in a forgotten DM keeps
 APPLIED_MARK = "forgets-applied"  # in the data folder: the last forget applied (id, time)
 
 
@@ -47,13 +49,14 @@ class Forgotten:
     facts: int
     turns: int
     handoffs: int = 0
+    tasks: int = 0
 
     def line(self) -> str:
         total = sum(self.memories.values())
         per = ", ".join(f"{anima}: {n}" for anima, n in self.memories.items()) or "none"
         return (
             f"{total} private memories ({per}), {self.facts} profile facts, "
-            f"{self.turns} DM turns and {self.handoffs} handoffs"
+            f"{self.turns} DM turns, {self.handoffs} handoffs and {self.tasks} tasks"
         )
 
 
@@ -70,7 +73,8 @@ async def forget_person(
     scopes = [f"person:{i}" for i in ids]
     memories = await memory.forget_scopes(scopes) if memory else {}
     facts = profiles.forget_learned(person.id)
-    turns = _forget_dm_turns(db, ids)
+    turns, addresses = _forget_dm_turns(db, ids)
+    tasks = _forget_dm_tasks(db, addresses)
     left = handoffs.forget(ids)
     with db.session() as session:
         session.add(
@@ -85,18 +89,20 @@ async def forget_person(
                     "facts": facts,
                     "turns": turns,
                     "handoffs": left,
+                    "tasks": tasks,
                 },
             )
         )
     # SQLite zeroes what was deleted or blanked (secure_delete), in pages that are in its
     # write-ahead log until a checkpoint: copied into the database now, and the log cut.
     db.scrub()
-    return Forgotten(memories, facts, turns, left)
+    return Forgotten(memories, facts, turns, left, tasks)
 
 
-def _forget_dm_turns(db: Database, ids: tuple[str, ...]) -> int:
+def _forget_dm_turns(db: Database, ids: tuple[str, ...]) -> tuple[int, list[str]]:
     """Their DM conversations, whole: the turn log, and the text of the inbox rows and sent
-    deliveries (kept for dedup and the outbox, blanked). Channels keep what was said there."""
+    deliveries (kept for dedup and the outbox, blanked). Channels keep what was said there.
+    How many turns went, and the DMs' addresses."""
     with db.write() as conn:
         dms = conn.execute(
             select(col(InboxItem.conversation), col(InboxItem.address))
@@ -106,7 +112,7 @@ def _forget_dm_turns(db: Database, ids: tuple[str, ...]) -> int:
         conversations = sorted({c for c, _ in dms})
         addresses = sorted({a for _, a in dms})
         if not conversations:
-            return 0
+            return 0, addresses
         gone = conn.execute(delete(Turn).where(col(Turn.conversation).in_(conversations)))
         conn.execute(
             update(InboxItem)
@@ -121,7 +127,57 @@ def _forget_dm_turns(db: Database, ids: tuple[str, ...]) -> int:
             )
             .values(text="", chunks=[])
         )
-        return int(gone.rowcount or 0)
+        return int(gone.rowcount or 0), addresses
+
+
+def _forget_dm_tasks(db: Database, addresses: list[str]) -> int:
+    """Tasks asked for in their DMs, and the tasks those handed down, are copies of what
+    they said there: title, details, report and the events' notes are blanked, and an open
+    one is cancelled (it would run on text that is gone). How many tasks."""
+    if not addresses:
+        return 0
+    with db.write() as conn:
+        found = set(conn.scalars(select(col(Task.id)).where(col(Task.origin).in_(addresses))))
+        frontier = set(found)
+        while frontier:  # subtasks, down the chain
+            frontier = (
+                set(conn.scalars(select(col(Task.id)).where(col(Task.parent_id).in_(frontier))))
+                - found
+            )
+            found |= frontier
+        if not found:
+            return 0
+        ids = sorted(i for i in found if i is not None)
+        open_ = [state.value for state in OPEN]
+        cancelled = conn.execute(
+            select(col(Task.id), col(Task.state)).where(
+                col(Task.id).in_(ids), col(Task.state).in_(open_)
+            )
+        ).all()
+        conn.execute(
+            update(Task)
+            .where(col(Task.id).in_(ids))
+            .values(title=FORGOTTEN_TASK, details="", result="")
+        )
+        conn.execute(
+            update(Task)
+            .where(col(Task.id).in_([i for i, _ in cancelled]))
+            .values(state=TaskState.CANCELLED)
+        )
+        conn.execute(update(TaskEvent).where(col(TaskEvent.task_id).in_(ids)).values(note=""))
+        now = datetime.now(UTC)
+        for task_id, was in cancelled:
+            conn.execute(
+                insert(TaskEvent).values(
+                    task_id=task_id,
+                    at=now,
+                    actor="hub",
+                    from_state=str(was),
+                    to_state=TaskState.CANCELLED.value,
+                    note="its requester was forgotten",
+                )
+            )
+        return len(ids)
 
 
 async def reapply_forgets(

@@ -16,9 +16,11 @@ from sqlmodel import select
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.files import write_document
+from hub.forgetting import FORGOTTEN_TASK
 from hub.memory.recall import RecallScope
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
-from hub.store.models import AuditEntry, InboxItem, Turn
+from hub.store.models import AuditEntry, InboxItem, TaskEvent, TaskState, Turn
+from hub.tasks import NewTask
 from tests.api.test_linking import command
 from tests.api.test_people import ADMIN, TOKEN, web
 from tests.conftest import started_hub
@@ -143,3 +145,41 @@ async def test_about_me_and_forget_over_the_api(hub: Hub) -> None:
         assert gone.json()["memories"] == {"aria": 1}
         again = (await client.get("/api/me/about", headers=own)).json()
         assert again["private_memories"] == {}
+
+
+async def test_forget_me_blanks_the_tasks_asked_for_in_the_dm_and_cancels_open_ones(
+    hub: Hub,
+) -> None:
+    """A task asked for in a DM is a copy of what was said there (issue 41, class 1)."""
+    await tell(hub, DANA_DM, DANA, "please have kai check the invoice for IBAN DE4471")
+    dana = hub.identity.resolve(DANA)
+    asked = hub.tasks.create(
+        NewTask(
+            "check the invoice for IBAN DE4471",
+            "mika",
+            "kai",
+            details="Dana's IBAN DE4471",
+            requested_by=dana.id,
+            origin=str(DANA_DM),
+        ),
+        "mika",
+    )
+    handed_down = hub.tasks.create(
+        NewTask("look up DE4471", "kai", "aria", parent_id=asked.id, origin=f"task:{asked.id}"),
+        "kai",
+    )
+    elsewhere = hub.tasks.create(
+        NewTask("plan the offsite", "mika", "kai", origin=str(EVE_DM)), "mika"
+    )
+
+    done = await command(hub, DANA_DM, DANA, "/forget-me confirm")
+
+    assert "2 tasks" in done
+    for task_id in (asked.id, handed_down.id):
+        view = hub.tasks.get(task_id)
+        assert view.title == FORGOTTEN_TASK and view.state == TaskState.CANCELLED
+        assert "DE4471" not in str(view)
+    assert hub.tasks.get(elsewhere.id).title == "plan the offsite"
+    with hub.db.session() as session:
+        notes = [e.note for e in session.exec(select(TaskEvent)).all()]
+    assert not [n for n in notes if "DE4471" in n]
