@@ -28,6 +28,8 @@ _VALUE = (
     rf"""(?P<secret>{_FRESH}(?:(?<=")[^"\n]+|(?<=')[^'\n]+|(?<=`)[^`\n]+|"""
     r"""(?<!["'`])[^\s"'`,;]+))"""
 )
+# A token's value (no `&`: in a URL it starts the next parameter, unlike in a password).
+_TOKEN_VALUE = _VALUE.replace(r"""[^\s"'`,;]+""", r"""[^\s"'`,;&]+""")
 _B64URL = "[A-Za-z0-9_-]"
 _TOKEN = "[A-Za-z0-9._~+/-]"  # RFC 6750 b64token
 _AUTH_HEADER = r"""(?i:authorization)["']?[ \t]*[:=][ \t]*["']?"""
@@ -68,9 +70,24 @@ def _high_entropy(value: str) -> bool:
     if len(value) < 16 or _PLACEHOLDER_VALUE.match(value):
         return False
     classes = sum(any(test(c) for c in value) for test in (str.islower, str.isupper, str.isdigit))
+    return classes >= 2 and _entropy(value) >= 3.0
+
+
+def _random_body(value: str) -> bool:
+    """The random part of a prefixed token: letters of both cases and digits, or hex, or
+    capitals and digits, and about 3.5+ bits a character; hyphenated words have none of
+    these mixes."""
+    if len(value) < 20 or _entropy(value) < 3.5:
+        return False
+    lower, upper = any(c.islower() for c in value), any(c.isupper() for c in value)
+    digit = any(c.isdigit() for c in value)
+    hexadecimal = len(value) >= 32 and all(c in "0123456789abcdef" for c in value)
+    return digit and ((lower and upper) or hexadecimal or (upper and not lower))
+
+
+def _entropy(value: str) -> float:
     counts = Counter(value)
-    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
-    return classes >= 2 and entropy >= 3.0
+    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
 
 
 @dataclass(frozen=True)
@@ -135,27 +152,61 @@ RULES: tuple[_Rule, ...] = (
     ),
     _rule(
         "generic-secret",
-        rf"{_KEY_START}(?i:[\w.-]*(?:api[_-]?key|access[_-]?key|secret[_-]?key|secret|"
-        rf"token|credentials?|auth)){_ASSIGN}{_VALUE}",
+        rf"{_KEY_START}(?i:[\w.-]*(?:key|secret|token|credentials?|auth)){_ASSIGN}{_TOKEN_VALUE}",
+        _high_entropy,
+    ),
+    # A webhook's secret is a path segment: Discord's, Teams' and others' alike.
+    _rule(
+        "webhook-url",
+        r"(?i:https?://[^\s/]{1,100}/(?:[^\s/]{1,100}/){0,4}?[^\s/]*hooks?/)"
+        r"(?:[^\s/]{1,100}/){0,3}(?P<secret>[A-Za-z0-9_-]{32,})",
         _high_entropy,
     ),
 )
 
-# Every rule's pattern holds one of these (lowercased): text with none (most messages) has
-# no secret for these rules, and looking for them costs a few microseconds.
-_ANCHORS = (
-    *("private key", "sk-", "://", "secret", "key", "bearer", "basic", "authoriz", "pass"),
-    *("pwd", "pw", "token", "credential", "auth", "pin", ":aa"),
+# A provider's token is made to be recognisable on its own: a short prefix, a separator and
+# a random body (`gsk_…`, `dckr_pat_…`, `GOCSPX-…`, `hvs.…`). This rule is that design
+# rather than a list of providers: gitleaks knows many prefixes, and a new provider's is
+# caught before any rule set learns it. It needs no anchor word, so it looks only at runs
+# of token characters long enough to hold one (prose has few), matching each run whole.
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9._-]{23,}")
+_PREFIXED = re.compile(
+    r"[A-Za-z][A-Za-z0-9]{1,7}(?:[._-][A-Za-z0-9]{2,8}){0,2}[._-](?P<secret>[A-Za-z0-9_-]{20,})"
 )
+
+
+def _prefixed_tokens(text: str) -> Iterator[Finding]:
+    for run in _TOKEN_RUN.finditer(text):
+        if run.start() and (text[run.start() - 1].isalnum() or text[run.start() - 1] == "_"):
+            continue  # inside a longer word (a letter outside ASCII before it)
+        match = _PREFIXED.fullmatch(run.group())
+        if match and _random_body(match.group("secret")):
+            yield Finding(run.start(), run.end(), "prefixed-token")
+
+
+# What each kind's patterns all hold (lowercased): a rule runs only on text holding one,
+# which spares most messages every rule, at a few microseconds for the look.
+_ANCHORS = {
+    "private-key": ("private key",),
+    "telegram-bot-token": (":aa",),
+    "sk-api-key": ("sk-",),
+    "url-password": ("://",),
+    "bearer-token": ("bearer",),
+    "basic-auth": ("basic",),
+    "password": ("pass", "pw", "pin"),
+    "generic-secret": ("key", "secret", "token", "credential", "auth"),
+    "webhook-url": ("hook",),
+}
 
 
 def find(text: str) -> Iterator[Finding]:
     """Every secret these rules see in `text`."""
     lowered = text.lower()
-    if not any(anchor in lowered for anchor in _ANCHORS):
-        return
     for rule in RULES:
+        if not any(anchor in lowered for anchor in _ANCHORS[rule.kind]):
+            continue
         for match in rule.pattern.finditer(text):
             group = "secret" if "secret" in rule.pattern.groupindex else 0
             if rule.accept(match.group(group)):
                 yield Finding(match.start(group), match.end(group), rule.kind)
+    yield from _prefixed_tokens(text)

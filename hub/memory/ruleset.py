@@ -21,7 +21,7 @@ import math
 import re
 import tomllib
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -190,15 +190,21 @@ class RuleSet:
         for index, rule in enumerate(self.rules):
             for keyword in rule.keywords:
                 by_keyword.setdefault(keyword, []).append(index)
-        self._by_keyword = {keyword: tuple(found) for keyword, found in by_keyword.items()}
+        # A keyword found stands for itself and every keyword that is a prefix of it (the
+        # scan reports the longest keyword starting at each position).
+        self._by_keyword = {
+            keyword: tuple(
+                sorted({i for k in by_keyword if keyword.startswith(k) for i in by_keyword[k]})
+            )
+            for keyword in by_keyword
+        }
+        self._keywords = re.compile(f"(?=({_trie(by_keyword)}))")
 
     def find(self, text: str) -> Iterator[Finding]:
         """Every secret the rules see in `text`, rule by rule in the file's order."""
-        lowered = text.lower()
         hit: set[int] = set()
-        for keyword, indexes in self._by_keyword.items():
-            if keyword in lowered:
-                hit.update(indexes)
+        for keyword in set(self._keywords.findall(text.lower())):
+            hit.update(self._by_keyword[keyword])
         for index in sorted(hit):
             yield from self._apply(self.rules[index], text)
         for rule in self._always:
@@ -218,6 +224,26 @@ class RuleSet:
             if any(allow.allows(secret, match.group(0), line) for allow in allowlists):
                 continue
             yield Finding(start, end, rule.id)
+
+
+def _trie(words: Iterable[str]) -> str:
+    """One pattern matching any of `words`, longest first, as a trie: a regex engine then
+    looks at each position once instead of once per keyword (250 of them)."""
+    tree: dict[str, Any] = {}
+    for word in words:
+        node = tree
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def branch(node: dict[str, Any]) -> str:
+        alternatives = [re.escape(char) + branch(node[char]) for char in sorted(node) if char]
+        if not alternatives:
+            return ""
+        body = alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+        return f"(?:{body})?" if "" in node else body
+
+    return branch(tree)
 
 
 def _line(text: str, start: int, end: int) -> str:

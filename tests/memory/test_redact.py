@@ -228,7 +228,7 @@ def test_private_key_cut_short_and_json_escaped() -> None:
     escaped = json.dumps({"private_key": PEM + "\n", "client_email": "bot@proj.iam.example"})
     redacted, kinds = redact(escaped)
     assert json.loads(redacted) == {
-        "private_key": _tag("private-key") + "\n",
+        "private_key": _tag("private-key"),  # the field's whole value
         "client_email": "bot@proj.iam.example",
     }
     assert kinds == ["private-key"]
