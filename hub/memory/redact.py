@@ -11,7 +11,7 @@ Three sources find secrets, and a secret any of them sees is redacted:
   200+ of them, kept up to date upstream; kinds are its rule ids (`github-pat`).
 - the credentials this hub is configured with (`remember_secrets`): a platform token or API
   key is redacted wherever it shows up, whatever its shape (an error echoing a refused
-  token, a URL with it inside); kind `configured`.
+  token, a URL with it inside); kind `configured-<fingerprint>`.
 - the hand rules below, only for what no rule set covers because it is about how people
   write rather than a provider's format: passwords and PINs after `password:`, `pass:`,
   `pw`, "my PIN is ..."; a DSN's password; Authorization headers; a private key block cut
@@ -36,39 +36,48 @@ from hub.memory import hand_rules
 from hub.memory.hand_rules import REDACTED_MARK
 from hub.memory.ruleset import Finding, gitleaks
 
-__all__ = ["REDACTED_MARK", "StreamRedactor", "fingerprint", "redact", "redact_json"]
+__all__ = [
+    "REDACTED_MARK",
+    "StreamRedactor",
+    "fingerprint",
+    "redact",
+    "redact_json",
+    "remember_secrets",
+]
 
 PLACEHOLDER = REDACTED_MARK + "{kind}]"
-_PLACED = re.compile(r"\[REDACTED:[\w.-]+\]")  # a placeholder already in the text
+_PLACED = re.compile(r"\[REDACTED:[\w.:-]+\]")  # a placeholder already in the text
 _MIN_KNOWN = 8  # a configured value shorter than this is too common a string to hunt for
-_known: tuple[str, ...] = ()
+_known: tuple[tuple[str, str], ...] = ()  # (a configured value or its URL form, its kind)
 
 
 def remember_secrets(values: Iterable[str]) -> None:
-    """Redact these exact values (the hub's configured credentials) from now on, with
-    their URL-quoted forms: a platform's error may echo a refused token, a library's may
-    print the URL that held it."""
+    """Redact these exact values (the hub's configured credentials) from now on, with their
+    URL-quoted forms: a platform's error may echo a refused token whatever its shape, a
+    library's may print the URL that held it. The placeholder names the credential by its
+    fingerprint (`[REDACTED:configured-sha256:1a2b3c4d]`), as `animahub status` lists them."""
     global _known
-    found = {v for value in values if len(v := value.strip()) >= _MIN_KNOWN}
-    found |= {quote(value, safe="") for value in found}
-    _known = tuple(sorted(found, key=len, reverse=True))
+    found: dict[str, str] = {}
+    for value in values:
+        if len(value := value.strip()) >= _MIN_KNOWN:
+            kind = "configured-" + fingerprint(value)
+            found[value] = found[quote(value, safe="")] = kind
+    _known = tuple(sorted(found.items(), key=lambda item: len(item[0]), reverse=True))
 
 
 def fingerprint(value: str | None) -> str:
     """How a configured credential is shown (status, health, logs, the dashboard): enough
-    to tell two apart or match one against a provider's console, never the value."""
+    to tell two apart or to check one against a file, never the value or a part of it."""
     if not value:
         return "not set"
-    digest = hashlib.sha256(value.encode()).hexdigest()[:8]
-    tail = f"…{value[-4:]} " if len(value) >= 20 else ""
-    return f"{tail}(sha256 {digest})"
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:8]
 
 
 def _known_findings(text: str) -> Iterator[Finding]:
-    for value in _known:
+    for value, kind in _known:
         start = text.find(value)
         while start >= 0:
-            yield Finding(start, start + len(value), "configured")
+            yield Finding(start, start + len(value), kind)
             start = text.find(value, start + len(value))
 
 
