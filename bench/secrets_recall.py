@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from locomo_data import load_all
 
-from hub.memory.redact import redact
+from hub.memory.redact import StreamRedactor, redact
 
 UPPER = string.ascii_uppercase
 LOWER = string.ascii_lowercase
@@ -225,9 +225,9 @@ def recall(samples: int, seed: int) -> tuple[list[dict[str, Any]], float, float]
         for _ in range(samples):
             value = fmt.make(rng)
             for text in contexts(fmt, value):
-                start = time.perf_counter()
+                start = time.process_time()
                 clean = redact(text)[0]
-                spent += time.perf_counter() - start
+                spent += time.process_time() - start
                 tried += 1
                 if value in clean:
                     missed.append(text)
@@ -241,18 +241,41 @@ def recall(samples: int, seed: int) -> tuple[list[dict[str, Any]], float, float]
 def false_positives(data: Path) -> dict[str, Any]:
     turns = [turn.text for conv in load_all(data, "") for turn in conv.turns]
     flagged: list[tuple[list[str], str]] = []
-    start = time.perf_counter()
+    start = time.process_time()
     for text in turns:
         _, kinds = redact(text)
         if kinds:
             flagged.append((kinds, text))
-    spent = time.perf_counter() - start
+    spent = time.process_time() - start
     return {
         "turns": len(turns),
         "flagged": len(flagged),
         "rate": len(flagged) / max(len(turns), 1),
         "us_per_turn": spent / max(len(turns), 1) * 1e6,
         "examples": flagged[:10],
+    }
+
+
+def stream_cost(data: Path, replies: int = 200) -> dict[str, float]:
+    """A reply streamed as a model streams it (pieces of about 4 characters, a token each):
+    the stream redactor redacts the whole reply so far at every piece."""
+    turns = [turn.text for conv in load_all(data, "") for turn in conv.turns]
+    texts = [" ".join(turns[i : i + 6]) for i in range(0, min(len(turns), replies * 6), 6)]
+    pieces = 0
+    start = time.process_time()
+    for text in texts:
+        stream = StreamRedactor()
+        for at in range(0, len(text), 4):
+            stream.feed(text[at : at + 4])
+            pieces += 1
+        stream.rest()
+    spent = time.process_time() - start
+    chars = sum(len(text) for text in texts) / max(len(texts), 1)
+    return {
+        "replies": len(texts),
+        "chars_per_reply": chars,
+        "ms_per_reply": spent / max(len(texts), 1) * 1e3,
+        "us_per_piece": spent / max(pieces, 1) * 1e6,
     }
 
 
@@ -273,17 +296,24 @@ def main() -> None:
             print(f"|   missed: {text[:90]!r} | | |")
     print(
         f"\n{len(FORMATS)} formats, recall {overall:.4f} (at least 0.98: "
-        f"{'met' if overall >= 0.98 else 'NOT met'}); {us_sample:.0f} us per sample"
+        f"{'met' if overall >= 0.98 else 'NOT met'}); {us_sample:.0f} us of CPU per sample"
     )
     print(
         f"LoCoMo: {fp['flagged']} of {fp['turns']} turns redacted, false-positive rate "
         f"{fp['rate']:.4%} (at most 0.1 %: {'met' if fp['rate'] <= 0.001 else 'NOT met'}); "
-        f"{fp['us_per_turn']:.0f} us per turn"
+        f"{fp['us_per_turn']:.0f} us of CPU per turn"
     )
     for kinds, text in fp["examples"]:
         print(f"  flagged {kinds}: {text[:120]!r}")
+    streamed = stream_cost(args.data)
+    print(
+        f"streamed: {streamed['replies']} replies of {streamed['chars_per_reply']:.0f} "
+        f"characters in 4-character pieces, {streamed['ms_per_reply']:.1f} ms of CPU per "
+        f"reply, {streamed['us_per_piece']:.0f} us per piece"
+    )
     if args.json:
         report = {"formats": rows, "recall": overall, "us_per_sample": us_sample, **fp}
+        report["stream"] = streamed
         report["command"] = " ".join(["bench/secrets_recall.py", *sys.argv[1:]])
         args.json.write_text(json.dumps(report, indent=2, default=str))
 

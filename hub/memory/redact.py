@@ -153,7 +153,9 @@ class StreamRedactor:
 
     def feed(self, piece: str) -> str:
         self._text += piece
-        if self._stuck:
+        # Without a new space or line break the cut cannot move on (a placeholder holds
+        # neither): the whole text is redacted again only when something may be let out.
+        if self._stuck or (" " not in piece and "\n" not in piece):
             return ""
         clean = redact(self._text)[0]
         cut = max(clean.rfind(" "), clean.rfind("\n")) + 1
