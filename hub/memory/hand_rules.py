@@ -81,7 +81,8 @@ def _random_body(value: str) -> bool:
         return False
     lower, upper = any(c.islower() for c in value), any(c.isupper() for c in value)
     digit = any(c.isdigit() for c in value)
-    hexadecimal = len(value) >= 32 and all(c in "0123456789abcdef" for c in value)
+    # 40+: a UUID without its hyphens (32) is an id the hub itself shows, not a secret
+    hexadecimal = len(value) >= 40 and all(c in "0123456789abcdef" for c in value)
     return digit and ((lower and upper) or hexadecimal or (upper and not lower))
 
 

@@ -106,6 +106,7 @@ def test_a_sample_of_formats_is_caught(kind: str, template: str, secret: str) ->
         "See https://example.com/hooks/setup-guide-for-new-contributors today",
         "The build id is release-2026.12.07-final and ran for 3 minutes.",
         "Ping me at 10:30, my pw is in the vault",
+        "turn a1297ac9-bff1-4677-8ccf-9f4c104baefa of person p-9f4c104baefa4677a8ccfbff1a1297ac",
     ],
 )
 def test_look_alikes_survive(text: str) -> None:
