@@ -95,6 +95,7 @@ class Hub:
         self.settings = settings
         # Its credentials are redacted wherever text is kept or shown (hub/memory/redact.py).
         remember_secrets(configured_secrets(settings).values())
+        redact("")  # compiles the rule set now, not in the first person's turn
         self.clock: Clock = clock or SystemClock()
         home = settings.home
         self.db = Database(settings.database_url)
