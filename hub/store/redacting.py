@@ -29,7 +29,9 @@ KEPT_TEXT: Mapping[str, frozenset[str]] = {
     "task_event": frozenset({"note"}),
     "turn": frozenset({"text"}),
     "heartbeat_run": frozenset({"outcome"}),
-    "delivery": frozenset({"text", "chunks", "error"}),
+    # not `chunks`: what is sent, rendered from the text (redacted at enqueue) with the
+    # platform's own markup and ids, which must reach the platform as they are
+    "delivery": frozenset({"text", "error"}),
     "inbox": frozenset({"error"}),
     "handoff": frozenset({"discussed", "open_questions", "next_steps"}),
 }
