@@ -210,7 +210,7 @@ def contexts(fmt: Format, value: str) -> list[str]:
         found.append(f"export {fmt.env}={value}")
         found.append(json.dumps({fmt.env.lower(): value}, indent=2))
     if fmt.bare:
-        found.append(f"why does {value} not work any more?")
+        found.append(f"it stopped working yesterday: {value}.")
     return found
 
 

@@ -3,9 +3,11 @@
 These are about how people write a secret rather than a provider's format: a password or
 PIN after `password:`, `pass:`, `pw` or said in words; a DSN's password; Authorization
 headers; a private key block cut short or JSON-escaped; `token=` pairs in URLs and configs;
-and two shapes gitleaks sees only with the provider's name or marker beside them: a bare
-Telegram bot token and an `sk-` key of an OpenAI-compatible provider. A value that is
-already a placeholder never matches. Kinds are named as gitleaks names its rules.
+two shapes gitleaks sees only with the provider's name or marker beside them (a bare
+Telegram bot token, an `sk-` key of an OpenAI-compatible provider); a webhook URL's secret
+path segment; and a provider-style token (prefix, separator, random body) of a provider
+gitleaks has no rule for. A value that is already a placeholder never matches. Kinds are
+named as gitleaks names its rules.
 """
 
 from __future__ import annotations
@@ -180,9 +182,10 @@ def _prefixed_tokens(text: str) -> Iterator[Finding]:
     for run in _TOKEN_RUN.finditer(text):
         if run.start() and (text[run.start() - 1].isalnum() or text[run.start() - 1] == "_"):
             continue  # inside a longer word (a letter outside ASCII before it)
-        match = _PREFIXED.fullmatch(run.group())
+        token = run.group().rstrip(".")  # the end of a sentence is not the token's
+        match = _PREFIXED.fullmatch(token)
         if match and _random_body(match.group("secret")):
-            yield Finding(run.start(), run.end(), "prefixed-token")
+            yield Finding(run.start(), run.start() + len(token), "prefixed-token")
 
 
 # What each kind's patterns all hold (lowercased): a rule runs only on text holding one,

@@ -81,6 +81,7 @@ SAMPLES = [
     ("stripe-access-token", "{}", "sk_live_" + fake(ALNUM, 24, 11)),
     ("shopify-access-token", "{}", "shpat_" + fake(HEX, 32, 12)),
     ("prefixed-token", "the groq key {} fails", "gsk_" + fake(ALNUM, 52, 13)),
+    ("prefixed-token", "it ends the sentence: {}.", "dckr_pat_" + fake(B64URL, 27, 15)),
     ("webhook-url", "https://discord.com/api/webhooks/1234567890123/{}", fake(B64URL, 68, 14)),
     ("password", "pass: {}", "hunter2!"),
     ("password", "pw {} please", "Gr33nTea"),
