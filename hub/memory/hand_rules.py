@@ -173,15 +173,21 @@ RULES: tuple[_Rule, ...] = (
 # caught before any rule set learns it. It needs no anchor word, so it looks only at runs
 # of token characters long enough to hold one (prose has few), matching each run whole.
 _TOKEN_RUN = re.compile(r"[A-Za-z0-9._-]{23,}")
+# A provider's prefix is one case (`gsk`, `GOCSPX`, `r8`): a random id's first characters
+# rarely are, so an id with a `-` or `_` early on is not taken for a prefixed token.
 _PREFIXED = re.compile(
-    r"[A-Za-z][A-Za-z0-9]{1,7}(?:[._-][A-Za-z0-9]{2,8}){0,2}[._-](?P<secret>[A-Za-z0-9_-]{20,})"
+    r"(?:[a-z][a-z0-9]{1,7}|[A-Z][A-Z0-9]{1,7})(?:[._-][A-Za-z0-9]{2,8}){0,2}[._-]"
+    r"(?P<secret>[A-Za-z0-9_-]{20,})"
 )
 
 
 def _prefixed_tokens(text: str) -> Iterator[Finding]:
     for run in _TOKEN_RUN.finditer(text):
-        if run.start() and (text[run.start() - 1].isalnum() or text[run.start() - 1] == "_"):
-            continue  # inside a longer word (a letter outside ASCII before it)
+        before = text[run.start() - 1] if run.start() else " "
+        # Inside a longer word (a letter outside ASCII before it), or a URL's path segment:
+        # the hub's own sign-in link is one, and a webhook's secret path has its own rule.
+        if before.isalnum() or before in "_/":
+            continue
         token = run.group().rstrip(".")  # the end of a sentence is not the token's
         match = _PREFIXED.fullmatch(token)
         if match and _random_body(match.group("secret")):

@@ -108,6 +108,9 @@ def test_a_sample_of_formats_is_caught(kind: str, template: str, secret: str) ->
         "The build id is release-2026.12.07-final and ran for 3 minutes.",
         "Ping me at 10:30, my pw is in the vault",
         "turn a1297ac9-bff1-4677-8ccf-9f4c104baefa of person p-9f4c104baefa4677a8ccfbff1a1297ac",
+        # the hub's own sign-in link, sent through the outbox (which redacts what it sends)
+        "Your sign-in link: http://127.0.0.1:18500/signin/ab-Xq3Zk9Lm2Np8Rt5Vw7Yb1Cd4Fg6Hj0Ks2Mu",
+        "a random id with an early hyphen: aZ3k-Xq3Zk9Lm2Np8Rt5Vw7Yb1Cd4Fg6Hj0Ks2Mu",
     ],
 )
 def test_look_alikes_survive(text: str) -> None:
