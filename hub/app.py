@@ -48,7 +48,7 @@ from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill_llm import anima_distillers
 from hub.memory.profiles import Profiles
-from hub.memory.redact import redact
+from hub.memory.redact import redact, remember_secrets
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
@@ -64,7 +64,7 @@ from hub.routing import Router
 from hub.runtime import Responders, Runtime
 from hub.scheduler import Scheduler
 from hub.sessions import close_idle_sessions
-from hub.settings import Settings
+from hub.settings import Settings, configured_secrets
 from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
@@ -94,6 +94,9 @@ class Hub:
         runs_tasks: bool = True,
     ) -> None:
         self.settings = settings
+        # Its credentials are redacted wherever text is kept or shown (hub/memory/redact.py).
+        remember_secrets(configured_secrets(settings).values())
+        redact("")  # compiles the rule set now, not in the first person's turn
         self.clock: Clock = clock or SystemClock()
         home = settings.home
         self.db = Database(settings.database_url)

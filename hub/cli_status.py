@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from hub.cli_console import console, fail, settings_or_exit
+from hub.memory.redact import redact
 from hub.runfile import HubBusy, running_hub
 
 
@@ -72,10 +73,19 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
         ),
         ("turns waiting", ", ".join(f"{a}: {n}" for a, n in sorted(waiting.items())) or "none"),
         ("tasks", _task_line(health.get("tasks"))),
+        ("credentials", _credential_lines(health.get("credentials", {}))),
     ]
     for key, value in rows:
-        table.add_row(key, value)
+        # What the hub sent is redacted there; this CLI knows the credentials too (it loaded
+        # the settings), so a hub of an older version cannot make it print one.
+        table.add_row(key, redact(value)[0])
     return table
+
+
+def _credential_lines(credentials: dict[str, str]) -> str:
+    """`telegram.bot_token  sha256:1a2b3c4d`: which credential is in use, never its value
+    (`animahub status` on the same data folder computes the same fingerprint)."""
+    return "\n".join(f"{key}  {shown}" for key, shown in credentials.items()) or "none"
 
 
 def _task_line(tasks: dict[str, int] | None) -> str:

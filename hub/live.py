@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from hub.memory.redact import redact_json
+
 # Enough for a burst of turns at once; past it a watcher re-reads instead of catching up.
 _QUEUE = 256
 
@@ -65,7 +67,7 @@ class LiveFeed:
     def publish(self, kind: str, people: tuple[str, ...] | None = (), **data: Any) -> None:
         """Tell every watcher; never blocks. From another thread (an SDK's callback), the
         notice is handed to the watchers' loop."""
-        notice = Notice(kind, data, people)
+        notice = Notice(kind, redact_json(data), people)  # the dashboard shows it
         if self._loop is not None and not _on(self._loop):
             self._loop.call_soon_threadsafe(self._deliver, notice)
         else:

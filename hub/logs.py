@@ -28,12 +28,19 @@ class RedactingFormatter(logging.Formatter):
 
 
 class RedactingFilter(logging.Filter):
-    """For handlers that format by themselves (the console): redacts the message."""
+    """For handlers that format by themselves (the console, which a service manager keeps
+    in its journal): redacts the message, and a traceback whose text held a secret is
+    folded into the message, redacted, instead of rendered from the exception."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            trace = logging.Formatter().formatException(record.exc_info)
+            clean_trace, found = redact(trace)
+            if found:
+                message, record.exc_info, record.exc_text = f"{message}\n{clean_trace}", None, None
         clean, kinds = redact(message)
-        if kinds:
+        if kinds or message is not record.msg:
             record.msg, record.args = clean, None
         return True
 

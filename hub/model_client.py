@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hub.memory.redact import redact
+
 log = logging.getLogger(__name__)
 
 
@@ -44,7 +46,9 @@ class LLMError(Exception):
     """The model could not answer. `retryable` says whether a later attempt may succeed."""
 
     def __init__(self, message: str, retryable: bool) -> None:
-        super().__init__(message)
+        # A provider's error may quote the request, the key included: the message is kept
+        # (inbox, health, logs) and told to the sender, so it is redacted here, once.
+        super().__init__(redact(message)[0])
         self.retryable = retryable
 
 

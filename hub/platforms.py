@@ -25,6 +25,7 @@ from hub.adapter import (
     PlatformUnauthorized,
     PlatformUnavailable,
 )
+from hub.memory.redact import redact
 from hub.messages import utcnow
 from hub.supervise import Backoff
 
@@ -113,7 +114,7 @@ class Platforms:
             log.warning("state reported for unknown platform %r", platform)
             return
         before = self._status[platform]
-        if before.state is state and before.reason == reason:
+        if before.state is state and before.reason == redact(reason)[0]:
             return
         if state is PlatformState.UP:
             log.info("%s is connected again", platform)
@@ -165,6 +166,9 @@ class Platforms:
     ) -> None:
         before = self._status.get(name)
         since = before.since if before is not None and before.state is state else self._clock()
+        # A platform's error may echo the credential it refused: status, health and the
+        # dashboard show the reason, so it is kept redacted (the token by its fingerprint).
+        reason = redact(reason)[0]
         self._status[name] = PlatformStatus(state, reason, since, retry_at, failures)
         for listener in self._listeners:
             listener(name, state)

@@ -39,6 +39,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from hub.memory.redact import remember_secrets
+
 DEFAULT_PORT = 18500
 CONFIG_NAME = "hub.toml"
 SECRETS_NAME = "secrets.env"
@@ -346,6 +348,23 @@ def secret_paths(model: type[BaseModel]) -> frozenset[tuple[str, ...]]:
     return frozenset(found)
 
 
+def configured_secrets(model: BaseModel, prefix: str = "") -> dict[str, str]:
+    """Every credential `model` holds, by its key in hub.toml (`telegram.bot_token`): what
+    the redactor must recognise whatever its shape, and what status shows by fingerprint."""
+    found: dict[str, str] = {}
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, SecretStr) and value.get_secret_value():
+            found[prefix + name] = value.get_secret_value()
+        elif isinstance(value, BaseModel):
+            found.update(configured_secrets(value, f"{prefix}{name}."))
+        elif isinstance(value, dict):  # per-Anima tokens: `[slack] anima_tokens = {...}`
+            for key, item in value.items():
+                if isinstance(item, SecretStr) and item.get_secret_value():
+                    found[f"{prefix}{name}.{key}"] = item.get_secret_value()
+    return found
+
+
 def _mentions_secret(annotation: Any) -> bool:
     if annotation is SecretStr:
         return True
@@ -486,11 +505,14 @@ def load_settings(
         overrides["home"] = home
     model = settings_class(installed_sections() if sections is None else sections)
     try:
-        return model(**overrides)
+        settings = model(**overrides)
     except ValidationError as exc:
         raise ConfigError(_one_line(describe_errors(exc))) from exc
     except ValueError as exc:  # raised by the TOML parser or the secrets lookup
         raise ConfigError(_one_line(str(exc))) from exc
+    # A process that knows the credentials redacts them from all it keeps and prints.
+    remember_secrets(configured_secrets(settings).values())
+    return settings
 
 
 def _one_line(message: str) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from hub.memory.redact import redact
 from hub.messages import utcnow
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,8 @@ class Part:
         self.status = replace(
             current,
             ok=False,
-            reason=reason,
+            reason=redact(reason)[0],  # shown by health and the dashboard: a database
+            # error may quote its parameters, a connection's its URL
             since=current.since if not current.ok else self._clock(),
             failures=current.failures + 1,
         )

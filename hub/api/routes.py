@@ -12,6 +12,8 @@ from hub import __version__
 from hub.animas import Anima
 from hub.app import Hub
 from hub.deliveries import Delivery
+from hub.memory.redact import fingerprint, redact_json
+from hub.settings import configured_secrets
 from hub.store.models import DeliveryRow
 
 router = APIRouter(prefix="/api")
@@ -138,7 +140,7 @@ def health(hub: HubDep) -> dict[str, Any]:
     problems += [name for name, p in parts.items() if p["state"] != "running"]
     if database_error:
         problems.append("database")
-    return {
+    report: dict[str, Any] = {
         # degraded: the hub runs, but a platform is not connected, a part of it is failing
         # (and being restarted) or the database cannot be reached; `problems` says which,
         # `platforms`, `parts` and `database_error` say why. catching up: what fell due
@@ -163,4 +165,12 @@ def health(hub: HubDep) -> dict[str, Any]:
         "paced": hub.pacing.waiting,
         # memory written to markdown and not yet in the index (None: memory is off)
         "memory_backlog": hub.memory.backlog() if hub.memory is not None else None,
+        # the credentials it runs with, by fingerprint: which token is in use, never its value
+        "credentials": {
+            key: fingerprint(value)
+            for key, value in sorted(configured_secrets(hub.settings).items())
+        },
     }
+    # A part's or the database's error may quote a credential.
+    clean: dict[str, Any] = redact_json(report)
+    return clean

@@ -1,208 +1,131 @@
-"""Redact secrets from text before it is written to an Anima's memory.
+"""Redact secrets from text before the hub keeps it anywhere.
 
-Memory is long-lived, indexed, recalled into prompts and shown to other people, so a
-key pasted into a chat must not survive into it. `redact` replaces each secret with
-`[REDACTED:<kind>]` and keeps the text around it (the variable name, the user and
-host of a DSN, the `Authorization: Bearer` prefix), so the memory still says what
-happened without carrying the credential.
+Memory, the database, logs and the dashboard are long-lived, indexed, recalled into prompts
+and shown to other people, so a key pasted into a chat must not survive into them. `redact`
+replaces each secret with `[REDACTED:<kind>]` and keeps the text around it (the variable
+name, the user and host of a DSN, the `Authorization: Bearer` prefix), so what is kept still
+says what happened without carrying the credential.
 
-Why hand-written patterns: nothing installed does this job. litellm's internal
-`secret_redaction` module replaces whole `key=value` spans with a bare "REDACTED",
-reports no kinds, matches case-insensitively (so `akia...` counts as an AWS key) and
-is private API. On PyPI, detect-secrets (last release May 2024) is a repository
-scanner: it works line by line and yields secret values for a baseline file, not spans
-to replace, has no Anthropic plugin, and matches OpenAI keys only with the T3BlbkFJ
-marker and Stripe keys only at 24 characters. Presidio targets personal data and needs
-a spaCy model. The formats below are the providers' documented prefixes plus key=value
-contexts, where an entropy check spares ordinary values.
+Three sources find secrets, and a secret any of them sees is redacted:
+- gitleaks' rule set (hub/memory/ruleset.py, vendored from PyPI): the providers' formats,
+  200+ of them, kept up to date upstream; kinds are its rule ids (`github-pat`).
+- the credentials this hub is configured with (`remember_secrets`): a platform token or API
+  key is redacted wherever it shows up, whatever its shape (an error echoing a refused
+  token, a URL with it inside); kind `configured-<fingerprint>`.
+- the hand rules below, only for what no rule set covers because it is about how people
+  write rather than a provider's format: passwords and PINs after `password:`, `pass:`,
+  `pw`, "my PIN is ..."; a DSN's password; Authorization headers; a private key block cut
+  short or JSON-escaped; key=value pairs in URLs; bare Telegram bot tokens and `sk-` keys
+  of OpenAI-compatible providers, which gitleaks only sees with the provider's name or
+  marker next to them. Kinds use underscores (`password`).
 
-Rules run in order, most specific first, and never match a placeholder, so a later
-rule cannot re-redact an earlier one's output and `redact` is idempotent.
+Spans found by all of them are merged, so overlapping finds become one placeholder, named
+after the most specific source. A span touching a placeholder already in the text is left,
+so `redact` is idempotent.
 """
 
 from __future__ import annotations
 
-import math
+import hashlib
 import re
-from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from typing import Any
+from urllib.parse import quote
 
-REDACTED_MARK = "[REDACTED:"  # how every placeholder starts: text holding one held a secret
+from hub.memory import hand_rules
+from hub.memory.hand_rules import REDACTED_MARK
+from hub.memory.ruleset import Finding, gitleaks
+
+__all__ = [
+    "REDACTED_MARK",
+    "StreamRedactor",
+    "fingerprint",
+    "redact",
+    "redact_json",
+    "remember_secrets",
+]
+
 PLACEHOLDER = REDACTED_MARK + "{kind}]"
-_FRESH = rf"(?!{re.escape(REDACTED_MARK)})"  # a value that is not already a placeholder
-_KEY_START = r"(?<![\w.-])"  # keys start at a word start: no quadratic rescans
-# `key = value` on one line, also quoted or in markdown: **Password:** `hunter2`
-_ASSIGN = r"""["'`*]{0,3}[ \t]*[:=][ \t]*\**[ \t]*(?P<q>["'`]?)"""
-# A value after `_ASSIGN`: to the closing quote if quoted, else to whitespace.
-_VALUE = (
-    rf"""(?P<secret>{_FRESH}(?:(?<=")[^"\n]+|(?<=')[^'\n]+|(?<=`)[^`\n]+|"""
-    r"""(?<!["'`])[^\s"'`,;]+))"""
-)
-_B64URL = "[A-Za-z0-9_-]"
-_TOKEN = "[A-Za-z0-9._~+/-]"  # RFC 6750 b64token
-_AUTH_HEADER = r"""(?i:authorization)["']?[ \t]*[:=][ \t]*["']?"""
-_PEM_LINE = r"""(?:\r?\n|\\n)[A-Za-z0-9+/=]+(?=[\r\n"']|\\n|\Z)"""  # raw or JSON-escaped
-_PEM_END = r"-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-
-# Values that name or hide a secret rather than being one: password: ${DB_PASSWORD}.
-_PLACEHOLDER_VALUE = re.compile(r"[$<{%]|env:|\*+$|x+$|•+$|\.{3}", re.IGNORECASE)
-_PROSE_WORDS = frozenset(
-    {"a", "an", "and", "are", "as", "can", "changed", "false", "for", "here", "in", "is"}
-    | {"must", "nil", "no", "none", "not", "null", "of", "on", "optional", "or", "please"}
-    | {"required", "reset", "see", "set", "should", "the", "to", "true", "was", "will", "with"}
-)
+_PLACED = re.compile(r"\[REDACTED:[\w.:-]+\]")  # a placeholder already in the text
+_MIN_KNOWN = 8  # a configured value shorter than this is too common a string to hunt for
+_known: tuple[tuple[str, str], ...] = ()  # (a configured value or its URL form, its kind)
 
 
-def _always(_value: str) -> bool:
-    return True
+def remember_secrets(values: Iterable[str]) -> None:
+    """Redact these exact values (the hub's configured credentials) from now on, with their
+    URL-quoted forms: a platform's error may echo a refused token whatever its shape, a
+    library's may print the URL that held it. The placeholder names the credential by its
+    fingerprint (`[REDACTED:configured-sha256:1a2b3c4d]`), as `animahub status` lists them."""
+    global _known
+    found: dict[str, str] = {}
+    for value in values:
+        if len(value := value.strip()) >= _MIN_KNOWN:
+            kind = "configured-" + fingerprint(value)
+            found[value] = found[quote(value, safe="")] = kind
+    _known = tuple(sorted(found.items(), key=lambda item: len(item[0]), reverse=True))
 
 
-def _plausible_password(value: str) -> bool:
-    """Spare `password: is required` and `password=${DB_PASSWORD}`: prose and templates."""
-    word = value.strip(".,!?:;)").casefold()
-    return bool(word) and word not in _PROSE_WORDS and not _PLACEHOLDER_VALUE.match(value)
+def fingerprint(value: str | None) -> str:
+    """How a configured credential is shown (status, health, logs, the dashboard): enough
+    to tell two apart or to check one against a file, never the value or a part of it."""
+    if not value:
+        return "not set"
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:8]
 
 
-def _spoken_secret(value: str) -> bool:
-    """A password or PIN in a sentence: a value with a digit or a sign, so "the password is
-    rotated monthly" and "is in the vault" stay sentences."""
-    word = value.rstrip(".,!?:;)")
-    return len(word) >= 3 and not word.isalpha() and _plausible_password(word)
+def _known_findings(text: str) -> Iterator[Finding]:
+    for value, kind in _known:
+        start = text.find(value)
+        while start >= 0:
+            yield Finding(start, start + len(value), kind)
+            start = text.find(value, start + len(value))
 
 
-def _high_entropy(value: str) -> bool:
-    """A random-looking token: long, mixed character classes, about 3+ bits a character.
-
-    `token=your-token-here` or `secret: my_secret_value` are examples, not secrets.
-    """
-    if len(value) < 16 or _PLACEHOLDER_VALUE.match(value):
-        return False
-    classes = sum(any(test(c) for c in value) for test in (str.islower, str.isupper, str.isdigit))
-    counts = Counter(value)
-    entropy = -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
-    return classes >= 2 and entropy >= 3.0
+def _findings(text: str) -> list[Finding]:
+    """Every source's spans, most specific first: configured values, then gitleaks' rules
+    (a provider's format), then the hand rules."""
+    found = [*_known_findings(text), *gitleaks().find(text), *hand_rules.find(text)]
+    if REDACTED_MARK in text:  # never re-redact a placeholder: `redact` is idempotent
+        placed = [match.span() for match in _PLACED.finditer(text)]
+        found = [f for f in found if not any(f.start < e and s < f.end for s, e in placed)]
+    return found
 
 
-@dataclass(frozen=True)
-class _Rule:
-    """One kind of secret; the `secret` group (else the whole match) is replaced."""
-
-    kind: str
-    pattern: re.Pattern[str]
-    accept: Callable[[str], bool] = _always
-
-
-def _rule(kind: str, pattern: str, accept: Callable[[str], bool] = _always) -> _Rule:
-    return _Rule(kind, re.compile(pattern), accept)
-
-
-_RULES: tuple[_Rule, ...] = (
-    _rule(
-        "private_key",
-        rf"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        # to the END line; a paste cut short ends with its last all-base64 line
-        rf"(?:(?:(?!-----BEGIN )[\s\S])*?{_PEM_END}|(?:{_PEM_LINE})*)",
-    ),
-    _rule("aws_access_key", r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])"),
-    _rule("github_token", r"(?<!\w)(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_\w{22,244})"),
-    _rule("slack_token", r"(?<![\w-])(?:xox[abposre]-[A-Za-z0-9-]{10,}|xapp-\d-[A-Za-z0-9-]{10,})"),
-    _rule("anthropic_key", rf"(?<![\w-])sk-ant-{_B64URL}{{20,}}"),
-    # Legacy (sk-...T3BlbkFJ...) and project/service-account keys; a digit is required
-    # so that hyphenated words after "sk-" are not taken for a key.
-    _rule("openai_key", rf"(?<![\w-])sk-(?=[\w-]*\d){_B64URL}{{20,}}"),
-    _rule("stripe_key", r"(?<!\w)(?:[sr]k_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9]{24,})"),
-    _rule("google_api_key", rf"(?<![\w-])AIza{_B64URL}{{35}}(?!{_B64URL})"),
-    _rule("jwt", rf"(?<![\w-])eyJ{_B64URL}{{5,}}\.{_B64URL}{{5,}}\.{_B64URL}*"),
-    _rule(
-        "slack_webhook",
-        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[\w/-]{10,})",
-    ),
-    # scheme://user:password@host: the password only, user and host stay readable.
-    # Bounded lengths and the scheme's start anchor keep long dotted runs linear.
-    _rule(
-        "url_password",
-        rf"(?<![\w.+-])(?i:[a-z][a-z0-9+.-]{{0,31}}://)[^\s:/@'\"]{{0,256}}:"
-        rf"(?P<secret>{_FRESH}[^\s/'\"]{{1,256}})@",
-        _plausible_password,
-    ),
-    _rule(
-        "aws_secret_key",
-        rf"{_KEY_START}(?i:(?:aws_?)?secret_?(?:access_?)?key){_ASSIGN}"
-        rf"(?P<secret>[A-Za-z0-9/+]{{40}})(?![A-Za-z0-9/+=])",
-    ),
-    # In an Authorization header anything is a token; in prose ("use Bearer
-    # authentication") only a random-looking one is.
-    _rule(
-        "bearer_token",
-        rf"{_AUTH_HEADER}(?i:bearer)\s+(?P<secret>{_TOKEN}{{6,}}=*)",
-    ),
-    _rule("bearer_token", rf"\b(?i:bearer)\s+(?P<secret>{_TOKEN}{{16,}}=*)", _high_entropy),
-    _rule(
-        "basic_auth",
-        rf"{_AUTH_HEADER}(?i:basic)\s+(?P<secret>[A-Za-z0-9+/]{{8,}}={{0,2}})",
-    ),
-    _rule(
-        "password",
-        rf"{_KEY_START}(?i:[\w.-]*(?:password|passwd|passphrase|pwd)){_ASSIGN}{_VALUE}",
-        _plausible_password,
-    ),
-    # Said in words: "my password is hunter2", "the PIN is 9931" (`_spoken_secret`).
-    _rule(
-        "password",
-        rf"{_KEY_START}(?i:password|passwd|passphrase|passcode|pin(?: code| number)?)"
-        rf"\s+(?i:is|was)\s+(?P<secret>{_FRESH}[^\s\"'`,;]*[^\s\"'`,;.!?:)])",
-        _spoken_secret,
-    ),
-    _rule(
-        "generic_secret",
-        rf"{_KEY_START}(?i:[\w.-]*(?:api[_-]?key|access[_-]?key|secret[_-]?key|secret|"
-        rf"token|credentials?|auth)){_ASSIGN}{_VALUE}",
-        _high_entropy,
-    ),
-)
-
-
-# Every rule's pattern holds one of these (lowercased): text with none (most messages) has
-# no secret, and looking for them costs a few microseconds where the rules cost 100+.
-_ANCHORS = (
-    *("private key", "akia", "asia", "github_pat_", "xox", "xapp-", "sk-", "sk_", "rk_"),
-    *("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "whsec_", "aiza", "eyj", "://", "secret"),
-    *("key", "bearer", "basic", "authoriz", "pass", "pwd", "token", "credential", "auth"),
-    "pin",
-)
+def _merge(found: list[Finding]) -> list[Finding]:
+    """Overlapping spans become one, named by the earliest source among them."""
+    order = {id(finding): rank for rank, finding in enumerate(found)}
+    merged: list[tuple[Finding, int]] = []
+    for finding in sorted(found, key=lambda f: (f.start, -f.end)):
+        rank = order[id(finding)]
+        if merged and finding.start < merged[-1][0].end:
+            last, last_rank = merged[-1]
+            kind = last.kind if last_rank <= rank else finding.kind
+            span = Finding(last.start, max(last.end, finding.end), kind)
+            merged[-1] = (span, min(last_rank, rank))
+        else:
+            merged.append((finding, rank))
+    return [finding for finding, _ in merged]
 
 
 def redact(text: str) -> tuple[str, list[str]]:
     """Return `text` with secrets replaced by `[REDACTED:<kind>]`, and the kinds found.
 
-    Kinds are listed once each, in rule order. Redacting the result again changes
-    nothing and finds nothing.
+    Kinds are listed once each, in the order they appear. Redacting the result again
+    changes nothing and finds nothing.
     """
+    spans = _merge(_findings(text))
+    if not spans:
+        return text, []
     kinds: list[str] = []
-    lowered = text.lower()
-    if not any(anchor in lowered for anchor in _ANCHORS):
-        return text, kinds
-    for rule in _RULES:
-        text = rule.pattern.sub(_replacer(rule, kinds), text)
-    return text, kinds
-
-
-def _replacer(rule: _Rule, kinds: list[str]) -> Callable[[re.Match[str]], str]:
-    """A `re.sub` callback that swaps the secret part of a match for the placeholder."""
-
-    def replace(match: re.Match[str]) -> str:
-        group = "secret" if "secret" in match.re.groupindex else 0
-        whole, secret = match.group(0), match.group(group)
-        if not rule.accept(secret):
-            return whole
-        if rule.kind not in kinds:
-            kinds.append(rule.kind)
-        start, end = match.start(group) - match.start(), match.end(group) - match.start()
-        return whole[:start] + PLACEHOLDER.format(kind=rule.kind) + whole[end:]
-
-    return replace
+    out: list[str] = []
+    at = 0
+    for span in spans:
+        out += [text[at : span.start], PLACEHOLDER.format(kind=span.kind)]
+        at = span.end
+        if span.kind not in kinds:
+            kinds.append(span.kind)
+    out.append(text[at:])
+    return "".join(out), kinds
 
 
 def redact_json(value: Any) -> Any:
@@ -225,12 +148,14 @@ class StreamRedactor:
 
     def __init__(self) -> None:
         self._text = ""
-        self._out = 0  # characters of the redacted text let out so far
+        self._out = ""  # the redacted text let out so far
         self._stuck = False
 
     def feed(self, piece: str) -> str:
         self._text += piece
-        if self._stuck:
+        # Without a new space or line break the cut cannot move on (a placeholder holds
+        # neither): the whole text is redacted again only when something may be let out.
+        if self._stuck or (" " not in piece and "\n" not in piece):
             return ""
         clean = redact(self._text)[0]
         cut = max(clean.rfind(" "), clean.rfind("\n")) + 1
@@ -242,7 +167,11 @@ class StreamRedactor:
         return "" if self._stuck else self._let_out(clean, len(clean))
 
     def _let_out(self, clean: str, cut: int) -> str:
-        if cut <= self._out:
+        if not clean.startswith(self._out):
+            self._stuck = True  # a later piece changed what was let out: say nothing more
             return ""
-        out, self._out = clean[self._out : cut], cut
+        if cut <= len(self._out):
+            return ""
+        out = clean[len(self._out) : cut]
+        self._out += out
         return out

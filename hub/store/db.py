@@ -13,6 +13,8 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel
 
+from hub.store import redacting
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 _BUSY_TIMEOUT_MS = 30000  # how long a write waits for another's lock
 _SCRUB = "animahub.scrub"  # a Connection.info key: this transaction overwrote a secret
@@ -25,17 +27,19 @@ def make_engine(url: str) -> Engine:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         event.listen(engine, "connect", _sqlite_pragmas)
-        return engine
-    # Bounded waits: the hub calls the database from its event loop, and a server that is
-    # shutting down accepts a connection and never answers it.
-    return create_engine(
-        url,
-        pool_pre_ping=True,
-        pool_size=10,
-        max_overflow=10,
-        pool_timeout=10,
-        connect_args={"connect_timeout": 5},
-    )
+    else:
+        # Bounded waits: the hub calls the database from its event loop, and a server that
+        # is shutting down accepts a connection and never answers it.
+        engine = create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=10,
+            max_overflow=10,
+            pool_timeout=10,
+            connect_args={"connect_timeout": 5},
+        )
+    redacting.install(engine)  # no secret reaches a kept column, whoever writes it
+    return engine
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -256,3 +256,13 @@ def test_turn_latency_runs_turns_with_memory_on(tmp_path: Path) -> None:
         assert r["index_calls"]["query"] > 0 and r["index_calls"]["upsert"] > 0
         assert r["raw_embedder"]["turns_per_s"] > 0
     assert result["first_turn"]["done_ms"] > 0
+
+
+def test_secrets_recall_runs_on_a_small_conversation(small_locomo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "secrets.json"
+    text = run_bench(
+        "bench/secrets_recall.py", "--data", str(small_locomo), "--samples", "1", "--json", str(out)
+    )
+    assert "formats, recall" in text and "LoCoMo:" in text and "streamed:" in text
+    result = json.loads(out.read_text())
+    assert len(result["formats"]) >= 60 and result["turns"] > 0

@@ -38,7 +38,7 @@ def test_facts_are_appended_once_with_who_and_when(tmp_path: Path) -> None:
 
 def test_secrets_never_reach_a_profile(tmp_path: Path) -> None:
     make_profile(tmp_path)
-    token = "ghp_" + "a1B2" * 9
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"  # random-looking, as real ones are
     Profiles(tmp_path).add("alice", f"her token is {token}", "aria", date(2026, 1, 1), private=True)
     assert "ghp_" not in (tmp_path / "alice.md").read_text()
 

@@ -18,6 +18,8 @@ from hub.memory.redact import redact
 ALNUM = string.ascii_letters + string.digits
 B64URL = ALNUM + "-_"
 UPPER_DIGITS = string.ascii_uppercase + string.digits
+BASE32 = string.ascii_uppercase + "234567"  # AWS key ids
+HEX = "0123456789abcdef"
 
 
 def _fake(alphabet: str, length: int, seed: int) -> str:
@@ -29,14 +31,18 @@ def _b64url(data: dict[str, object]) -> str:
     return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
 
 
-AWS_ID = "AKIA" + _fake(UPPER_DIGITS, 16, 1)
-AWS_SESSION_ID = "ASIA" + _fake(UPPER_DIGITS, 16, 2)
+AWS_ID = "AKIA" + _fake(BASE32, 16, 1)
+AWS_SESSION_ID = "ASIA" + _fake(BASE32, 16, 2)
 AWS_SECRET = _fake(ALNUM + "/+", 40, 3)
 GH_PAT = "github_pat_" + _fake(ALNUM, 22, 4) + "_" + _fake(ALNUM, 59, 5)
-SLACK_BOT = "xoxb-" + _fake(string.digits, 12, 6) + "-" + _fake(ALNUM, 24, 7)
+SLACK_BOT = "xoxb-" + _fake(string.digits, 12, 6) + "-" + _fake(string.digits, 13, 60)
+SLACK_BOT += "-" + _fake(ALNUM, 24, 7)
+SLACK_USER_IDS = "xoxp-" + "-".join(_fake(string.digits, 12, s) for s in (33, 41, 42))
+SLACK_APP = "xapp-1-A" + _fake(UPPER_DIGITS, 10, 35) + "-" + _fake(string.digits, 13, 43)
+SLACK_APP += "-" + _fake(HEX, 64, 36)
 SLACK_HOOK_PATH = "T" + _fake(UPPER_DIGITS, 8, 8) + "/B" + _fake(UPPER_DIGITS, 10, 9) + "/"
 SLACK_HOOK_PATH += _fake(ALNUM, 24, 10)
-OPENAI_PROJECT = "sk-proj-" + _fake(B64URL, 156, 11)
+OPENAI_PROJECT = "sk-proj-" + _fake(B64URL, 74, 11) + "T3BlbkFJ" + _fake(B64URL, 74, 16)
 ANTHROPIC = "sk-ant-api03-" + _fake(B64URL, 93, 12) + "AA"
 JWT = ".".join(
     [
@@ -56,34 +62,46 @@ def _tag(kind: str) -> str:
 
 
 CASES = [
-    ("aws_access_key", "export AWS_ACCESS_KEY_ID={}", AWS_ID),
-    ("aws_access_key", "temporary creds {} from STS", AWS_SESSION_ID),
-    ("aws_secret_key", "aws_secret_access_key = {}", AWS_SECRET),
-    ("aws_secret_key", '{{"SecretAccessKey": "{}"}}', AWS_SECRET),
-    ("github_token", "git clone with ghp_ token {} failed", "ghp_" + _fake(ALNUM, 36, 30)),
-    ("github_token", "GH_TOKEN={}", "gho_" + _fake(ALNUM, 36, 31)),
-    ("github_token", "app token {}.", "ghs_" + _fake(ALNUM, 36, 32)),
-    ("github_token", "fine-grained: {}", GH_PAT),
-    ("slack_token", "SLACK_BOT_TOKEN={}", SLACK_BOT),
+    ("aws-access-token", "export AWS_ACCESS_KEY_ID={}", AWS_ID),
+    ("aws-access-token", "temporary creds {} from STS", AWS_SESSION_ID),
+    ("generic-api-key", "aws_secret_access_key = {}", AWS_SECRET),
+    ("generic-api-key", '{{"SecretAccessKey": "{}"}}', AWS_SECRET),
+    ("github-pat", "git clone with ghp_ token {} failed", "ghp_" + _fake(ALNUM, 36, 30)),
+    ("github-oauth", "GH_TOKEN={}", "gho_" + _fake(ALNUM, 36, 31)),
+    ("github-app-token", "app token {}.", "ghs_" + _fake(ALNUM, 36, 32)),
+    ("github-fine-grained-pat", "fine-grained: {}", GH_PAT),
+    ("slack-bot-token", "SLACK_BOT_TOKEN={}", SLACK_BOT),
     (
-        "slack_token",
+        "slack-user-token",
         "user token {}",
-        "xoxp-" + _fake(string.digits, 12, 33) + "-" + _fake(ALNUM, 32, 34),
+        SLACK_USER_IDS + "-" + _fake(HEX, 32, 3),
     ),
     (
-        "slack_token",
+        "slack-app-token",
         "socket mode uses {}",
-        "xapp-1-A" + _fake(UPPER_DIGITS, 10, 35) + "-" + _fake(ALNUM, 40, 36),
+        SLACK_APP,
     ),
-    ("slack_webhook", "post to https://hooks.slack.com/services/{} please", SLACK_HOOK_PATH),
-    ("openai_key", "OPENAI_API_KEY={}", OPENAI_PROJECT),
-    ("openai_key", "old key {} revoked", "sk-" + _fake(ALNUM, 48, 37)),
-    ("anthropic_key", "ANTHROPIC_API_KEY={}", ANTHROPIC),
-    ("google_api_key", "maps?key={}&callback=init", "AIza" + _fake(B64URL, 35, 38)),
-    ("stripe_key", "stripe: {}", "sk_live_" + _fake(ALNUM, 24, 39)),
-    ("stripe_key", "restricted {} for reports", "rk_live_" + _fake(ALNUM, 24, 40)),
+    ("telegram-bot-token", "here it is: {} ok", "7012345678:AA" + _fake(B64URL, 33, 44)),
+    ("telegram-bot-api-token", "TELEGRAM_BOT_TOKEN={}", "7012345678:AA" + _fake(B64URL, 33, 45)),
+    ("huggingface-access-token", "login with {}", "hf_" + _fake(string.ascii_letters, 34, 46)),
+    ("gitlab-pat", "GITLAB_TOKEN {}", "glpat-" + _fake(B64URL, 20, 47)),
+    ("npm-access-token", "//registry.npmjs.org/:_authToken={}", "npm_" + _fake(ALNUM, 36, 48)),
+    ("sendgrid-api-token", "key {}", "SG." + _fake(B64URL, 22, 9) + "." + _fake(B64URL, 43, 2)),
+    ("password", "pass: {}", "hunter2!"),
+    ("password", "wifi pw {} thanks", "Gr33nTea"),
+    (
+        "slack-webhook-url",
+        "post to {} please",
+        "https://hooks.slack.com/services/" + SLACK_HOOK_PATH,
+    ),
+    ("openai-api-key", "OPENAI_API_KEY={}", OPENAI_PROJECT),
+    ("sk-api-key", "old key {} revoked", "sk-" + _fake(ALNUM, 48, 37)),
+    ("anthropic-api-key", "ANTHROPIC_API_KEY={}", ANTHROPIC),
+    ("gcp-api-key", "maps?key={}&callback=init", "AIza" + _fake(B64URL, 35, 38)),
+    ("stripe-access-token", "stripe: {}", "sk_live_" + _fake(ALNUM, 24, 39)),
+    ("stripe-access-token", "restricted {} for reports", "rk_live_" + _fake(ALNUM, 24, 40)),
     ("jwt", "cookie session={}; Path=/", JWT),
-    ("private_key", "my key:\n{}\nwhy does ssh reject it?", PEM),
+    ("private-key", "my key:\n{}\nwhy does ssh reject it?", PEM),
     ("password", "password={}", "hunter2-x9"),
     ("password", "password={} # staging", "Tr0ub4dor&3"),
     ("password", "passwd: {}", "s3cr3t-Pa55"),
@@ -95,14 +113,14 @@ CASES = [
     ("password", "My password is {}, don't tell anyone", "hunter2"),  # said in words
     ("password", "my PIN is {}.", "9931"),
     ("password", "The PIN code was {} until May", "0042"),
-    ("url_password", "dsn=postgresql://app:{}@db.internal:5432/app", "S3cr3t!"),
-    ("url_password", "REDIS_URL=redis://:{}@cache:6379/0", "r3dis-pass"),
-    ("bearer_token", 'curl -H "Authorization: Bearer {}" https://api.example.com/v1', BEARER),
-    ("basic_auth", "Authorization: Basic {}", base64.b64encode(b"admin:letmein").decode()),
-    ("generic_secret", "api_key={}", GENERIC),
-    ("generic_secret", "client_secret: {}", GENERIC),
-    ("generic_secret", "SECRET_KEY = '{}'", GENERIC),
-    ("generic_secret", "https://example.com/cb?access_token={}", GENERIC),
+    ("url-password", "dsn=postgresql://app:{}@db.internal:5432/app", "S3cr3t!"),
+    ("url-password", "REDIS_URL=redis://:{}@cache:6379/0", "r3dis-pass"),
+    ("curl-auth-header", 'curl -H "Authorization: Bearer {}" https://api.example.com/v1', BEARER),
+    ("basic-auth", "Authorization: Basic {}", base64.b64encode(b"admin:letmein").decode()),
+    ("generic-api-key", "api_key={}", GENERIC),
+    ("generic-api-key", "client_secret: {}", GENERIC),
+    ("generic-api-key", "SECRET_KEY = '{}'", GENERIC),
+    ("generic-api-key", "https://example.com/cb?access_token={}", GENERIC),
 ]
 
 
@@ -139,20 +157,19 @@ def test_dotenv_file() -> None:
         "# staging",
         "DEBUG=true",
         "PORT=8080",
-        "DATABASE_URL=postgresql://app:[REDACTED:url_password]@db.internal:5432/app",
-        "OPENAI_API_KEY=[REDACTED:openai_key]",
-        "SLACK_BOT_TOKEN=[REDACTED:slack_token]",
-        "AWS_ACCESS_KEY_ID=[REDACTED:aws_access_key]",
-        "AWS_SECRET_ACCESS_KEY=[REDACTED:aws_secret_key]",
-        "SESSION_SECRET=[REDACTED:generic_secret]",
+        "DATABASE_URL=postgresql://app:[REDACTED:url-password]@db.internal:5432/app",
+        "OPENAI_API_KEY=[REDACTED:openai-api-key]",
+        "SLACK_BOT_TOKEN=[REDACTED:slack-bot-token]",
+        "AWS_ACCESS_KEY_ID=[REDACTED:aws-access-token]",
+        "AWS_SECRET_ACCESS_KEY=[REDACTED:generic-api-key]",
+        "SESSION_SECRET=[REDACTED:generic-api-key]",
     ]
     assert set(kinds) == {
-        "url_password",
-        "openai_key",
-        "slack_token",
-        "aws_access_key",
-        "aws_secret_key",
-        "generic_secret",
+        "url-password",
+        "openai-api-key",
+        "slack-bot-token",
+        "aws-access-token",
+        "generic-api-key",
     }
     assert redact(redacted) == (redacted, [])
 
@@ -163,8 +180,8 @@ def test_shell_history_line() -> None:
         '-H "Content-Type: application/json" https://api.example.com/v1/items?limit=10'
     )
     redacted, kinds = redact(line)
-    assert redacted == line.replace(BEARER, _tag("bearer_token"))
-    assert kinds == ["bearer_token"]
+    assert redacted == line.replace(BEARER, _tag("curl-auth-header"))
+    assert kinds == ["curl-auth-header"]
 
 
 def test_bearer_jwt_is_reported_as_jwt() -> None:
@@ -189,11 +206,11 @@ def test_json_config_stays_valid_json() -> None:
         "user": "app",
         "password": _tag("password"),
     }
-    assert parsed["slack"] == {"token": _tag("slack_token"), "channel": "#general"}
-    assert parsed["anthropic"]["api_key"] == _tag("anthropic_key")
+    assert parsed["slack"] == {"token": _tag("slack-bot-token"), "channel": "#general"}
+    assert parsed["anthropic"]["api_key"] == _tag("anthropic-api-key")
     assert parsed["request_id"] == config["request_id"]
     assert (parsed["name"], parsed["port"]) == ("aria", 5432)
-    assert set(kinds) == {"password", "slack_token", "anthropic_key"}
+    assert set(kinds) == {"password", "slack-bot-token", "anthropic-api-key"}
 
 
 def test_chat_message_pasting_a_private_key() -> None:
@@ -201,20 +218,20 @@ def test_chat_message_pasting_a_private_key() -> None:
         f"@kai can you check this deploy key?\n\n```\n{PEM}\n```\n\nIt fails on prod-3. Thanks!"
     )
     redacted, kinds = redact(message)
-    assert redacted == message.replace(PEM, _tag("private_key"))
-    assert kinds == ["private_key"]
+    assert redacted == message.replace(PEM, _tag("private-key"))
+    assert kinds == ["private-key"]
 
 
 def test_private_key_cut_short_and_json_escaped() -> None:
     cut = "-----BEGIN OPENSSH PRIVATE KEY-----\n" + PEM_BODY[:200] + "\n\nis this enough?"
-    assert redact(cut)[0] == "[REDACTED:private_key]\n\nis this enough?"
+    assert redact(cut)[0] == "[REDACTED:private-key]\n\nis this enough?"
     escaped = json.dumps({"private_key": PEM + "\n", "client_email": "bot@proj.iam.example"})
     redacted, kinds = redact(escaped)
     assert json.loads(redacted) == {
-        "private_key": _tag("private_key") + "\n",
+        "private_key": _tag("private-key"),  # the field's whole value
         "client_email": "bot@proj.iam.example",
     }
-    assert kinds == ["private_key"]
+    assert kinds == ["private-key"]
 
 
 def test_log_line_with_dsn() -> None:
@@ -224,15 +241,15 @@ def test_log_line_with_dsn() -> None:
     )
     redacted, kinds = redact(line)
     assert "Wint3r-2025" not in redacted
-    assert "postgresql://reporting:[REDACTED:url_password]@10.0.4.12:5432/analytics" in redacted
+    assert "postgresql://reporting:[REDACTED:url-password]@10.0.4.12:5432/analytics" in redacted
     assert redacted.startswith("2025-03-14T09:26:53Z ERROR db: connection refused dsn=")
-    assert kinds == ["url_password"]
+    assert kinds == ["url-password"]
 
 
 def test_each_kind_is_listed_once() -> None:
     second = "ghp_" + _fake(ALNUM, 36, 50)
     text = f"{'ghp_' + _fake(ALNUM, 36, 51)} and {second}"
-    assert redact(text) == ("[REDACTED:github_token] and [REDACTED:github_token]", ["github_token"])
+    assert redact(text) == ("[REDACTED:github-pat] and [REDACTED:github-pat]", ["github-pat"])
 
 
 @pytest.mark.parametrize(
