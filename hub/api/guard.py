@@ -2,7 +2,8 @@
 
 Layers, outermost first (`hub/api/server.py` stacks them):
 - `Edge`, outside Starlette's ServerErrorMiddleware, so even a 500 carries the security
-  headers; it also refuses a declared Content-Length over `[server] max_body_bytes`.
+  headers; it also refuses a declared Content-Length over `[server] max_body_bytes`, and
+  marks the connection busy while a request is served (hub/api/connections.py).
 - FastAPI's own body limit (`max_body_size`, Starlette's RequestBodyLimitMiddleware) counts
   the bytes as they stream in, chunked bodies too; `secure` makes its 413 name the setting.
 - TrustedHostMiddleware: the Host header must be one the hub answers to (DNS rebinding).
@@ -29,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub.adapter import Caller
 from hub.api.auth import SESSION_COOKIE, Authenticator, Unauthenticated, csrf_ok, permitted
+from hub.api.connections import connection_of
 from hub.settings import ServerSection, is_loopback
 
 log = logging.getLogger(__name__)
@@ -109,7 +111,17 @@ class Edge:
             # plain text. A chunked body is counted by that limiter as it arrives.
             await too_large(self.limit)(scope, receive, send_secured)
             return
-        await self.app(scope, receive, send_secured)
+        conn = connection_of(scope)  # its place in the budget (hub/api/connections.py)
+        if conn is None:
+            await self.app(scope, receive, send_secured)
+            return
+        if not conn.busy():  # a request is served: it takes one of the shared places
+            await _busy()(scope, receive, send_secured)
+            return
+        try:
+            await self.app(scope, receive, send_secured)
+        finally:
+            conn.idle()
 
 
 class ApiGuard:
@@ -211,6 +223,14 @@ def _unauthenticated(detail: str, headers: Headers) -> JSONResponse:
 def _no_database() -> JSONResponse:
     return JSONResponse(
         {"detail": "the hub's database is unavailable; nothing was stored, try again"},
+        status_code=503,
+        headers={"Retry-After": "5"},
+    )
+
+
+def _busy() -> JSONResponse:
+    return JSONResponse(
+        {"detail": "the hub is serving all the requests it may ([server] max_connections)"},
         status_code=503,
         headers={"Retry-After": "5"},
     )

@@ -256,3 +256,10 @@ def test_turn_latency_runs_turns_with_memory_on(tmp_path: Path) -> None:
         assert r["index_calls"]["query"] > 0 and r["index_calls"]["upsert"] > 0
         assert r["raw_embedder"]["turns_per_s"] > 0
     assert result["first_turn"]["done_ms"] > 0
+
+
+def test_ws_exhaustion_runs(tmp_path: Path) -> None:
+    out = tmp_path / "ws.json"
+    run_bench("bench/ws_exhaustion.py", "--hostile", "30", "--requests", "3", "--json", str(out))
+    result = json.loads(out.read_text())
+    assert set(result) == {"hostile", "requests_each", "quiet", "flooded"}
