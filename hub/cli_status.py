@@ -72,10 +72,22 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
         ),
         ("turns waiting", ", ".join(f"{a}: {n}" for a, n in sorted(waiting.items())) or "none"),
         ("tasks", _task_line(health.get("tasks"))),
+        ("failed updates", _failed_line(health.get("failed_updates"))),
     ]
     for key, value in rows:
         table.add_row(key, value)
     return table
+
+
+def _failed_line(failed: dict[str, Any] | None) -> str:
+    """Platform updates the hub could not handle in the last day (hub/failed_updates.py)."""
+    if not failed or not failed.get("count"):
+        return "none"
+    latest = failed["latest"]
+    return (
+        f"{failed['count']} in the last day, kept and skipped; latest {latest['platform']} "
+        f"update {latest['update']}: {latest['error']} (GET /api/audit?action=update.failed)"
+    )
 
 
 def _task_line(tasks: dict[str, int] | None) -> str:

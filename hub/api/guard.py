@@ -16,7 +16,9 @@ Layers, outermost first (`hub/api/server.py` stacks them):
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Collection, Sequence
 from urllib.parse import urlsplit
 
@@ -162,7 +164,31 @@ class ApiGuard:
                 await refusal(scope, receive, send)
                 return
             scope.setdefault("state", {})["caller"] = caller
+            if scope["method"] not in SAFE_METHODS and headers.get("content-type"):
+                await self._json_text_checked(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+    async def _json_text_checked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuses (422) a JSON body whose text holds a lone UTF-16 surrogate ("\\ud800"):
+        Python's JSON parser accepts one, and nothing after it can encode it (a 500
+        before). The body is read here, then handed on as it came."""
+        messages: list[Message] = []
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                break
+        body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+        if lone_surrogate(body):
+            await _unencodable()(scope, receive, send)
+            return
+        replay = iter(messages)
+
+        async def replayed() -> Message:
+            return next(replay, None) or await receive()
+
+        await self.app(scope, replayed, send)
 
     def _refusal(
         self, caller: Caller, method: str, path: str, headers: Headers
@@ -225,6 +251,36 @@ def _no_database() -> JSONResponse:
         {"detail": "the hub's database is unavailable; nothing was stored, try again"},
         status_code=503,
         headers={"Retry-After": "5"},
+    )
+
+
+# A \uD800-\uDFFF escape, the only way a JSON body carries a surrogate (raw UTF-8 cannot).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate(body: bytes) -> bool:
+    """Whether a JSON body's strings hold a surrogate no encoder takes (a pair escaped
+    as two \\u escapes is one character once parsed, and fine)."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return False
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return False  # not JSON: the route's own validation answers it
+    try:
+        json.dumps(parsed, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _unencodable() -> JSONResponse:
+    return JSONResponse(
+        {
+            "detail": "the text holds a lone UTF-16 surrogate (such as \\ud800), which is not "
+            "a character; send the text as UTF-8 or with complete surrogate pairs"
+        },
+        status_code=422,
     )
 
 
