@@ -26,6 +26,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -140,8 +141,10 @@ class ApiGuard:
         authenticator: Authenticator,
         own_hosts: Sequence[str],
         cors_origins: Collection[str],
+        body_limit: int,
     ) -> None:
         self.app = app
+        self._body_limit = body_limit
         self._authenticator = authenticator
         self._own_hosts = tuple(own_hosts)
         self._cors_origins = frozenset(cors_origins)
@@ -174,11 +177,17 @@ class ApiGuard:
         Python's JSON parser accepts one, and nothing after it can encode it (a 500
         before). The body is read here, then handed on as it came."""
         messages: list[Message] = []
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request" or not message.get("more_body", False):
-                break
+        try:
+            while True:
+                message = await receive()
+                messages.append(message)
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    break
+        except HTTPException as exc:  # Starlette's body limiter, outside the app's handlers
+            if exc.status_code != 413:
+                raise
+            await too_large(self._body_limit)(scope, receive, send)
+            return
         body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
         if lone_surrogate(body):
             await _unencodable()(scope, receive, send)
@@ -322,6 +331,7 @@ def secure(app: FastAPI, server: ServerSection, authenticator: Authenticator) ->
         authenticator=authenticator,
         own_hosts=server.allowed_hosts,
         cors_origins=server.cors_origins,
+        body_limit=server.max_body_bytes,
     )
     if server.cors_origins:
         app.add_middleware(
