@@ -6,11 +6,12 @@ platform has each surrogate replaced with U+FFFD (hub/messages.py `clean_text`).
 that fails anyway (here: a database trigger refusing it, a fault at the database, not in
 the hub's code) is kept as failed (audit `update.failed`), named in health, and the
 platform keeps flowing: the polling offset moves past it, a webhook answers 200. The real
-SDKs (python-telegram-bot, line-bot-sdk) against tests/fakes.
+SDKs (python-telegram-bot, line-bot-sdk, slack-bolt) against tests/fakes.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from hub.api.routes import health
 from hub.app import Hub
 from hub.cli_status import _failed_line
 from hub.store.models import AuditEntry, InboxItem
-from tests.contract import line_harness, telegram_harness
+from tests.contract import line_harness, slack_harness, telegram_harness
 from tests.contract.harness import eventually
 from tests.contract.test_contract import reply_to
 
@@ -138,6 +139,21 @@ async def test_line_cleans_a_lone_surrogate_and_keeps_an_event_it_cannot_store(
         poisoned = await h.dm("bob", f"a {POISON}")  # 200 too: LINE will not redeliver it
         [failed] = _failed(h.hub)
         assert failed.where == "line" and failed.target == poisoned.event_id
+        await h.dm("carol", "after it")
+        await reply_to(h, "echo: after it")
+        _shown_in_health(h.hub)
+
+
+async def test_slack_cleans_a_lone_surrogate_and_keeps_an_event_it_cannot_store(
+    tmp_path: Path,
+) -> None:
+    async with slack_harness.open_harness(tmp_path) as h:
+        await h.dm("alice", f"odd {LONE} text")  # the harness asserts the callback's 200
+        await reply_to(h, f"echo: odd {REPLACED} text")
+        _poison(h.hub)
+        await h.dm("bob", f"a {POISON}")  # acknowledged: Slack will not retry it
+        [failed] = _failed(h.hub)
+        assert failed.where == "slack" and POISON in json.dumps(failed.detail["update"])
         await h.dm("carol", "after it")
         await reply_to(h, "echo: after it")
         _shown_in_health(h.hub)
