@@ -9,7 +9,8 @@ message model (`hub/messages.py`); an import-linter contract keeps it so.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib.metadata import entry_points
@@ -60,6 +61,8 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "animahub.adapters"
+
+log = logging.getLogger(__name__)
 
 
 class MarkdownDialect(StrEnum):
@@ -239,6 +242,49 @@ class NotPermitted(PermissionError):
     """The caller may not do this (act for another person): an adapter answers 403."""
 
 
+def is_transient(error: BaseException) -> bool:
+    """A failure that passes by itself (the database is unreachable): the update must come
+    again, not be put aside as failed."""
+    from sqlalchemy.exc import DBAPIError
+
+    return isinstance(error, DBAPIError) and (
+        error.connection_invalidated or type(error).__name__ in _UNAVAILABLE
+    )
+
+
+_UNAVAILABLE = frozenset({"OperationalError", "InterfaceError"})
+
+
+async def handle_or_keep(
+    hub: HubPort,
+    platform: str,
+    update_id: str,
+    raw: Callable[[], Any],
+    handling: Awaitable[None],
+) -> bool:
+    """Awaits `handling` (one platform update normalized and handed to the hub). When it
+    raises anything but a transient failure, the update is kept as failed
+    (`HubPort.update_failed`: logged, shown in health) and False returned: the adapter
+    acknowledges it and moves on, so one update nobody can handle never stalls a platform.
+    A transient failure is raised: the update is not acknowledged and comes again."""
+    try:
+        await handling
+    except Exception as exc:  # not hidden: logged, kept as failed and shown in health
+        if is_transient(exc):
+            raise
+        log.exception("%s update %s could not be handled; kept as failed", platform, update_id)
+        hub.update_failed(platform, update_id, exc, _readable(raw))
+        return False
+    return True
+
+
+def _readable(raw: Callable[[], Any]) -> Any:
+    try:
+        return raw()
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # kept without its JSON
+        return {"unreadable": f"{type(exc).__name__}: {exc}"}
+
+
 def caller_of(scope: Mapping[str, Any]) -> Caller:
     """The caller of an /api request (its ASGI scope); the edge puts it there before any
     route runs, and refuses the request when it cannot say who sent it."""
@@ -287,6 +333,12 @@ class HubPort(Protocol):
 
     def forget_cursor(self, key: str) -> None:
         """Delete a saved value (nothing happens when there is none)."""
+        ...
+
+    def update_failed(self, platform: str, update_id: str, error: BaseException, raw: Any) -> None:
+        """An update this hub could not handle (normalizing or storing it raised): kept as
+        failed for the operator (hub/failed_updates.py), so the adapter can move past it.
+        Use `handle_or_keep`, which does it for every failure but a transient one."""
         ...
 
     def prune_cursors(self, prefix: str, older_than_s: float) -> int:

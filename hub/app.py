@@ -7,9 +7,11 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlmodel import select
 
+from hub import failed_updates
 from hub.access import Access
 from hub.adapter import (
     Adapter,
@@ -402,6 +404,9 @@ class Hub:
 
     def forget_cursor(self, key: str) -> None:
         forget_cursor(self.db, key)
+
+    def update_failed(self, platform: str, update_id: str, error: BaseException, raw: Any) -> None:
+        failed_updates.record(self.db, self.clock.now(), platform, update_id, error, raw)
 
     def prune_cursors(self, prefix: str, older_than_s: float) -> int:
         return prune_cursors(self.db, prefix, self.clock.now() - timedelta(seconds=older_than_s))

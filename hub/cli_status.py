@@ -74,6 +74,7 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
         ("turns waiting", ", ".join(f"{a}: {n}" for a, n in sorted(waiting.items())) or "none"),
         ("tasks", _task_line(health.get("tasks"))),
         ("credentials", _credential_lines(health.get("credentials", {}))),
+        ("failed updates", _failed_line(health.get("failed_updates"))),
     ]
     for key, value in rows:
         # What the hub sent is redacted there; this CLI knows the credentials too (it loaded
@@ -86,6 +87,17 @@ def _credential_lines(credentials: dict[str, str]) -> str:
     """`telegram.bot_token  sha256:1a2b3c4d`: which credential is in use, never its value
     (`animahub status` on the same data folder computes the same fingerprint)."""
     return "\n".join(f"{key}  {shown}" for key, shown in credentials.items()) or "none"
+
+
+def _failed_line(failed: dict[str, Any] | None) -> str:
+    """Platform updates the hub could not handle in the last day (hub/failed_updates.py)."""
+    if not failed or not failed.get("count"):
+        return "none"
+    latest = failed["latest"]
+    return (
+        f"{failed['count']} in the last day, kept and skipped; latest {latest['platform']} "
+        f"update {latest['update']}: {latest['error']} (GET /api/audit?action=update.failed)"
+    )
 
 
 def _task_line(tasks: dict[str, int] | None) -> str:

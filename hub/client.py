@@ -18,7 +18,7 @@ from sqlmodel import select
 
 from hub.app import Hub
 from hub.logs import to_files
-from hub.messages import DeliveryStatus
+from hub.messages import DeliveryStatus, clean_text
 from hub.runfile import hold_data_root, hold_database, running_hub
 from hub.settings import Settings
 from hub.store.models import DeliveryRow
@@ -108,7 +108,10 @@ class ChatFailed(Exception):
 async def stream_chat(
     client: httpx.AsyncClient, anima: str, payload: dict[str, str]
 ) -> AsyncGenerator[str, None]:
-    """Yield the reply's text pieces; raise ChatFailed with the hub's message on an error."""
+    """Yield the reply's text pieces; raise ChatFailed with the hub's message on an error.
+    A terminal's undecodable bytes arrive as surrogates (surrogateescape): each becomes
+    U+FFFD here, as for every message from a platform (hub/messages.py `clean_text`)."""
+    payload = {key: clean_text(value) for key, value in payload.items()}
     async with aconnect_sse(client, "POST", f"/api/chat/{anima}", json=payload) as source:
         if source.response.status_code != 200:
             await source.response.aread()

@@ -9,15 +9,26 @@ id is a new event with a turn of its own, and a redelivery is only ever the send
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import asdict, replace
+from typing import Any
 
 from sqlalchemy import insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import select
 
 from hub.adapter import MessageTooLarge
-from hub.messages import Address, Attachment, Command, Inbound, PlatformUser
+from hub.messages import (
+    Address,
+    Attachment,
+    Command,
+    Inbound,
+    PlatformUser,
+    clean_json,
+    clean_text,
+    has_surrogate,
+)
 from hub.store.db import Database, row_values
 from hub.store.models import InboxItem
 
@@ -42,8 +53,8 @@ class Ingress:
             with self._db.write() as conn:
                 conn.execute(_INSERT, [row_values(row)])
             return row, False
-        except IntegrityError:
-            pass  # the unique (platform, sender_key, event_id) constraint: a redelivery
+        except IntegrityError as exc:
+            refused = exc  # the unique (platform, sender_key, event_id) constraint: a redelivery
         with self._db.session() as session:
             existing = session.exec(
                 select(InboxItem).where(
@@ -51,18 +62,22 @@ class Ingress:
                     InboxItem.sender_key == row.sender_key,
                     InboxItem.event_id == row.event_id,
                 )
-            ).one()
+            ).first()
+        if existing is None:
+            raise refused  # another constraint refused the row: say which, not "no row"
         return existing, True
 
 
 def _clean(text: str) -> str:
-    return text.replace("\x00", "")
+    return clean_text(text.replace("\x00", ""))
 
 
 def storable(inbound: Inbound) -> Inbound:
-    """The event without NUL characters in its text fields: PostgreSQL refuses them in a text
-    column (a message with one failed with a 500, and every redelivery with it), and no
-    platform means anything by one. `raw` is JSON, which keeps them escaped."""
+    """The event without NUL characters or surrogate code points in its text fields:
+    PostgreSQL refuses a NUL in a text column (a message with one failed with a 500, and
+    every redelivery with it), no platform means anything by one; a lone surrogate
+    (JSON "\\ud800") cannot be encoded at all, and stalled Telegram polling for everyone.
+    A surrogate becomes U+FFFD (hub/messages.py `clean_text`), in `raw` too."""
     a, s, c = inbound.address, inbound.sender, inbound.command
     fields = (
         inbound.event_id,
@@ -76,7 +91,9 @@ def storable(inbound: Inbound) -> Inbound:
         *(f"{x.name}{x.url}{x.content_type}" for x in inbound.attachments),
         *((c.name, *c.args) if c else ()),
     )
-    if not any("\x00" in field for field in fields):
+    if _raw_unencodable(inbound.raw):
+        inbound = replace(inbound, raw=clean_json(inbound.raw))
+    if not any("\x00" in field or has_surrogate(field) for field in fields):
         return inbound
     return replace(
         inbound,
@@ -99,6 +116,16 @@ def storable(inbound: Inbound) -> Inbound:
         ),
         command=Command(_clean(c.name), tuple(_clean(x) for x in c.args)) if c else None,
     )
+
+
+def _raw_unencodable(raw: dict[str, Any]) -> bool:
+    try:
+        json.dumps(raw, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    except (TypeError, ValueError):
+        return False  # not JSON at all: the store says so, as before
+    return False
 
 
 def to_row(inbound: Inbound) -> InboxItem:

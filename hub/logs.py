@@ -123,10 +123,24 @@ def _hub_file(home: Path) -> logging.Handler:
     return hub_file
 
 
+class _PerSocket(logging.Filter):
+    """uvicorn logs every WebSocket it accepts, and the websockets library every opening and
+    closing, at INFO: a flood of sockets became a flood of log lines (issue 41, class 8)."""
+
+    QUIET = frozenset({'%s - "WebSocket %s" [accepted]', "connection open", "connection closed"})
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.INFO or record.msg not in self.QUIET
+
+
 def _quiet_noisy() -> None:
     # apscheduler: the hub logs what its jobs do (hub/agenda.py); the store's bookkeeping is noise
     for noisy in ("LiteLLM", "httpx", "uvicorn.access", "alembic", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    for per_socket in ("uvicorn.error", "websockets.server"):
+        logger = logging.getLogger(per_socket)
+        if not any(isinstance(f, _PerSocket) for f in logger.filters):
+            logger.addFilter(_PerSocket())
 
 
 def configure(home: Path, level: str = "INFO", console: bool = True) -> None:

@@ -140,6 +140,34 @@ class Command:
     args: tuple[str, ...] = ()
 
 
+# A UTF-16 surrogate code point is not a character: JSON's "\ud800" or a terminal's
+# undecodable byte (surrogateescape) puts one in a str, and no store, log or platform can
+# encode it (issue 41, class 11). Text arriving from a platform or the CLI has each one
+# replaced with U+FFFD; the HTTP API refuses a JSON body holding one (422, hub/api/guard.py).
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
+
+
+def clean_text(text: str) -> str:
+    """`text` with every surrogate code point replaced by U+FFFD (docs/operations.md)."""
+    return _SURROGATE.sub(REPLACEMENT, text) if _SURROGATE.search(text) else text
+
+
+def has_surrogate(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+def clean_json(value: Any) -> Any:
+    """A JSON-shaped value with `clean_text` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, Mapping):
+        return {clean_text(str(k)): clean_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_json(v) for v in value]
+    return value
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

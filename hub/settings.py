@@ -141,8 +141,22 @@ class ServerSection(SettingsSection):
     cors_origins: list[str] = Field(default_factory=list)
     # People reach the hub over https (a TLS proxy in front): send Strict-Transport-Security.
     https: bool = False
-    # Open connections uvicorn serves at once; beyond it, new requests get 503.
+    # Requests served and authenticated live feeds at once (hub/api/connections.py); past
+    # it, a new request gets 503. Connections still waiting for their request or their
+    # credential do not count here: they have max_waiting.
     max_connections: int = Field(default=256, ge=8)
+    # Connections waiting for their request head, idle between requests, or live-feed
+    # sockets not yet authenticated; past it, the oldest waiting one is closed.
+    max_waiting: int = Field(default=1024, ge=8)
+    # Seconds a connection may take to send its request head, and a live-feed socket its
+    # credential: past it, it is closed (the deadline before authentication).
+    handshake_timeout_s: float = Field(default=5.0, gt=0, le=60)
+    # Waiting connections from one client address; past it, its oldest is closed.
+    waiting_per_address: int = Field(default=64, ge=1)
+    # Live-feed sockets (`WS /ws`) one person, and one client address, may hold at once;
+    # all of them together at most half of max_connections, so requests keep the rest.
+    live_per_person: int = Field(default=8, ge=1)
+    live_per_address: int = Field(default=64, ge=1)
     # Where people reach the hub, for the sign-in links it hands out ("https://hub.example.com");
     # empty: http://host:port.
     public_url: str = Field(default="", pattern=r"^(https?://[^/\s?#]+)?$")

@@ -47,6 +47,7 @@ from hub.adapter import (
     PlatformUnauthorized,
     PlatformUnavailable,
     Settings,
+    handle_or_keep,
     mentioned,
 )
 from hub.messages import Address, AddressKind, Inbound, OutboundChunk
@@ -247,7 +248,14 @@ class DiscordAdapter:
         channel_id = message.channel.id
         async with self._order.turn(channel_id):
             if not self._ids.is_own(message.author.id):
-                await self._ingest(message)
+                # One nobody can handle is kept as failed; the channel's cursor moves on.
+                await handle_or_keep(
+                    self.hub,
+                    "discord",
+                    str(message.id),
+                    lambda: _raw(message),
+                    self._ingest(message),
+                )
             if self._seen is not None:
                 self._seen.mark(channel_id, message.id)
 
@@ -372,3 +380,13 @@ class DiscordAdapter:
 
     def routers(self) -> Sequence[APIRouter]:
         return [self.interactions.router()] if self.interactions is not None else []
+
+
+def _raw(message: discord.Message) -> dict[str, object]:
+    """What a failed message is kept with (discord.py keeps no JSON of it)."""
+    return {
+        "id": str(message.id),
+        "channel_id": str(message.channel.id),
+        "author_id": str(message.author.id),
+        "content": message.content,
+    }

@@ -20,6 +20,7 @@ never doubled. A 1:1 chat shows LINE's loading animation while its turn runs.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -59,6 +60,7 @@ from hub.adapter import (
     RateLimited,
     Settings,
     TransientDeliveryError,
+    handle_or_keep,
 )
 from hub.messages import Address, Inbound, OutboundChunk
 
@@ -355,7 +357,16 @@ class LineAdapter:
         destination = str(payload.destination or self.bot_user_id)
         for event in payload.events or ():
             if isinstance(event, MessageEvent):
-                await self._ingest(hub, event, destination, raws.get(event.webhook_event_id, {}))
+                raw = raws.get(event.webhook_event_id, {})
+                # One event nobody can handle is kept as failed; the others in the body,
+                # and LINE's acknowledgement, go ahead (hub.adapter.handle_or_keep).
+                await handle_or_keep(
+                    hub,
+                    self.name,
+                    event.webhook_event_id,
+                    functools.partial(dict, raw),
+                    self._ingest(hub, event, destination, raw),
+                )
             else:
                 log.debug("LINE %s event not handled", getattr(event, "type", "?"))
         return JSONResponse({})

@@ -36,6 +36,7 @@ from hub.adapter import (
     PlatformUnauthorized,
     PlatformUnavailable,
     Settings,
+    handle_or_keep,
 )
 from hub.messages import Address, DeliveryKind, Inbound, OutboundChunk
 
@@ -212,7 +213,15 @@ class SlackAdapter:
         if malformed is not None:
             log.warning("Slack event %s dropped: %s", body.get("event_id"), malformed)
             return
-        await self._ingest(event, str(body.get("team_id") or event.get("team") or ""))
+        team = str(body.get("team_id") or event.get("team") or "")
+        if self._hub is None:
+            await self._ingest(event, team)  # says it arrived while the hub is stopped
+            return
+        # An event nobody can handle is kept as failed and acknowledged, not redelivered.
+        event_id = str(body.get("event_id") or event.get("client_msg_id") or "?")
+        await handle_or_keep(
+            self._hub, self.name, event_id, lambda: body, self._ingest(event, team)
+        )
 
     async def _ingest(self, event: dict[str, Any], team_id: str) -> None:
         async with self._sequencer.turn(str(event.get("channel") or "")):

@@ -46,6 +46,7 @@ from hub.adapter import (
     PlatformUnavailable,
     Settings,
     TransientDeliveryError,
+    handle_or_keep,
 )
 from hub.messages import Address, AddressKind, DeliveryKind, Inbound, OutboundChunk
 
@@ -186,11 +187,12 @@ class TelegramAdapter:
                 failures = 0
             for update in updates:
                 try:
-                    await self.handle(update)  # stored by the hub before the offset moves on
+                    # Stored by the hub (or kept as failed) before the offset moves on.
+                    await self.take(update)
                     hub.save_cursor(CURSOR, str(update.update_id + 1))
                 except Exception as exc:
-                    # The hub could not take it (its database is gone, or a bug): polling
-                    # must not die. Logged, reported, and the same update fetched again.
+                    # The hub could not take it for now (its database is gone): polling must
+                    # not die. Logged, reported, and the same update fetched again.
                     failures += 1
                     log.exception("Telegram update %d was not stored", update.update_id)
                     await self._poll_failed(hub, exc, failures)
@@ -215,6 +217,15 @@ class TelegramAdapter:
         await asyncio.sleep(delay)
 
     # inbound ---------------------------------------------------------------------------
+
+    async def take(self, update: Update) -> None:
+        """`handle`, but an update the hub cannot handle is kept as failed and skipped
+        (hub.adapter.handle_or_keep): only a transient failure raises."""
+        if self._hub is None:
+            raise RuntimeError("the Telegram adapter is not running")
+        await handle_or_keep(
+            self._hub, NAME, str(update.update_id), update.to_dict, self.handle(update)
+        )
 
     async def handle(self, update: Update) -> None:
         """One update into the hub; returns once it is stored (or known to be a duplicate)."""

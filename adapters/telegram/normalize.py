@@ -31,7 +31,15 @@ from typing import Any
 from telegram import Chat, Message, MessageEntity, Update, User
 
 from hub.adapter import parse_command
-from hub.messages import Address, AddressKind, Attachment, Command, Inbound, PlatformUser
+from hub.messages import (
+    Address,
+    AddressKind,
+    Attachment,
+    Command,
+    Inbound,
+    PlatformUser,
+    clean_text,
+)
 
 PLATFORM = "telegram"
 FILE_SCHEME = "telegram-file:"
@@ -97,6 +105,9 @@ def _entity_text(text: str, entity: MessageEntity) -> str:
 
 def read_text(text: str, entities: Sequence[MessageEntity], me: Me) -> Text:
     """The text without our bot's mention; the command it starts with, if it is ours."""
+    # A lone surrogate (JSON "\\ud800") cannot be encoded to UTF-16 below: U+FFFD, which
+    # has the same length in UTF-16 units, so the entities' offsets still hold.
+    text = clean_text(text)
     spans: list[tuple[int, int, str]] = []
     mentioned = False
     command: Command | None = None

@@ -3,7 +3,8 @@
 The `X-Telegram-Bot-Api-Secret-Token` header is compared (in constant time) with the
 secret given to `setWebhook` before the body is even read: a request without it, or with
 another, is answered 401 and touches nothing. An update is acknowledged (200) only once the
-hub has stored it; any other answer makes Telegram deliver it again, and the hub's dedup
+hub has stored it, or kept it as failed (hub/failed_updates.py: one nobody can handle must not
+come back for ever); any other answer makes Telegram deliver it again, and the hub's dedup
 then answers it once.
 """
 
@@ -32,7 +33,7 @@ class Receiver(Protocol):
 
     def parse_update(self, body: bytes) -> Update | None: ...
 
-    async def handle(self, update: Update) -> None: ...
+    async def take(self, update: Update) -> None: ...
 
 
 def router(receiver: Receiver) -> APIRouter:
@@ -49,7 +50,9 @@ def router(receiver: Receiver) -> APIRouter:
             update = None
         if update is None:
             return JSONResponse({"detail": "not a Telegram update"}, status_code=400)
-        await receiver.handle(update)
+        # Stored, or kept as failed (then acknowledged all the same, or Telegram would send
+        # it again for ever); a transient failure raises: 503, and Telegram sends it again.
+        await receiver.take(update)
         return Response(status_code=200)
 
     api = APIRouter()

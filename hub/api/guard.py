@@ -2,7 +2,8 @@
 
 Layers, outermost first (`hub/api/server.py` stacks them):
 - `Edge`, outside Starlette's ServerErrorMiddleware, so even a 500 carries the security
-  headers; it also refuses a declared Content-Length over `[server] max_body_bytes`.
+  headers; it also refuses a declared Content-Length over `[server] max_body_bytes`, and
+  marks the connection busy while a request is served (hub/api/connections.py).
 - FastAPI's own body limit (`max_body_size`, Starlette's RequestBodyLimitMiddleware) counts
   the bytes as they stream in, chunked bodies too; `secure` makes its 413 name the setting.
 - TrustedHostMiddleware: the Host header must be one the hub answers to (DNS rebinding).
@@ -15,7 +16,9 @@ Layers, outermost first (`hub/api/server.py` stacks them):
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections.abc import Collection, Sequence
 from urllib.parse import urlsplit
 
@@ -23,12 +26,14 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
 from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub.adapter import Caller
 from hub.api.auth import SESSION_COOKIE, Authenticator, Unauthenticated, csrf_ok, permitted
+from hub.api.connections import connection_of
 from hub.settings import ServerSection, is_loopback
 
 log = logging.getLogger(__name__)
@@ -109,7 +114,17 @@ class Edge:
             # plain text. A chunked body is counted by that limiter as it arrives.
             await too_large(self.limit)(scope, receive, send_secured)
             return
-        await self.app(scope, receive, send_secured)
+        conn = connection_of(scope)  # its place in the budget (hub/api/connections.py)
+        if conn is None:
+            await self.app(scope, receive, send_secured)
+            return
+        if not conn.busy():  # a request is served: it takes one of the shared places
+            await _busy()(scope, receive, send_secured)
+            return
+        try:
+            await self.app(scope, receive, send_secured)
+        finally:
+            conn.idle()
 
 
 class ApiGuard:
@@ -126,8 +141,10 @@ class ApiGuard:
         authenticator: Authenticator,
         own_hosts: Sequence[str],
         cors_origins: Collection[str],
+        body_limit: int,
     ) -> None:
         self.app = app
+        self._body_limit = body_limit
         self._authenticator = authenticator
         self._own_hosts = tuple(own_hosts)
         self._cors_origins = frozenset(cors_origins)
@@ -150,7 +167,37 @@ class ApiGuard:
                 await refusal(scope, receive, send)
                 return
             scope.setdefault("state", {})["caller"] = caller
+            if scope["method"] not in SAFE_METHODS and headers.get("content-type"):
+                await self._json_text_checked(scope, receive, send)
+                return
         await self.app(scope, receive, send)
+
+    async def _json_text_checked(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Refuses (422) a JSON body whose text holds a lone UTF-16 surrogate ("\\ud800"):
+        Python's JSON parser accepts one, and nothing after it can encode it (a 500
+        before). The body is read here, then handed on as it came."""
+        messages: list[Message] = []
+        try:
+            while True:
+                message = await receive()
+                messages.append(message)
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    break
+        except HTTPException as exc:  # Starlette's body limiter, outside the app's handlers
+            if exc.status_code != 413:
+                raise
+            await too_large(self._body_limit)(scope, receive, send)
+            return
+        body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+        if lone_surrogate(body):
+            await _unencodable()(scope, receive, send)
+            return
+        replay = iter(messages)
+
+        async def replayed() -> Message:
+            return next(replay, None) or await receive()
+
+        await self.app(scope, replayed, send)
 
     def _refusal(
         self, caller: Caller, method: str, path: str, headers: Headers
@@ -216,6 +263,44 @@ def _no_database() -> JSONResponse:
     )
 
 
+# A \uD800-\uDFFF escape, the only way a JSON body carries a surrogate (raw UTF-8 cannot).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate(body: bytes) -> bool:
+    """Whether a JSON body's strings hold a surrogate no encoder takes (a pair escaped
+    as two \\u escapes is one character once parsed, and fine)."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return False
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return False  # not JSON: the route's own validation answers it
+    try:
+        json.dumps(parsed, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _unencodable() -> JSONResponse:
+    return JSONResponse(
+        {
+            "detail": "the text holds a lone UTF-16 surrogate (such as \\ud800), which is not "
+            "a character; send the text as UTF-8 or with complete surrogate pairs"
+        },
+        status_code=422,
+    )
+
+
+def _busy() -> JSONResponse:
+    return JSONResponse(
+        {"detail": "the hub is serving all the requests it may ([server] max_connections)"},
+        status_code=503,
+        headers={"Retry-After": "5"},
+    )
+
+
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or (
@@ -246,6 +331,7 @@ def secure(app: FastAPI, server: ServerSection, authenticator: Authenticator) ->
         authenticator=authenticator,
         own_hosts=server.allowed_hosts,
         cors_origins=server.cors_origins,
+        body_limit=server.max_body_bytes,
     )
     if server.cors_origins:
         app.add_middleware(

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError
 
-from hub import __version__
+from hub import __version__, failed_updates
 from hub.animas import Anima
 from hub.app import Hub
 from hub.deliveries import Delivery
@@ -130,9 +130,10 @@ def health(hub: HubDep) -> dict[str, Any]:
     try:
         deliveries: dict[str, int] | None = hub.outbox.counts()
         tasks: dict[str, int] | None = hub.tasks.counts()
+        failed: dict[str, Any] | None = failed_updates.recent(hub.db, hub.clock.now())
         database_error = ""
     except DBAPIError as exc:
-        deliveries = tasks = None
+        deliveries = tasks = failed = None
         database_error = f"{type(exc.orig).__name__}: {exc.orig}"
     platforms = {name: status.as_dict() for name, status in hub.platforms.status().items()}
     parts = {name: status.as_dict() for name, status in hub.supervisor.status().items()}
@@ -140,6 +141,8 @@ def health(hub: HubDep) -> dict[str, Any]:
     problems += [name for name, p in parts.items() if p["state"] != "running"]
     if database_error:
         problems.append("database")
+    if failed is not None and failed["count"]:
+        problems.append("failed updates")
     report: dict[str, Any] = {
         # degraded: the hub runs, but a platform is not connected, a part of it is failing
         # (and being restarted) or the database cannot be reached; `problems` says which,
@@ -160,6 +163,9 @@ def health(hub: HubDep) -> dict[str, Any]:
         "deliveries": deliveries,
         "failed_deliveries": deliveries.get("failed", 0) if deliveries is not None else None,
         "tasks": tasks,  # the task board's tasks by state
+        # platform updates the hub could not handle in the last day, kept and skipped
+        # (hub/failed_updates.py; the audit log's `update.failed` entries hold them)
+        "failed_updates": failed,
         "mailboxes": hub.runtime.mailboxes.pending(),
         # messages from people sending faster than their rate, waiting for their slot
         "paced": hub.pacing.waiting,

@@ -17,6 +17,7 @@ from hub import __version__
 from hub.adapter import AmbiguousName, MessageTooLarge
 from hub.animas import AnimaError
 from hub.api import (
+    connections,
     dashboard_page,
     dashboard_routes,
     docs_pages,
@@ -61,12 +62,14 @@ def uvicorn_config(app: ASGIApp, server: ServerSection) -> uvicorn.Config:
     """How `animahub start` serves the app: bounded connections, headers and idle time."""
     import uvicorn
 
+    connections.make_room_for(server)
     return uvicorn.Config(
         app,
         log_config=None,
-        # Open connections, idle ones included: a flood of slow clients gets 503 for new
-        # requests instead of exhausting the hub's file descriptors.
-        limit_concurrency=server.max_connections,
+        # Open connections are bounded by hub/api/connections.py, not uvicorn's
+        # limit_concurrency: that counted idle, unauthenticated and live-feed sockets alike,
+        # so they could take every place and leave 503 for everyone else.
+        http=connections.protocol_for(server),
         timeout_keep_alive=KEEP_ALIVE_S,
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
     )

@@ -99,12 +99,31 @@ async def _status_of_raw_get(port: int, extra: str = "", *, ended: bool = True) 
     return int(status_line.split()[1])
 
 
+async def _unfinished_post(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A post whose body has not all arrived: the hub is serving it, waiting for the rest."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        b"POST /api/channels/general/posts HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+    )
+    await writer.drain()
+    return reader, writer
+
+
 async def test_uvicorn_bounds_connections_and_request_heads(home: Path) -> None:
     async with serving(home, max_connections=8) as (hub, _), uvicorn_serving(hub) as (server, port):
         assert await _status_of_raw_get(port) == 200
+        # Idle connections hold no place: a new request is served, the oldest idle closed.
         idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(8)]
-        assert await _status_of_raw_get(port) == 503  # past max_connections
+        assert await _status_of_raw_get(port) == 200
+        assert await asyncio.wait_for(idle[0][0].read(), 30) == b""  # closed by the hub
         for _reader, writer in idle:
+            writer.close()
+        # Requests being served do hold theirs: past max_connections of them, 503.
+        busy = [await _unfinished_post(port) for _ in range(8)]
+        await eventually(lambda: len(server.server_state.tasks) == 8)
+        assert await _status_of_raw_get(port) == 503
+        for _reader, writer in busy:
             writer.close()
         await eventually(lambda: not server.server_state.connections)
         assert await _status_of_raw_get(port) == 200

@@ -266,3 +266,10 @@ def test_secrets_recall_runs_on_a_small_conversation(small_locomo: Path, tmp_pat
     assert "formats, recall" in text and "LoCoMo:" in text and "streamed:" in text
     result = json.loads(out.read_text())
     assert len(result["formats"]) >= 60 and result["turns"] > 0
+
+
+def test_ws_exhaustion_runs(tmp_path: Path) -> None:
+    out = tmp_path / "ws.json"
+    run_bench("bench/ws_exhaustion.py", "--hostile", "30", "--requests", "3", "--json", str(out))
+    result = json.loads(out.read_text())
+    assert set(result) == {"hostile", "requests_each", "quiet", "flooded"}

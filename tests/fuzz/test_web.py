@@ -19,9 +19,16 @@ from hub.app import Hub
 from tests.conftest import add_demo_animas, make_settings
 from tests.fuzz.strategies import examples, junk, nasty_text, shaped, text
 
+# Lone surrogates: json.dumps escapes them ("\\ud800"), which Python's parser takes back
+# into a str nothing can encode (issue 41, class 11): a 422 now, never a 500.
+LONE = ["lone \ud800 high", "\udc00 low first", "\udbff"]
 _name = st.one_of(st.sampled_from(["guest", "alice", "a.b@c-d", "x" * 64]), nasty_text(10))
 chat_body = shaped(
-    {"message": st.one_of(text(), st.sampled_from(["/whoami", "/anima list", "hi", "\x00"]))},
+    {
+        "message": st.one_of(
+            text(), st.sampled_from(["/whoami", "/anima list", "hi", "\x00", *LONE])
+        )
+    },
     session_id=st.one_of(st.sampled_from(["s1", "s-2.x"]), nasty_text(10)),
     user=_name,
     channel=st.one_of(st.sampled_from(["general", "nope"]), nasty_text(10)),
@@ -39,7 +46,9 @@ realistic_chat = st.fixed_dictionaries(
     },
 )
 post_body = shaped(
-    {"text": st.one_of(text(), st.just("\x00"))}, user=_name, message_id=nasty_text(10)
+    {"text": st.one_of(text(), st.sampled_from(["\x00", *LONE]))},
+    user=_name,
+    message_id=nasty_text(10),
 )
 bodies = st.one_of(
     realistic_chat.map(json.dumps),
