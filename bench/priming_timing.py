@@ -89,6 +89,9 @@ class TimedIndex:
     def unindexed(self) -> int:
         return self.inner.unindexed()
 
+    def purge(self) -> None:
+        self.inner.purge()
+
     def close(self) -> None:
         self.inner.close()
 

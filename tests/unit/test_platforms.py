@@ -91,6 +91,9 @@ class NoHub:
     def save_cursor(self, key: str, value: str) -> None:
         return None
 
+    def update_failed(self, platform: str, update_id: str, error: BaseException, raw: Any) -> None:
+        return None
+
     def forget_cursor(self, key: str) -> None:
         return None
 
