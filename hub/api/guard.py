@@ -7,10 +7,10 @@ Layers, outermost first (`hub/api/server.py` stacks them):
   the bytes as they stream in, chunked bodies too; `secure` makes its 413 name the setting.
 - TrustedHostMiddleware: the Host header must be one the hub answers to (DNS rebinding).
 - CORSMiddleware, only when `[server] cors_origins` names origins.
-- `ApiGuard` on /api/* and /mcp: who the caller is (`hub/api/auth.py`: a token, the session cookie,
-  or the owner on loopback) and whether they may reach the route; then unsafe methods from
-  another site, a session's unsafe requests without its CSRF token, and non-JSON bodies are
-  refused (a cross-site page can send those without a CORS preflight).
+- `ApiGuard` on /api/* and /mcp: who the caller is (`hub/api/auth.py`: a token, or the session
+  cookie with its page key, which also makes a session's requests proof against CSRF) and
+  whether they may reach the route; then unsafe methods from another site and non-JSON
+  bodies are refused (a cross-site page can send those without a CORS preflight).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub.adapter import Caller
-from hub.api.auth import SESSION_COOKIE, Authenticator, Unauthenticated, csrf_ok, permitted
+from hub.api.auth import SESSION_COOKIE, Authenticator, Unauthenticated, permitted
 from hub.settings import ServerSection, is_loopback
 
 log = logging.getLogger(__name__)
@@ -114,11 +114,12 @@ class Edge:
 
 class ApiGuard:
     """/api/* and /mcp: who the caller is, whether they may reach the route, and no unsafe request
-    from another site or, with a session cookie, without the session's CSRF token.
+    from another site.
 
     A browser sends a cross-site POST without asking first (no CORS preflight) when it has
-    no body or a form/text body, so CORS alone does not stop a page from driving the
-    unauthenticated loopback hub; the Origin header and a JSON-only body do."""
+    no body or a form/text body; a session's requests are safe from it (they need the
+    `X-Page-Key` header, which needs a preflight and the key), and the Origin header and a
+    JSON-only body refuse such requests from anyone else."""
 
     def __init__(
         self,
@@ -137,7 +138,7 @@ class ApiGuard:
         if scope["type"] == "http" and (path.startswith("/api/") or path == "/mcp"):
             headers = Headers(scope=scope)
             try:
-                caller = self._authenticator.caller(headers, scope.get("client"))
+                caller = self._authenticator.caller(headers)
             except Unauthenticated as exc:
                 await _unauthenticated(str(exc), headers)(scope, receive, send)
                 return
@@ -166,11 +167,6 @@ class ApiGuard:
         if origin is not None and not self._origin_allowed(origin, headers.get("host", "")):
             return JSONResponse(
                 {"detail": f"cross-site request from {origin} refused"}, status_code=403
-            )
-        if not csrf_ok(caller, headers):
-            return JSONResponse(
-                {"detail": "missing or wrong X-CSRF-Token for this session (reload the page)"},
-                status_code=403,
             )
         content_type = headers.get("content-type")
         if content_type is not None and not _is_json(content_type):
@@ -203,8 +199,10 @@ def _unauthenticated(detail: str, headers: Headers) -> JSONResponse:
     response = JSONResponse(
         {"detail": detail}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
     )
-    if SESSION_COOKIE in headers.get("cookie", ""):
-        response.delete_cookie(SESSION_COOKIE, path="/")  # an ended session: the page forgets it
+    if SESSION_COOKIE in headers.get("cookie", "") and "x-page-key" in headers:
+        # The page's own session ended: the browser forgets it. A request without the key
+        # (another port's page, which cannot send it) must not sign the owner out.
+        response.delete_cookie(SESSION_COOKIE, path="/")
     return response
 
 
