@@ -52,6 +52,12 @@ _PERSON_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
 class Unauthenticated(Exception):
     """No caller could be established: the edge answers 401 with this message."""
 
+    def __init__(self, message: str, session_ended: bool = False) -> None:
+        super().__init__(message)
+        # The page's own session (its key matched) ended: the browser may forget the cookie.
+        # Not otherwise: another port's page, without the key, must not sign anyone out.
+        self.session_ended = session_ended
+
 
 def session_cookies(headers: Headers) -> list[str]:
     """Every session cookie the request carries: a cookie planted from another port of the

@@ -140,7 +140,7 @@ class ApiGuard:
             try:
                 caller = self._authenticator.caller(headers)
             except Unauthenticated as exc:
-                await _unauthenticated(str(exc), headers)(scope, receive, send)
+                await _unauthenticated(str(exc), exc.session_ended)(scope, receive, send)
                 return
             except DBAPIError as exc:  # looking a token up needs the database
                 log.error("request refused: the database is unavailable (%s)", exc.orig)
@@ -195,14 +195,12 @@ def origin_allowed(
     return any(_host_matches(name, pattern) for pattern in own_hosts)
 
 
-def _unauthenticated(detail: str, headers: Headers) -> JSONResponse:
+def _unauthenticated(detail: str, session_ended: bool) -> JSONResponse:
     response = JSONResponse(
         {"detail": detail}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
     )
-    if SESSION_COOKIE in headers.get("cookie", "") and "x-page-key" in headers:
-        # The page's own session ended: the browser forgets it. A request without the key
-        # (another port's page, which cannot send it) must not sign the owner out.
-        response.delete_cookie(SESSION_COOKIE, path="/")
+    if session_ended:
+        response.delete_cookie(SESSION_COOKIE, path="/")  # the page's own, ended: forget it
     return response
 
 

@@ -17,6 +17,7 @@ from adapters.telegram.webhook import SECRET_HEADER
 from hub.api.server import MAX_HEAD_BYTES
 from tests.api.web_edge import EVIL, LIMIT, assert_secured, chunks, serving, uvicorn_serving
 from tests.contract import line_harness, slack_harness, telegram_harness
+from tests.conftest import owner_headers
 from tests.contract.harness import eventually
 from tests.fakes.line_server import sign
 from tests.sizes import size
@@ -88,11 +89,14 @@ async def test_a_chunked_webhook_within_the_limit_is_taken_in(tmp_path: Path) ->
 # uvicorn's own limits, as `animahub start` configures it ---------------------------------
 
 
-async def _status_of_raw_get(port: int, extra: str = "", *, ended: bool = True) -> int:
-    """`ended=False`: the head's blank line is not sent (yet), as by a slow client."""
+async def _status_of_raw_get(port: int, home: Path, extra: str = "", *, ended: bool = True) -> int:
+    """`ended=False`: the head's blank line is not sent (yet), as by a slow client. Sent
+    with the owner's key (`home`'s owner.key): the loopback address is nobody."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     end = "\r\n" if ended else ""
-    writer.write(f"GET /api/animas HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}{end}".encode())
+    owner = "".join(f"{name}: {value}\r\n" for name, value in owner_headers(home).items())
+    head = f"GET /api/animas HTTP/1.1\r\nHost: 127.0.0.1\r\n{owner}{extra}{end}"
+    writer.write(head.encode())
     await writer.drain()
     status_line = await asyncio.wait_for(reader.readline(), 10)
     writer.close()
@@ -101,18 +105,18 @@ async def _status_of_raw_get(port: int, extra: str = "", *, ended: bool = True) 
 
 async def test_uvicorn_bounds_connections_and_request_heads(home: Path) -> None:
     async with serving(home, max_connections=8) as (hub, _), uvicorn_serving(hub) as (server, port):
-        assert await _status_of_raw_get(port) == 200
+        assert await _status_of_raw_get(port, home) == 200
         idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(8)]
-        assert await _status_of_raw_get(port) == 503  # past max_connections
+        assert await _status_of_raw_get(port, home) == 503  # past max_connections
         for _reader, writer in idle:
             writer.close()
         await eventually(lambda: not server.server_state.connections)
-        assert await _status_of_raw_get(port) == 200
+        assert await _status_of_raw_get(port, home) == 200
         fits = f"X-Pad: {'a' * (MAX_HEAD_BYTES // 2)}\r\n"
-        assert await _status_of_raw_get(port, fits) == 200
+        assert await _status_of_raw_get(port, home, fits) == 200
         # h11 holds at most MAX_HEAD_BYTES of a head that has not ended.
         too_big = f"X-Pad: {'a' * MAX_HEAD_BYTES}\r\n"
-        assert await _status_of_raw_get(port, too_big, ended=False) == 400
+        assert await _status_of_raw_get(port, home, too_big, ended=False) == 400
 
 
 # hostile and ordinary traffic at once ----------------------------------------------------
@@ -137,7 +141,8 @@ def hostile(kind: int, text: str) -> tuple[str, str, dict[str, str], Any, int]:
 
 async def test_mixed_hostile_and_ordinary_traffic(home: Path) -> None:
     """Concurrent requests over real HTTP, six kinds refused and ordinary channel posts:
-    each refused one gets its status and leaves nothing, each ordinary one is kept once."""
+    each refused one gets its status and leaves nothing, each ordinary one is kept once.
+    All carry the owner's key: a hostile one is refused for what it is, not for want of it."""
     async with serving(home) as (hub, local), uvicorn_serving(hub) as (_server, port):
         url = f"http://127.0.0.1:{port}"
         gate = asyncio.Semaphore(16)
@@ -158,7 +163,7 @@ async def test_mixed_hostile_and_ordinary_traffic(home: Path) -> None:
                 wrong.append((index, expected, answer.status_code))
             assert_secured(answer)
 
-        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        async with httpx.AsyncClient(base_url=url, timeout=60, headers=owner_headers(home)) as http:
             await asyncio.gather(*(one(http, i) for i in range(REQUESTS)))
         posts = (await local.get(POSTS, params={"limit": 1000})).json()["posts"]
     assert wrong == []
