@@ -50,10 +50,13 @@ async def hub(home: Path, clock: ManualClock) -> AsyncIterator[Hub]:
         await instance.stop()
 
 
-def web(hub: Hub) -> httpx.AsyncClient:
-    """A client on the hub's app; ASGITransport's peer is 127.0.0.1, which is nobody."""
+def web(hub: Hub, owner: bool = False) -> httpx.AsyncClient:
+    """A client on the hub's app; ASGITransport's peer is 127.0.0.1, which is nobody. With
+    `owner`, it sends the owner's key (the data folder's owner.key), as the CLI does."""
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=create_app(hub)), base_url="http://localhost"
+        transport=httpx.ASGITransport(app=create_app(hub)),
+        base_url="http://localhost",
+        headers=owner_headers(hub.settings.home) if owner else None,
     )
 
 
