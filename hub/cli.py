@@ -187,8 +187,9 @@ def _print_owner_link(hub: Hub) -> None:
 
     link = owner_signin(hub, "animahub start")
     url = hub.settings.server.link_base()
-    console.print(f"API docs at {url}/docs; `animahub signin` prints a new link")
-    console.print(styled("Open ", (link["url"], "bold"), " to chat (your sign-in link, once)"))
+    console.print(f"API docs at {url}/docs; `animahub signin` prints a new sign-in link")
+    console.print("Open this link to chat (it signs you in as the owner, once):")
+    console.print(link["url"], style="bold", soft_wrap=True, highlight=False)  # one line
 
 
 @app.command()
@@ -204,8 +205,9 @@ def signin() -> None:
             return dict(response.json())
 
     link = asyncio.run(run())
-    console.print(styled("Open ", (link["url"], "bold"), f" to sign in as {link['name']}"))
-    console.print(f"(one use, until {link['expires_at']})", style="dim")
+    until = link["expires_at"]
+    console.print(f"Open this link to sign in as {link['name']} (once, until {until}):")
+    console.print(link["url"], style="bold", soft_wrap=True, highlight=False)
 
 
 class _Stopped(Exception):
