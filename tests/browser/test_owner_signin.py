@@ -50,7 +50,7 @@ def test_a_new_user_opens_the_link_start_printed_and_chats(
 
         page = browser.new_page("new-user", owner=False)
         page.goto(process.url)  # before the link: nobody, the page asks for a sign-in
-        browser.allow(r"HTTP 401: GET .*/api/")
+        browser.allow(r"(HTTP 401: GET |status of 401 \(Unauthorized\) \().*/api/")
         expect(page.locator("#token-dialog")).to_be_visible()
         page.goto(printed.group(1))
         page.wait_for_url(f"{process.url}/")
@@ -62,7 +62,7 @@ def test_a_new_user_opens_the_link_start_printed_and_chats(
 
         again = browser.new_page("link-used", owner=False)
         again.goto(printed.group(1))  # a one-time link: used now
-        browser.allow(r"HTTP 410: GET .*/signin/")
+        browser.allow(r"(HTTP 410: GET |status of 410 \(Gone\) \().*/signin/")
         expect(again.locator(".signin-error")).to_contain_text("already used")
         page.close()
         again.close()
@@ -136,7 +136,7 @@ def test_a_cookie_planted_from_another_port_is_nobody_in_a_fresh_browser(
     cookies = {c["name"]: c["value"] for c in page.context.cookies(hub.url)}
     assert cookies.get("animahub_session") == secret  # planted: ports share cookies
 
-    browser.allow(r"HTTP 401: (GET|POST) .*/api/")
+    browser.allow(r"(HTTP 401: (GET|POST) |status of 401 \(Unauthorized\) \().*/api/")
     page.goto(hub.url)
     expect(page.locator("#token-dialog")).to_be_visible()  # signed in as nobody
     expect(page.locator("#user-name")).not_to_have_text("Mallory")
@@ -162,7 +162,7 @@ def test_the_owners_page_never_speaks_as_a_planted_session(
     handler.cookie = f"animahub_session={secret}; Path={path}; HttpOnly; SameSite=Strict"
     page = browser.new_page("owner")  # signed in with the owner's link
     page.goto(url)
-    browser.allow(r"HTTP 401: (GET|POST) .*/api/")
+    browser.allow(r"(HTTP 401: (GET|POST) |status of 401 \(Unauthorized\) \().*/api/")
     words = f"the owner's words for aria {path}"
     if path == "/":  # the owner's cookie was overwritten: the page is nobody now
         page.goto(hub.url)
