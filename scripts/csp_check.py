@@ -7,9 +7,10 @@ Content-Security-Policy violation, console error and page exception (hub/api/gua
 
 It first opens the owner's sign-in link (the page signs in by itself; nobody is the owner
 for being on the hub's machine), then the chat page, sends a message to the first Anima
-(the reply streams back and is rendered as markdown), posts in #general, then opens /docs. Exit code 1 if anything was
-refused by the policy. Needs `chromium` (Debian: apt-get install -y chromium); it drives it
-over the DevTools protocol with aiohttp, which the lock already has.
+(the reply streams back and is rendered as markdown), posts in #general, then opens /docs.
+Exit code 1 if anything was refused by the policy. Needs `chromium` (Debian: apt-get
+install -y chromium); it drives it over the DevTools protocol with aiohttp, which the lock
+already has.
 """
 
 from __future__ import annotations
