@@ -228,7 +228,8 @@ def _host_matches(host: str, pattern: str) -> bool:
 def trusted_hosts(server: ServerSection) -> list[str]:
     """The Host values the hub answers to. On loopback, only loopback names, the bound
     address and the configured names: a page whose name was rebound to 127.0.0.1 must not
-    reach the unauthenticated hub. Elsewhere the API token guards it: any, unless set."""
+    be same-origin with the hub (its sign-in page, its cookies). Elsewhere the API token
+    guards it: any, unless set."""
     if not is_loopback(server.host) and not server.allowed_hosts:
         return ["*"]
     bound = f"[{server.host}]" if ":" in server.host else server.host.lower()
