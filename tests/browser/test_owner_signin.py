@@ -109,11 +109,13 @@ def mallorys_session(hub: RunningHub) -> tuple[str, dict[str, str]]:
         signed = http.post(
             "/signin", data={"token": token}, headers={"Sec-Fetch-Site": "same-origin"}
         )
-        assert signed.status_code == 200, signed.text
+        assert signed.is_success or signed.is_redirect, signed.text
         secret = signed.cookies["animahub_session"]
         key = re.search(r'data-key="([0-9a-f]{64})"', signed.text)
-    assert key is not None
-    return secret, {"Cookie": f"animahub_session={secret}", "X-Page-Key": key.group(1)}
+    headers = {"Cookie": f"animahub_session={secret}"}
+    if key is not None:  # (before issue 41 a session had no page key: the test ran there too)
+        headers["X-Page-Key"] = key.group(1)
+    return secret, headers
 
 
 def mallorys_messages(hub: RunningHub, mallory: dict[str, str]) -> str:
