@@ -15,7 +15,7 @@ from hub.api.server import create_app
 from hub.app import Hub
 from hub.cli import app
 from hub.settings import load_settings
-from tests.conftest import owner_headers
+from tests.api.signing import sign_in
 
 
 def run(*args: str) -> str:
@@ -51,13 +51,8 @@ def test_owner_invite_and_tokens_from_the_command_line(
         await hub.start()
         try:
             transport = httpx.ASGITransport(app=create_app(hub))
-            async with httpx.AsyncClient(
-                transport=transport,
-                base_url="http://localhost",
-                headers=owner_headers(hub.settings.home),
-            ) as c:
-                signed = await c.post("/signin", data={"token": urlsplit(link).path[8:]})
-                assert signed.status_code == 303
+            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+                await sign_in(c, urlsplit(link).path)
                 by_cookie = (await c.get("/api/me")).json()["id"]
                 c.cookies.clear()
                 me = await c.get("/api/me", headers={"Authorization": f"Bearer {token}"})
