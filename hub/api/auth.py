@@ -107,7 +107,8 @@ class Authenticator:
             if given and hmac.compare_digest(page_key(secret).encode(), given.encode()):
                 found = self._access.session_person(secret)
                 if found is None:
-                    raise Unauthenticated("this session has ended (signed out, revoked or expired)")
+                    ended = "this session has ended (signed out, revoked or expired)"
+                    raise Unauthenticated(ended, session_ended=True)
                 person_id, owners = found
                 owner = self._identity.owner()
                 if owners and person_id == owner.id:

@@ -248,6 +248,7 @@ async def test_a_session_needs_its_page_key_and_ends_when_revoked(hub: Hub) -> N
         assert revoked.status_code == 200
         refused = await client.post("/api/chat/aria", json=body)
         assert refused.status_code == 401 and "ended" in refused.text
+        assert "animahub_session" not in client.cookies  # its own page forgets it
         assert (await client.get("/api/people/dana/sessions", headers=ADMIN)).json() == []
 
 
