@@ -114,6 +114,9 @@ def sign_in_owner(page: Page, link: str) -> None:
     page.goto(link)
     page.wait_for_url(re.compile(r"^https?://[^/]+/$"))
     page.locator("#user-name").filter(has_text=OWNER).wait_for()
+    # The chat goes on loading (Animas, channels, the first conversation): a test navigating
+    # away meanwhile cut that short, and the page remembered a channel as the last place.
+    page.wait_for_load_state("networkidle")
 
 
 @pytest.fixture(scope="module")
