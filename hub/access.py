@@ -2,8 +2,8 @@
 
 Each secret comes from `secrets` and is shown once; the table keeps only its SHA-256, so a
 copy of the database signs nobody in. A sign-in link's token is single use and expires; a
-session is a cookie (HttpOnly, SameSite) that lives until it expires or is revoked. The
-CSRF token of a session is derived from its secret, so nothing more is stored for it.
+session is a cookie (HttpOnly, SameSite) that lives until it expires or is revoked, and is
+worth nothing without its page key (`page_key`), which only the hub's own page holds.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ from hub.store.db import Database
 from hub.store.models import Credential, CredentialKind
 
 SIGNIN_TTL = timedelta(minutes=15)
+# The owner's link (`animahub start`, `animahub signin`) is printed in the owner's own
+# terminal, and may be clicked a while after the hub started; it is still single use.
+OWNER_SIGNIN_TTL = timedelta(days=1)
+OWNER_LABEL = "owner"  # the label of an owner's sign-in link, and of the session it opens
 SESSION_TTL = timedelta(days=30)
 TOKEN_PREFIX = "ahp_"  # recognisable in a leaked paste; the rest is 256 random bits
 _ID_PREFIX = {
@@ -45,10 +49,14 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def csrf_token(session_secret: str) -> str:
-    """The CSRF token of a session: a page of the hub reads it from /api/me and sends it
-    back in `X-CSRF-Token`; another site's page can neither read it nor derive it."""
-    return hmac.new(session_secret.encode(), b"animahub csrf", hashlib.sha256).hexdigest()
+def page_key(session_secret: str) -> str:
+    """The second half of a session: handed to the page once, in the answer to the
+    sign-in form (hub/api/signin.py), kept in the hub's origin's local storage and sent in
+    `X-Page-Key` with every request. Cookies do not separate ports, so a page on another port
+    of the same host can plant its own session cookie in the owner's browser; it cannot
+    write the hub's origin's storage, so its cookie arrives without the key and is refused.
+    Derived from the session's secret, so nothing more is stored for it."""
+    return hmac.new(session_secret.encode(), b"animahub page key", hashlib.sha256).hexdigest()
 
 
 class Refused(StrEnum):
@@ -127,6 +135,14 @@ class Access:
             CredentialKind.SIGNIN, person_id, secret, SIGNIN_TTL, created_by=created_by
         )
 
+    def create_owner_signin(self, owner_id: str, created_by: str) -> Issued:
+        """A sign-in link whose session has the owner's rights (hub/api/auth.py); the
+        caller checks `owner_id` is the hub's owner."""
+        secret = secrets.token_urlsafe(32)
+        return self._issue(
+            CredentialKind.SIGNIN, owner_id, secret, OWNER_SIGNIN_TTL, OWNER_LABEL, created_by
+        )
+
     def _live(self, kind: CredentialKind, secret: str) -> Credential | None:
         with self._db.session() as session:
             row = session.exec(
@@ -142,6 +158,14 @@ class Access:
 
     def check_signin(self, secret: str) -> str:
         """The person a sign-in link is for, without using it; raises `SignInRefused`."""
+        return self._signin_row(secret).person_id
+
+    def signin_link(self, secret: str) -> CredentialInfo:
+        """A live sign-in link, without using it (its label says an owner's); raises
+        `SignInRefused`."""
+        return _info(self._signin_row(secret))
+
+    def _signin_row(self, secret: str) -> Credential:
         with self._db.session() as session:
             row = session.exec(
                 select(Credential).where(
@@ -155,15 +179,20 @@ class Access:
             raise SignInRefused(Refused.USED)
         if row.expires_at is None or row.expires_at <= self._now():
             raise SignInRefused(Refused.EXPIRED)
-        return row.person_id
+        return row
 
     def redeem_signin(self, secret: str) -> Issued:
-        """Uses the link (once: the update only matches an unused row) and opens a session."""
-        person_id = self.check_signin(secret)
+        """Uses the link (once: the update only matches an unused row) and opens a session,
+        an owner's session if the link was the owner's."""
+        link = self._signin_row(secret)
         if not self._use_once(col(Credential.secret_hash) == digest(secret)):
             raise SignInRefused(Refused.USED)  # redeemed by a concurrent request in between
         return self._issue(
-            CredentialKind.SESSION, person_id, secrets.token_urlsafe(32), SESSION_TTL
+            CredentialKind.SESSION,
+            link.person_id,
+            secrets.token_urlsafe(32),
+            SESSION_TTL,
+            label=link.label,
         )
 
     def create_link(self, person_id: str, code: str, label: str = "") -> Issued:
@@ -207,12 +236,13 @@ class Access:
     def create_pairing(self, person_id: str, code: str, label: str) -> Issued:
         return self._issue(CredentialKind.PAIRING, person_id, code, PAIRING_TTL, label=label)
 
-    def session_person(self, secret: str) -> str | None:
+    def session_person(self, secret: str) -> tuple[str, bool] | None:
+        """The person a live session is for, and whether it was opened by an owner's link."""
         row = self._live(CredentialKind.SESSION, secret)
         if row is None:
             return None
         self._touch(row)
-        return row.person_id
+        return row.person_id, row.label == OWNER_LABEL
 
     def token_person(self, secret: str) -> str | None:
         row = self._live(CredentialKind.API_TOKEN, secret)

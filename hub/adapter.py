@@ -206,7 +206,7 @@ class ConversationEntry:
 class CallerKind(StrEnum):
     """How an HTTP caller was recognised (hub/api/auth.py)."""
 
-    OWNER = "owner"  # no credentials, on a loopback hub without an API token
+    OWNER = "owner"  # the data folder's owner.key, or a session opened by an owner's link
     ADMIN_TOKEN = "admin token"  # `[server] api_token`
     TOKEN = "token"  # a person's own API token
     SESSION = "session"  # the web chat's cookie, opened by a sign-in link
@@ -219,11 +219,10 @@ class Caller:
     person_id: str
     name: str
     kind: CallerKind
-    csrf_token: str = ""  # sessions only: what the page sends back in X-CSRF-Token
 
     @property
     def may_act_for_others(self) -> bool:
-        """The owner on loopback and the admin token may name another person (`user`)."""
+        """The owner and the admin token may name another person (`user`)."""
         return self.kind in (CallerKind.OWNER, CallerKind.ADMIN_TOKEN)
 
 

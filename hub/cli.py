@@ -40,12 +40,15 @@ from hub.cli_status import status
 from hub.cli_tasks import task_app
 from hub.identity import os_user
 from hub.logs import anima_log_path
+from hub.owner_key import OwnerKeyError, ensure_owner_key
 from hub.roles import bundled_config_dir, load_roles
 from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
 from hub.settings import CONFIG_NAME, Settings
 
 if TYPE_CHECKING:
     import uvicorn  # imported when the hub starts: other commands start faster
+
+    from hub.app import Hub
 
 app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
@@ -80,6 +83,7 @@ def init(
     home = settings.home
     for sub in ("animas", "shared/users", "logs"):
         (home / sub).mkdir(parents=True, exist_ok=True)
+    ensure_owner_key(home)  # the CLI's credential (hub/owner_key.py), readable by you only
     config = home / CONFIG_NAME
     if not config.exists():
         text = (bundled_config_dir() / "hub.example.toml").read_text(encoding="utf-8")
@@ -161,8 +165,8 @@ def start(
         with hold_data_root(settings.home, url), hold_database(settings.database_url):
             listening = _listen(settings.server.host, settings.server.port)
             console.print(styled("AnimaHub on ", (url, "bold"), f" (data: {settings.home})"))
-            console.print(styled("Open ", (f"{url}/", "bold"), f" to chat; API docs at {url}/docs"))
-            config = uvicorn_config(create_app(Hub(settings)), settings.server)
+            app = create_app(Hub(settings), on_ready=_print_owner_link)
+            config = uvicorn_config(app, settings.server)
             _serve(uvicorn.Server(config), listening)
     except HubBusy as exc:
         try:
@@ -174,6 +178,36 @@ def start(
                 f"a hub already runs on {settings.home}, at {running.url} (pid {running.pid})"
             ) from None
         raise fail(f"{exc}; is a hub already running?") from None
+
+
+def _print_owner_link(hub: Hub) -> None:
+    """The banner's last line: the owner's one-time sign-in link, as Jupyter prints one.
+    Printed, never logged: whoever opens it is the owner in that browser."""
+    from hub.api.signin import owner_signin
+
+    link = owner_signin(hub, "animahub start")
+    url = hub.settings.server.link_base()
+    console.print(f"API docs at {url}/docs; `animahub signin` prints a new sign-in link")
+    console.print("Open this link to chat (it signs you in as the owner, once):")
+    console.print(link["url"], style="bold", soft_wrap=True, highlight=False)  # one line
+
+
+@app.command()
+def signin() -> None:
+    """Print a new one-time sign-in link for the owner's browser (as `animahub start` does)."""
+    from hub.client import hub_client, refusal_line
+
+    async def run() -> dict[str, Any]:
+        async with hub_client(settings_or_exit()) as client:
+            response = await client.post("/api/signin/owner")
+            if response.status_code != 201:
+                raise fail(refusal_line(response))
+            return dict(response.json())
+
+    link = asyncio.run(run())
+    until = link["expires_at"]
+    console.print(f"Open this link to sign in as {link['name']} (once, until {until}):")
+    console.print(link["url"], style="bold", soft_wrap=True, highlight=False)
 
 
 class _Stopped(Exception):
@@ -338,4 +372,7 @@ def main() -> None:
         raise SystemExit(1) from None
     except HubBusy as exc:  # no hub runs, but another command (or a hub starting) holds it
         print_error(f"{exc} (another command, or a hub starting); try again when it is done")
+        raise SystemExit(1) from None
+    except OwnerKeyError as exc:  # readable by others, or emptied
+        print_error(str(exc))
         raise SystemExit(1) from None

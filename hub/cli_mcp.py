@@ -3,8 +3,8 @@
 It relays every request to the hub's own /mcp endpoint (hub/api/mcp_server.py): the running
 hub's if there is one, else an in-process hub for as long as the client stays, so the tools,
 their rights and their answers are the same on both transports. It authenticates as the
-config's admin token, the owner on a loopback hub, or `--token` / `ANIMAHUB_TOKEN` (a
-person's own token: then it sees what that person may see).
+config's admin token, the owner (the data folder's owner.key, hub/owner_key.py), or
+`--token` / `ANIMAHUB_TOKEN` (a person's own token: then it sees what that person may see).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from sqlmodel import select
 from hub.app import Hub
 from hub.logs import to_files
 from hub.messages import DeliveryStatus, clean_text
+from hub.owner_key import read_owner_key
 from hub.runfile import hold_data_root, hold_database, running_hub
 from hub.settings import Settings
 from hub.store.models import DeliveryRow
@@ -27,8 +28,12 @@ _DRAIN_TIMEOUT_S = 30.0
 
 
 def auth_headers(settings: Settings) -> dict[str, str]:
+    """The CLI's credential: the admin token if this shell has it, else the data folder's
+    owner key (hub/owner_key.py), which only the hub's OS user can read. Being on the hub's
+    machine proves nothing by itself."""
     token = settings.server.api_token
-    return {"Authorization": f"Bearer {token.get_secret_value()}"} if token else {}
+    secret = token.get_secret_value() if token else read_owner_key(settings.home)
+    return {"Authorization": f"Bearer {secret}"} if secret else {}
 
 
 @asynccontextmanager
@@ -131,10 +136,11 @@ def refusal_line(response: httpx.Response) -> str:
     return f"{refusal(response)} (HTTP {response.status_code})"
 
 
-# What a CLI without the hub's admin token is told: the hub's own words point a browser at
-# sign-in, which a command line cannot do.
+# What a CLI without a credential is told: the hub's own words point a browser at sign-in,
+# which a command line cannot do.
 NEEDS_TOKEN = (
-    "the hub needs its API token: set ANIMAHUB_SERVER__API_TOKEN in this shell to the hub's "
+    "the hub needs a credential: run this as the OS user who owns the data folder (it reads "
+    "owner.key there), or set ANIMAHUB_SERVER__API_TOKEN in this shell to the hub's "
     "[server] api_token"
 )
 

@@ -2,12 +2,15 @@
 Content-Security-Policy violation, console error and page exception (hub/api/guard.py).
 
     .venv/bin/python scripts/csp_check.py            # starts a demo hub on a free port
-    .venv/bin/python scripts/csp_check.py --url http://127.0.0.1:18500
+    .venv/bin/python scripts/csp_check.py --url http://127.0.0.1:18500 \
+        --link "$(animahub signin | tail -1)"
 
-It opens the page, sends a message to the first Anima (the reply streams back and is
-rendered as markdown), posts in #general, then opens /docs. Exit code 1 if anything was
-refused by the policy. Needs `chromium` (Debian: apt-get install -y chromium); it drives it
-over the DevTools protocol with aiohttp, which the lock already has.
+It first opens the owner's sign-in link (the page signs in by itself; nobody is the owner
+for being on the hub's machine), then the chat page, sends a message to the first Anima
+(the reply streams back and is rendered as markdown), posts in #general, then opens /docs.
+Exit code 1 if anything was refused by the policy. Needs `chromium` (Debian: apt-get
+install -y chromium); it drives it over the DevTools protocol with aiohttp, which the lock
+already has.
 """
 
 from __future__ import annotations
@@ -119,7 +122,8 @@ def free_port() -> int:
 
 
 @contextmanager
-def demo_hub() -> Iterator[str]:
+def demo_hub() -> Iterator[tuple[str, str]]:
+    """A demo hub: its URL, and a sign-in link for its owner."""
     home = Path(tempfile.mkdtemp(prefix="csp-home-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANIMAHUB_")}
     env.update(ANIMAHUB_HOME=str(home), LITELLM_LOCAL_MODEL_COST_MAP="True")
@@ -134,14 +138,16 @@ def demo_hub() -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
+    owner = {"Authorization": f"Bearer {(home / 'owner.key').read_text().strip()}"}
     try:
         for _ in range(600):
             try:
-                if httpx.get(f"{url}/api/system/health").status_code == 200:
+                if httpx.get(f"{url}/api/system/health", headers=owner).status_code == 200:
                     break
             except httpx.TransportError:
                 time.sleep(0.1)
-        yield url
+        signin = subprocess.run([animahub, "signin"], env=env, check=True, capture_output=True)
+        yield url, signin.stdout.decode().strip().splitlines()[-1]
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
@@ -205,20 +211,24 @@ async def visit(devtools: str, url: str, script: str | None) -> tuple[list[str],
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--url", help="a running hub (default: start a demo hub)")
+    parser.add_argument("--link", default="", help="its owner's link (`animahub signin`)")
     args = parser.parse_args()
     with chromium() as devtools:
         if args.url:
-            return asyncio.run(check(devtools, args.url))
-        with demo_hub() as url:
-            return asyncio.run(check(devtools, url))
+            return asyncio.run(check(devtools, args.url, args.link))
+        with demo_hub() as (url, link):
+            return asyncio.run(check(devtools, url, link))
 
 
-async def check(devtools: str, url: str) -> int:
+async def check(devtools: str, url: str, link: str) -> int:
     async with httpx.AsyncClient() as http:
         print("headers of /:", dict((await http.get(f"{url}/")).headers))
     refused = 0
-    for path, script in (("/", CHAT), ("/docs", None)):
-        violations, problems, outcome = await visit(devtools, f"{url}{path}", script)
+    # One browser profile: the sign-in's cookie and page key stay for the next pages.
+    pages = [(link, None)] if link else []
+    for page, script in (*pages, (f"{url}/", CHAT), (f"{url}/docs", None)):
+        path = page.removeprefix(url).split("/signin/")[0] or "/signin/…"
+        violations, problems, outcome = await visit(devtools, page, script)
         print(f"{path}: {len(violations)} CSP violations")
         if outcome:
             print("  page text:", json.dumps(outcome, ensure_ascii=False))

@@ -17,6 +17,7 @@ from sqlalchemy import create_engine, text
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import Clock
+from hub.owner_key import ensure_owner_key
 from hub.settings import Settings, load_settings
 from hub.store.db import Database
 
@@ -110,11 +111,19 @@ async def hub(settings: Settings) -> AsyncIterator[Hub]:
         await instance.stop()
 
 
+def owner_headers(home: Path) -> dict[str, str]:
+    """The owner's credential, as the CLI sends it (the data folder's owner.key): no request
+    is the owner for coming from the loopback address, which ASGITransport's client is."""
+    return {"Authorization": f"Bearer {ensure_owner_key(home)}"}
+
+
 @pytest.fixture
 async def client(hub: Hub) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(hub)  # the hub is already started; ASGITransport skips the lifespan
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=owner_headers(hub.settings.home)
+    ) as http:
         yield http
 
 

@@ -8,10 +8,10 @@ Layers, outermost first (`hub/api/server.py` stacks them):
   the bytes as they stream in, chunked bodies too; `secure` makes its 413 name the setting.
 - TrustedHostMiddleware: the Host header must be one the hub answers to (DNS rebinding).
 - CORSMiddleware, only when `[server] cors_origins` names origins.
-- `ApiGuard` on /api/* and /mcp: who the caller is (`hub/api/auth.py`: a token, the session cookie,
-  or the owner on loopback) and whether they may reach the route; then unsafe methods from
-  another site, a session's unsafe requests without its CSRF token, and non-JSON bodies are
-  refused (a cross-site page can send those without a CORS preflight).
+- `ApiGuard` on /api/* and /mcp: who the caller is (`hub/api/auth.py`: a token, or the session
+  cookie with its page key, which also makes a session's requests proof against CSRF) and
+  whether they may reach the route; then unsafe methods from another site and non-JSON
+  bodies are refused (a cross-site page can send those without a CORS preflight).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hub.adapter import Caller
-from hub.api.auth import SESSION_COOKIE, Authenticator, Unauthenticated, csrf_ok, permitted
+from hub.api.auth import SESSION_COOKIE, Authenticator, Unauthenticated, permitted
 from hub.api.connections import connection_of
 from hub.settings import ServerSection, is_loopback
 
@@ -129,11 +129,12 @@ class Edge:
 
 class ApiGuard:
     """/api/* and /mcp: who the caller is, whether they may reach the route, and no unsafe request
-    from another site or, with a session cookie, without the session's CSRF token.
+    from another site.
 
     A browser sends a cross-site POST without asking first (no CORS preflight) when it has
-    no body or a form/text body, so CORS alone does not stop a page from driving the
-    unauthenticated loopback hub; the Origin header and a JSON-only body do."""
+    no body or a form/text body; a session's requests are safe from it (they need the
+    `X-Page-Key` header, which needs a preflight and the key), and the Origin header and a
+    JSON-only body refuse such requests from anyone else."""
 
     def __init__(
         self,
@@ -154,9 +155,9 @@ class ApiGuard:
         if scope["type"] == "http" and (path.startswith("/api/") or path == "/mcp"):
             headers = Headers(scope=scope)
             try:
-                caller = self._authenticator.caller(headers, scope.get("client"))
+                caller = self._authenticator.caller(headers)
             except Unauthenticated as exc:
-                await _unauthenticated(str(exc), headers)(scope, receive, send)
+                await _unauthenticated(str(exc), exc.session_ended)(scope, receive, send)
                 return
             except DBAPIError as exc:  # looking a token up needs the database
                 log.error("request refused: the database is unavailable (%s)", exc.orig)
@@ -214,11 +215,6 @@ class ApiGuard:
             return JSONResponse(
                 {"detail": f"cross-site request from {origin} refused"}, status_code=403
             )
-        if not csrf_ok(caller, headers):
-            return JSONResponse(
-                {"detail": "missing or wrong X-CSRF-Token for this session (reload the page)"},
-                status_code=403,
-            )
         content_type = headers.get("content-type")
         if content_type is not None and not _is_json(content_type):
             return JSONResponse(
@@ -246,12 +242,12 @@ def origin_allowed(
     return any(_host_matches(name, pattern) for pattern in own_hosts)
 
 
-def _unauthenticated(detail: str, headers: Headers) -> JSONResponse:
+def _unauthenticated(detail: str, session_ended: bool) -> JSONResponse:
     response = JSONResponse(
         {"detail": detail}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
     )
-    if SESSION_COOKIE in headers.get("cookie", ""):
-        response.delete_cookie(SESSION_COOKIE, path="/")  # an ended session: the page forgets it
+    if session_ended:
+        response.delete_cookie(SESSION_COOKIE, path="/")  # the page's own, ended: forget it
     return response
 
 
@@ -317,7 +313,8 @@ def _host_matches(host: str, pattern: str) -> bool:
 def trusted_hosts(server: ServerSection) -> list[str]:
     """The Host values the hub answers to. On loopback, only loopback names, the bound
     address and the configured names: a page whose name was rebound to 127.0.0.1 must not
-    reach the unauthenticated hub. Elsewhere the API token guards it: any, unless set."""
+    be same-origin with the hub (its sign-in page, its cookies). Elsewhere the API token
+    guards it: any, unless set."""
     if not is_loopback(server.host) and not server.allowed_hosts:
         return ["*"]
     bound = f"[{server.host}]" if ":" in server.host else server.host.lower()

@@ -1,10 +1,11 @@
 """`WS /ws`: the live feed (hub/live.py) for the dashboard, within the caller's rights.
 
 A browser cannot set headers on a WebSocket, so the caller is established from what the
-handshake carries (the session cookie, or the owner on a loopback hub without a token) or,
-failing that, from the first frame: `{"token": "..."}` (a person's token or the admin
-token). A handshake from another site's page is refused: cookies ride along with it
-(cross-site WebSocket hijacking).
+handshake carries (an Authorization header, from a client that can set one) or, failing
+that, from the first frame: `{"token": "..."}` (a person's token, the owner's or the admin
+token) or `{"page_key": "..."}`, which with the handshake's session cookie is the session
+(hub/api/auth.py: the cookie alone is nobody). A handshake from another site's page is
+refused: cookies ride along with it (cross-site WebSocket hijacking).
 
 Frames the hub sends are JSON: `{"type": "hello", "name", "admin"}` once, then notices
 (`{"type": "turn" | "anima" | "delivery" | "task" | "platform" | "resync", ...}`), and
@@ -115,7 +116,7 @@ def add(
         with seats.taken(caller.person_id, address):
             admin = caller.may_act_for_others
             await socket.send_json({"type": "hello", "name": caller.name, "admin": admin})
-            still = lambda: _still(authenticator, credential, socket, caller)  # noqa: E731
+            still = lambda: _still(authenticator, credential, caller)  # noqa: E731
             await _relay(socket, hub, still, caller)
 
     app.add_api_websocket_route(PATH, live)
@@ -127,20 +128,23 @@ async def _caller(
     """Who is connected and by which credential, or None once the socket was closed for
     want of one."""
     try:
-        return authenticator.caller(socket.headers, socket.client), socket.headers
+        return authenticator.caller(socket.headers), socket.headers
     except Unauthenticated:
         pass  # the token may come in the first frame
     try:
-        first = await asyncio.wait_for(socket.receive_text(), deadline_s)
-        token = json.loads(first).get("token")
+        first = json.loads(await asyncio.wait_for(socket.receive_text(), deadline_s))
+        token, key = first.get("token"), first.get("page_key")
     except (TimeoutError, ValueError, AttributeError, WebSocketDisconnect):
-        token = None
-    if not isinstance(token, str) or not token:
+        token = key = None
+    if isinstance(token, str) and token:
+        credential = Headers({"authorization": f"Bearer {token}"})
+    elif isinstance(key, str) and key:
+        credential = Headers({"cookie": socket.headers.get("cookie", ""), "x-page-key": key})
+    else:
         await _close(socket, UNAUTHENTICATED, 'send {"token": "..."} first (docs/dashboard.md)')
         return None
-    credential = Headers({"authorization": f"Bearer {token}"})
     try:
-        return authenticator.caller(credential, None), credential
+        return authenticator.caller(credential), credential
     except Unauthenticated as exc:
         await _close(socket, UNAUTHENTICATED, str(exc))
         return None
@@ -183,13 +187,11 @@ async def _until_closed(socket: WebSocket) -> None:
         return
 
 
-def _still(
-    authenticator: Authenticator, credential: Headers, socket: WebSocket, caller: Caller
-) -> bool:
+def _still(authenticator: Authenticator, credential: Headers, caller: Caller) -> bool:
     """The connection's credential still names the same person (not signed out, revoked
     or expired since)."""
     try:
-        again = authenticator.caller(credential, socket.client)
+        again = authenticator.caller(credential)
     except Unauthenticated:
         return False
     except DBAPIError:

@@ -96,8 +96,10 @@ def _credential(info: CredentialInfo) -> dict[str, Any]:
 
 @router.get("/me")
 def me(caller: CallerDep, hub: HubDep) -> dict[str, Any]:
-    """Who this request speaks as; the web chat shows it, keeps the CSRF token and opens
-    `default_anima` first (the person's own, else the hub's; "" when neither exists)."""
+    """Who this request speaks as; the web chat shows it and opens `default_anima` first
+    (the person's own, else the hub's; "" when neither exists). A session's page key is
+    never in it: the page got it at sign-in, and a cookie planted in the browser must not
+    be able to ask for it (hub/access.py `page_key`)."""
     own = hub.identity.by_id(caller.person_id).default_anima
     default = next((a for a in (own, hub.settings.hub.default_anima) if a in hub.animas), "")
     return {
@@ -105,7 +107,6 @@ def me(caller: CallerDep, hub: HubDep) -> dict[str, Any]:
         "name": caller.name,
         "via": caller.kind.value,
         "may_act_for_others": caller.may_act_for_others,
-        "csrf_token": caller.csrf_token or None,
         "default_anima": default,
     }
 

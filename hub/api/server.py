@@ -4,7 +4,7 @@ uvicorn settings `animahub start` serves it with."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from hub.api import (
 )
 from hub.api.auth import Authenticator
 from hub.app import Hub
+from hub.owner_key import ensure_owner_key
 from hub.settings import ServerSection
 
 if TYPE_CHECKING:
@@ -75,7 +76,9 @@ def uvicorn_config(app: ASGIApp, server: ServerSection) -> uvicorn.Config:
     )
 
 
-def create_app(hub: Hub) -> FastAPI:
+def create_app(hub: Hub, on_ready: Callable[[Hub], None] | None = None) -> FastAPI:
+    """The app; `on_ready` runs once the hub has started (`animahub start` prints the owner's
+    sign-in link then: the link is a row in the database the start migrates)."""
     mcp = mcp_server.build(hub)
 
     @asynccontextmanager
@@ -83,6 +86,8 @@ def create_app(hub: Hub) -> FastAPI:
         async with mcp.session_manager.run():
             await hub.start()
             try:
+                if on_ready is not None:
+                    on_ready(hub)
                 yield
             finally:
                 await hub.stop()
@@ -101,7 +106,10 @@ def create_app(hub: Hub) -> FastAPI:
     app.state.hub = hub
     token = hub.settings.server.api_token
     authenticator = Authenticator(
-        token.get_secret_value() if token else None, hub.access, hub.identity
+        token.get_secret_value() if token else None,
+        hub.access,
+        hub.identity,
+        owner_key=ensure_owner_key(hub.settings.home),
     )
     guard.secure(app, hub.settings.server, authenticator)
     live_ws.add(

@@ -29,7 +29,7 @@ from hub.messages import (
 )
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, InboxStatus
 from tests.api.test_chat_api import sse_events
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import add_demo_animas, make_settings, owner_headers
 from tests.contract.harness import eventually
 
 TOKEN = "the-admin-token"
@@ -103,7 +103,9 @@ async def open_hub(home: Path, clock: ManualClock, platform: FakePlatform) -> As
 @asynccontextmanager
 async def web(hub: Hub) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=create_app(hub))
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=owner_headers(hub.settings.home)
+    ) as http:
         yield http
 
 

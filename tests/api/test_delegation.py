@@ -134,7 +134,7 @@ async def test_an_admin_delegates_by_command_and_the_offline_report_is_posted_on
 async def test_a_person_asks_the_manager_in_plain_words_offline(offline: Hub) -> None:
     from tests.api.test_people import web
 
-    async with web(offline) as client:
+    async with web(offline, owner=True) as client:
         response = await chat(client, "mika", message="mika, have kai check the build please")
     text = "".join(e.get("text", "") for e in sse_events(response.text))
     assert text.startswith("Done: task 1 for kai: check the build. kai starts now")
@@ -144,7 +144,7 @@ async def test_a_person_asks_the_manager_in_plain_words_offline(offline: Hub) ->
     assert task.origin == asked.address and task.requested_by == asked.person_id
     assert [d.address for d in deliveries(offline, "task:1")] == [asked.address]
     # Not asked of a subordinate: nothing is delegated, and the offline reply is as ever.
-    async with web(offline) as client:
+    async with web(offline, owner=True) as client:
         other = await chat(client, "mika", message="could you ask sam to look at it?")
     assert "Done:" not in other.text and len(offline.tasks.listing()) == 1
 
@@ -155,7 +155,7 @@ async def test_a_plain_request_naming_another_managers_anima_is_refused_offline(
     from tests.api.test_people import web
 
     offline.create_anima("zed", "engineer", "kai")
-    async with web(offline) as client:
+    async with web(offline, owner=True) as client:
         asked = await chat(client, "mika", message="ask zed to fix the printer")
         text = "".join(e.get("text", "") for e in sse_events(asked.text))
         assert text.startswith(
@@ -321,7 +321,7 @@ async def test_the_model_delegates_and_the_report_comes_back(
     )
     fake_openai.queue_reply("I've asked kai to check it.", model="mika")
     fake_openai.queue_reply("The build is green: 412 tests passed.", model="kai")
-    async with web(hub) as client:
+    async with web(hub, owner=True) as client:
         first = await chat(client, "mika", message="mika, have kai check the build")
         assert "I've asked kai" in "".join(e.get("text", "") for e in sse_events(first.text))
         task = await settled(hub, 1, TaskState.DONE)

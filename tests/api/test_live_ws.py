@@ -22,7 +22,7 @@ from hub.clock import ManualClock
 from hub.tasks import NewTask
 from tests.api.test_people import ADMIN, TOKEN, say, token_for
 from tests.api.web_edge import EVIL, uvicorn_serving
-from tests.conftest import started_hub
+from tests.conftest import owner_headers, started_hub
 
 
 @pytest.fixture
@@ -78,31 +78,44 @@ def _http(port: int) -> httpx.AsyncClient:
     return httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30)
 
 
-async def test_the_owner_on_loopback_sees_turns_and_pauses(home: Path, clock: ManualClock) -> None:
-    hub = await _hub(home, clock)  # loopback, no token: the owner, an admin
+async def test_the_owner_sees_turns_and_pauses(home: Path, clock: ManualClock) -> None:
+    hub = await _hub(home, clock)  # loopback, no API token
+    owner = owner_headers(home)
     try:
-        async with (
-            uvicorn_serving(hub) as (_server, port),
-            connect(f"ws://127.0.0.1:{port}/ws") as socket,
-        ):
-            hello = await _next(socket, "hello")
-            assert hello == {"type": "hello", "name": "Olivia", "admin": True}
-            async with _http(port) as client:
-                await say(client, "Hello there", "s1")
-            started = await _next(socket, "turn")
-            done = await _next(socket, "turn")
-            assert (started["state"], done["state"]) == ("started", "done")
-            assert started["anima"] == "aria" and "web" in started["conversation"]
-            assert done["seconds"] >= 0
-            hub.anima_states.pause("kai", "Olivia")
-            assert await _next(socket, "anima") == {
-                "type": "anima",
-                "name": "kai",
-                "paused": True,
-                "by": "Olivia",
-            }
+        async with uvicorn_serving(hub) as (_server, port):
+            async with connect(f"ws://127.0.0.1:{port}/ws") as nobody:
+                # The loopback address is nobody: without a credential the socket closes.
+                await nobody.send(json.dumps({"hello": "there"}))
+                with pytest.raises(ConnectionClosed) as closed:
+                    await _next(nobody, "hello")
+                assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+            async with connect(f"ws://127.0.0.1:{port}/ws") as socket:
+                await socket.send(json.dumps({"token": owner["Authorization"].split()[1]}))
+                await _owner_sees_turns_and_pauses(hub, socket, port, owner)
     finally:
         await hub.stop()
+
+
+async def _owner_sees_turns_and_pauses(
+    hub: Hub, socket: ClientConnection, port: int, owner: dict[str, str]
+) -> None:
+    hello = await _next(socket, "hello")
+    assert hello == {"type": "hello", "name": "Olivia", "admin": True}
+    async with _http(port) as client:
+        client.headers.update(owner)
+        await say(client, "Hello there", "s1")
+    started = await _next(socket, "turn")
+    done = await _next(socket, "turn")
+    assert (started["state"], done["state"]) == ("started", "done")
+    assert started["anima"] == "aria" and "web" in started["conversation"]
+    assert done["seconds"] >= 0
+    hub.anima_states.pause("kai", "Olivia")
+    assert await _next(socket, "anima") == {
+        "type": "anima",
+        "name": "kai",
+        "paused": True,
+        "by": "Olivia",
+    }
 
 
 async def test_a_person_sees_only_their_own_turns(served: tuple[Hub, int]) -> None:

@@ -13,7 +13,7 @@ import pytest
 from hub.api.server import create_app
 from hub.app import Hub
 from tests.api.test_chat_api import chat, sse_events
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import add_demo_animas, make_settings, owner_headers
 
 
 @pytest.fixture(params=[1, 0], ids=["model-worker", "in-process"])
@@ -37,7 +37,11 @@ async def llm_client(
     add_demo_animas(hub)
     transport = httpx.ASGITransport(app=create_app(hub))
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://localhost",
+            headers=owner_headers(hub.settings.home),
+        ) as http:
             yield http, hub
     finally:
         await hub.stop()

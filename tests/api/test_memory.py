@@ -14,7 +14,7 @@ from hub.memory.recall import RecallScope
 from hub.settings import Settings
 from hub.tools import ToolContext
 from tests.api.test_chat_api import _sent, chat, sse_events
-from tests.conftest import add_demo_animas
+from tests.conftest import add_demo_animas, owner_headers
 
 SECRET = "TANGO-7731"
 
@@ -169,7 +169,9 @@ async def test_a_lost_or_broken_index_is_rebuilt_from_markdown(
     await first.start()
     add_demo_animas(first)
     transport = httpx.ASGITransport(app=create_app(first))
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=owner_headers(first.settings.home)
+    ) as http:
         for i, food in enumerate(("ramen", "pierogi", "tamales")):
             await chat(http, "aria", message=f"My favourite food is {food}", user=f"u{i}")
         await first.memory.drain()  # type: ignore[union-attr]

@@ -16,7 +16,7 @@ from hub.llm import TurnContext
 from hub.offline import OfflineResponder
 from hub.runtime import Responders
 from tests.api.test_chat_api import chat, sse_events
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import add_demo_animas, make_settings, owner_headers
 
 
 class HeldOffline:
@@ -46,7 +46,9 @@ async def test_two_first_messages_at_once_are_explained_once(home: Path) -> None
     try:
         app = create_app(hub)
         async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://localhost"
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://localhost",
+            headers=owner_headers(home),
         ) as client:
             first, second = await asyncio.gather(
                 chat(client, "aria", message="Hello", session_id="s1"),

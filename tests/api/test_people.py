@@ -1,5 +1,6 @@
-"""Who is talking (docs/people.md): the owner on loopback, per-person tokens, sign-in links,
-sessions and CSRF, `user` for admins only, names compared case-insensitively, no `guest`.
+"""Who is talking (docs/people.md): the owner by the data folder's key or their sign-in link
+(never by the loopback address), per-person tokens, sign-in links, sessions bound to their
+page key, `user` for admins only, names compared case-insensitively, no `guest`.
 
 Every request goes through the real app (its guard, routes and the web adapter)."""
 
@@ -19,8 +20,9 @@ from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, Command, Inbound, PlatformUser
 from hub.store.models import AuditEntry, Identity
+from tests.api.signing import page_key_in, same_origin, sign_in
 from tests.api.test_chat_api import sse_events
-from tests.conftest import started_hub
+from tests.conftest import owner_headers, started_hub
 
 TOKEN = "the-admin-token"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}
@@ -48,10 +50,13 @@ async def hub(home: Path, clock: ManualClock) -> AsyncIterator[Hub]:
         await instance.stop()
 
 
-def web(hub: Hub) -> httpx.AsyncClient:
-    """A client on the hub's app; ASGITransport's peer is 127.0.0.1, a loopback caller."""
+def web(hub: Hub, owner: bool = False) -> httpx.AsyncClient:
+    """A client on the hub's app; ASGITransport's peer is 127.0.0.1, which is nobody. With
+    `owner`, it sends the owner's key (the data folder's owner.key), as the CLI does."""
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=create_app(hub)), base_url="http://localhost"
+        transport=httpx.ASGITransport(app=create_app(hub)),
+        base_url="http://localhost",
+        headers=owner_headers(hub.settings.home) if owner else None,
     )
 
 
@@ -84,12 +89,13 @@ async def invite(client: httpx.AsyncClient, name: str) -> str:
     return urlsplit(url).path
 
 
-async def test_the_owner_on_loopback_is_the_web_chats_person(
-    home: Path, clock: ManualClock
-) -> None:
+async def test_the_owners_key_is_the_web_chats_person(home: Path, clock: ManualClock) -> None:
     hub = await _started(home, clock)  # loopback, no API token
     try:
         async with web(hub) as client:
+            # The loopback address is nobody (a proxy on this machine would be anyone).
+            assert (await client.get("/api/me")).status_code == 401
+            client.headers.update(owner_headers(home))
             me = (await client.get("/api/me")).json()
             assert (me["id"], me["name"], me["via"]) == ("olivia", "Olivia", "owner")
             whoami = await say(client, "/whoami", "s1")
@@ -184,26 +190,29 @@ async def test_a_sign_in_link_works_once(hub: Hub) -> None:
         page = await client.get(path)
         assert page.status_code == 200 and "Dana" in page.text
         token = path.rsplit("/", 1)[1]
-        signed = await client.post("/signin", data={"token": token}, headers=_same_origin())
-        assert signed.status_code == 303 and signed.headers["location"] == "/"
+        signed = await client.post("/signin", data={"token": token}, headers=same_origin())
+        assert signed.status_code == 200 and signed.headers["cache-control"] == "no-store"
         cookie = signed.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie
-        me = (await client.get("/api/me")).json()  # the cookie jar now holds the session
-        assert (me["id"], me["via"]) == ("dana", "session") and me["csrf_token"]
-        again = await client.post("/signin", data={"token": token}, headers=_same_origin())
+        # The cookie jar now holds the session; it is someone only with the page key.
+        assert (await client.get("/api/me")).status_code == 401
+        client.headers["X-Page-Key"] = page_key_in(signed)
+        me = (await client.get("/api/me")).json()
+        assert (me["id"], me["via"]) == ("dana", "session") and "csrf_token" not in me
+        again = await client.post("/signin", data={"token": token}, headers=same_origin())
         assert again.status_code == 410 and "already used" in again.text
         assert (await client.get(path)).status_code == 410
 
 
 async def test_forged_and_expired_links_are_refused(hub: Hub, clock: ManualClock) -> None:
     async with web(hub) as client:
-        forged = await client.post("/signin", data={"token": "x" * 43}, headers=_same_origin())
+        forged = await client.post("/signin", data={"token": "x" * 43}, headers=same_origin())
         assert forged.status_code == 404 and "not valid" in forged.text
         assert (await client.get("/signin/" + "y" * 43)).status_code == 404
         path = await invite(client, "dana")
         clock.advance(timedelta(minutes=16))
         token = path.rsplit("/", 1)[1]
-        late = await client.post("/signin", data={"token": token}, headers=_same_origin())
+        late = await client.post("/signin", data={"token": token}, headers=same_origin())
         assert late.status_code == 410 and "expired" in late.text
         assert "animahub_session" not in client.cookies
 
@@ -218,17 +227,20 @@ async def test_a_sign_in_from_another_site_is_refused(hub: Hub) -> None:
         assert "animahub_session" not in client.cookies
 
 
-async def test_a_session_needs_its_csrf_token_and_ends_when_revoked(hub: Hub) -> None:
+async def test_a_session_needs_its_page_key_and_ends_when_revoked(hub: Hub) -> None:
     async with web(hub) as client:
-        token = (await invite(client, "dana")).rsplit("/", 1)[1]
-        await client.post("/signin", data={"token": token}, headers=_same_origin())
-        csrf = (await client.get("/api/me")).json()["csrf_token"]
+        key = await sign_in(client, await invite(client, "dana"))
+        del client.headers["X-Page-Key"]
         body = {"message": "hi", "session_id": "s"}
         bare = await client.post("/api/chat/aria", json=body)
-        assert bare.status_code == 403 and "CSRF" in bare.text
-        wrong = await client.post("/api/chat/aria", json=body, headers={"X-CSRF-Token": "0" * 64})
-        assert wrong.status_code == 403
-        client.headers["X-CSRF-Token"] = csrf
+        assert bare.status_code == 401 and "sign in again" in bare.text
+        assert (
+            await client.get("/api/chat/aria/history", params={"session_id": "s"})
+        ).status_code == 401
+        wrong = await client.post("/api/chat/aria", json=body, headers={"X-Page-Key": "0" * 64})
+        assert wrong.status_code == 401
+        assert "animahub_session" in client.cookies  # a request without the key signs nobody out
+        client.headers["X-Page-Key"] = key
         await say(client, "hi", "s")
         listed = (await client.get("/api/people/dana/sessions", headers=ADMIN)).json()
         assert len(listed) == 1
@@ -236,12 +248,8 @@ async def test_a_session_needs_its_csrf_token_and_ends_when_revoked(hub: Hub) ->
         assert revoked.status_code == 200
         refused = await client.post("/api/chat/aria", json=body)
         assert refused.status_code == 401 and "ended" in refused.text
+        assert "animahub_session" not in client.cookies  # its own page forgets it
         assert (await client.get("/api/people/dana/sessions", headers=ADMIN)).json() == []
-
-
-def _same_origin() -> dict[str, str]:
-    """What a browser sends with the sign-in page's own form."""
-    return {"Sec-Fetch-Site": "same-origin", "Origin": "http://localhost"}
 
 
 async def test_web_in_a_dm_answers_with_a_sign_in_link(hub: Hub) -> None:
@@ -254,8 +262,7 @@ async def test_web_in_a_dm_answers_with_a_sign_in_link(hub: Hub) -> None:
     assert receipt.reply is not None
     path = urlsplit(receipt.reply.rsplit(" ", 1)[1]).path
     async with web(hub) as client:
-        token = path.rsplit("/", 1)[1]
-        await client.post("/signin", data={"token": token}, headers=_same_origin())
+        await sign_in(client, path)
         me = (await client.get("/api/me")).json()
         person = hub.identity.resolve(dana)
         assert (me["id"], me["via"]) == (person.id, "session")
@@ -294,12 +301,14 @@ async def test_a_fresh_browser_is_told_the_configured_default_anima(
     hub = await started_hub(home, clock, hub={"default_anima": "mika"})
     try:
         async with web(hub) as client:
+            client.headers.update(owner_headers(home))
             assert (await client.get("/api/me")).json()["default_anima"] == "mika"
     finally:
         await hub.stop()
     hub = await started_hub(home, clock, hub={"default_anima": "nobody"})
     try:
         async with web(hub) as client:  # a name no Anima has is no default
+            client.headers.update(owner_headers(home))
             assert (await client.get("/api/me")).json()["default_anima"] == ""
     finally:
         await hub.stop()

@@ -15,6 +15,7 @@ from hub.api.server import create_app
 from hub.app import Hub
 from hub.cli import app
 from hub.settings import load_settings
+from tests.api.signing import sign_in
 
 
 def run(*args: str) -> str:
@@ -51,8 +52,7 @@ def test_owner_invite_and_tokens_from_the_command_line(
         try:
             transport = httpx.ASGITransport(app=create_app(hub))
             async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
-                signed = await c.post("/signin", data={"token": urlsplit(link).path[8:]})
-                assert signed.status_code == 303
+                await sign_in(c, urlsplit(link).path)
                 by_cookie = (await c.get("/api/me")).json()["id"]
                 c.cookies.clear()
                 me = await c.get("/api/me", headers={"Authorization": f"Bearer {token}"})

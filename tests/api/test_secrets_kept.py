@@ -23,7 +23,7 @@ from hub.delegation import Request
 from hub.logs import configure
 from hub.store.models import AuditEntry, Task
 from tests.api.test_chat_api import chat, sse_events
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import add_demo_animas, make_settings, owner_headers
 
 # Each one in the shape its provider issues (hub/memory/redact.py); values made up.
 SECRETS = {
@@ -82,7 +82,11 @@ async def talk(
     add_demo_animas(hub)
     transport = httpx.ASGITransport(app=create_app(hub))
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+        async with httpx.AsyncClient(
+            transport=transport,
+            base_url="http://localhost",
+            headers=owner_headers(hub.settings.home),
+        ) as http:
             yield http, hub, request.param
     finally:
         await hub.stop()

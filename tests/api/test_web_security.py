@@ -319,8 +319,13 @@ async def test_allowed_hosts_are_accepted_and_their_pages_may_post(home: Path) -
 
 async def test_off_loopback_the_token_guards_and_any_host_is_answered(home: Path) -> None:
     async with serving(home, host="0.0.0.0", api_token="t0ken") as (_, client):
+        owner = client.headers.pop("Authorization")  # the data folder's key: the owner's
         page = await client.get("/", headers={"Host": "10.0.0.5:18500"})
         api = await client.get("/api/animas", headers={"Host": "10.0.0.5:18500"})
+        admin = {"Host": "10.0.0.5:18500", "Authorization": "Bearer t0ken"}
+        assert (await client.get("/api/animas", headers=admin)).status_code == 200
+        admin["Authorization"] = owner
+        assert (await client.get("/api/animas", headers=admin)).status_code == 200
     assert page.status_code == 200
     assert api.status_code == 401
 

@@ -16,6 +16,7 @@ import pytest
 from adapters.telegram.webhook import SECRET_HEADER
 from hub.api.server import MAX_HEAD_BYTES
 from tests.api.web_edge import EVIL, LIMIT, assert_secured, chunks, serving, uvicorn_serving
+from tests.conftest import owner_headers
 from tests.contract import line_harness, slack_harness, telegram_harness
 from tests.contract.harness import eventually
 from tests.fakes.line_server import sign
@@ -88,23 +89,31 @@ async def test_a_chunked_webhook_within_the_limit_is_taken_in(tmp_path: Path) ->
 # uvicorn's own limits, as `animahub start` configures it ---------------------------------
 
 
-async def _status_of_raw_get(port: int, extra: str = "", *, ended: bool = True) -> int:
-    """`ended=False`: the head's blank line is not sent (yet), as by a slow client."""
+async def _status_of_raw_get(port: int, home: Path, extra: str = "", *, ended: bool = True) -> int:
+    """`ended=False`: the head's blank line is not sent (yet), as by a slow client. Sent
+    with the owner's key (`home`'s owner.key): the loopback address is nobody."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     end = "\r\n" if ended else ""
-    writer.write(f"GET /api/animas HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}{end}".encode())
+    owner = "".join(f"{name}: {value}\r\n" for name, value in owner_headers(home).items())
+    head = f"GET /api/animas HTTP/1.1\r\nHost: 127.0.0.1\r\n{owner}{extra}{end}"
+    writer.write(head.encode())
     await writer.drain()
     status_line = await asyncio.wait_for(reader.readline(), 10)
     writer.close()
     return int(status_line.split()[1])
 
 
-async def _unfinished_post(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A post whose body has not all arrived: the hub is serving it, waiting for the rest."""
+async def _unfinished_post(
+    port: int, home: Path
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A post whose body has not all arrived: the hub is serving it, waiting for the rest
+    (the owner's, so it is let in and waits for its body)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    owner = "".join(f"{name}: {value}\r\n" for name, value in owner_headers(home).items())
     writer.write(
         b"POST /api/channels/general/posts HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
+        + owner.encode()
+        + b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"
     )
     await writer.drain()
     return reader, writer
@@ -112,26 +121,26 @@ async def _unfinished_post(port: int) -> tuple[asyncio.StreamReader, asyncio.Str
 
 async def test_uvicorn_bounds_connections_and_request_heads(home: Path) -> None:
     async with serving(home, max_connections=8) as (hub, _), uvicorn_serving(hub) as (server, port):
-        assert await _status_of_raw_get(port) == 200
+        assert await _status_of_raw_get(port, home) == 200
         # Idle connections hold no place: a new request is served, the oldest idle closed.
         idle = [await asyncio.open_connection("127.0.0.1", port) for _ in range(8)]
-        assert await _status_of_raw_get(port) == 200
+        assert await _status_of_raw_get(port, home) == 200
         assert await asyncio.wait_for(idle[0][0].read(), 30) == b""  # closed by the hub
         for _reader, writer in idle:
             writer.close()
         # Requests being served do hold theirs: past max_connections of them, 503.
-        busy = [await _unfinished_post(port) for _ in range(8)]
+        busy = [await _unfinished_post(port, home) for _ in range(8)]
         await eventually(lambda: len(server.server_state.tasks) == 8)
-        assert await _status_of_raw_get(port) == 503
+        assert await _status_of_raw_get(port, home) == 503
         for _reader, writer in busy:
             writer.close()
         await eventually(lambda: not server.server_state.connections)
-        assert await _status_of_raw_get(port) == 200
+        assert await _status_of_raw_get(port, home) == 200
         fits = f"X-Pad: {'a' * (MAX_HEAD_BYTES // 2)}\r\n"
-        assert await _status_of_raw_get(port, fits) == 200
+        assert await _status_of_raw_get(port, home, fits) == 200
         # h11 holds at most MAX_HEAD_BYTES of a head that has not ended.
         too_big = f"X-Pad: {'a' * MAX_HEAD_BYTES}\r\n"
-        assert await _status_of_raw_get(port, too_big, ended=False) == 400
+        assert await _status_of_raw_get(port, home, too_big, ended=False) == 400
 
 
 # hostile and ordinary traffic at once ----------------------------------------------------
@@ -156,7 +165,8 @@ def hostile(kind: int, text: str) -> tuple[str, str, dict[str, str], Any, int]:
 
 async def test_mixed_hostile_and_ordinary_traffic(home: Path) -> None:
     """Concurrent requests over real HTTP, six kinds refused and ordinary channel posts:
-    each refused one gets its status and leaves nothing, each ordinary one is kept once."""
+    each refused one gets its status and leaves nothing, each ordinary one is kept once.
+    All carry the owner's key: a hostile one is refused for what it is, not for want of it."""
     async with serving(home) as (hub, local), uvicorn_serving(hub) as (_server, port):
         url = f"http://127.0.0.1:{port}"
         gate = asyncio.Semaphore(16)
@@ -177,7 +187,7 @@ async def test_mixed_hostile_and_ordinary_traffic(home: Path) -> None:
                 wrong.append((index, expected, answer.status_code))
             assert_secured(answer)
 
-        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        async with httpx.AsyncClient(base_url=url, timeout=60, headers=owner_headers(home)) as http:
             await asyncio.gather(*(one(http, i) for i in range(REQUESTS)))
         posts = (await local.get(POSTS, params={"limit": 1000})).json()["posts"]
     assert wrong == []

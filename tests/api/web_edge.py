@@ -15,7 +15,7 @@ import uvicorn
 
 from hub.api.server import create_app, uvicorn_config
 from hub.app import Hub
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import add_demo_animas, make_settings, owner_headers
 from tests.contract.harness import eventually
 
 EVIL = "https://evil.example"
@@ -30,7 +30,8 @@ SECURITY = {
 
 @contextlib.asynccontextmanager
 async def serving(home: Path, **server: Any) -> AsyncIterator[tuple[Hub, httpx.AsyncClient]]:
-    """A started hub (web chat on, offline, no memory) and a client on its ASGI app."""
+    """A started hub (web chat on, offline, no memory) and a client on its ASGI app, with
+    the owner's credential (the data folder's owner.key, as the CLI sends it)."""
     settings = make_settings(
         home,
         hub={"default_anima": "mika"},
@@ -45,7 +46,9 @@ async def serving(home: Path, **server: Any) -> AsyncIterator[tuple[Hub, httpx.A
     app.add_api_route("/boom", _boom)  # an endpoint that fails: the 500 path
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://localhost", headers=owner_headers(home)
+        ) as http:
             yield hub, http
     finally:
         await hub.stop()

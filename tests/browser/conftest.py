@@ -4,14 +4,18 @@ Fixtures, for any test module in tests/browser:
 
 - `hub` (one per module): the running hub. `hub.url` is its base URL, `hub.cli(...)` runs
   `animahub` against it (fails the test on a non-zero exit), `hub.sign_in_link(name)` is
-  `animahub people invite NAME`'s link, `hub.process` the underlying `HubProcess`.
-- `page`: a Playwright page in a fresh browser context (empty cookies and local storage).
+  `animahub people invite NAME`'s link, `hub.owner_link()` `animahub signin`'s (the owner's),
+  `hub.process` the underlying `HubProcess` (`process.owner()`: the owner's key, for httpx).
+- `page`: a Playwright page in a fresh browser context (empty cookies and local storage),
+  signed in as the hub's owner with the owner's link, as the owner's own browser is: no page
+  is the owner for being on this machine.
   The test fails if the page logs a console error, throws, a request fails, or a response
   is 4xx/5xx, unless the test allowed it (`browser.allow(regex)`). Every page's screenshot is
   saved at the end of the test, passed or failed, in $ANIMAHUB_ARTIFACTS (default
   artifacts/screenshots/ in the repository).
 - `browser`: `browser.new_page(label)` opens another page in its own context, watched and
-  screenshotted the same way (a second person signed in beside the owner).
+  screenshotted the same way, signed in as the owner (`owner=False`: not signed in; a second
+  person then opens their own sign-in link).
 - `screenshot`: `screenshot("after-send")` saves the `page` (or `page=other`) mid-test.
 
 Playwright's sync API runs its own event loop only during its calls, so it does not clash
@@ -92,6 +96,28 @@ class RunningHub:
         assert found is not None, f"no sign-in link in:\n{printed}"
         return found.group(0)
 
+    def owner_link(self) -> str:
+        """A one-time sign-in link for the owner, as `animahub signin` prints it."""
+        return owner_link(self.home)
+
+
+def owner_link(home: Path) -> str:
+    """`animahub signin`'s link for the hub on `home` (fails the test if there is none)."""
+    result = cli(home, "signin")
+    found = _LINK.search(result.stdout)
+    assert result.returncode == 0 and found is not None, result.stdout + result.stderr
+    return found.group(0)
+
+
+def sign_in_owner(page: Page, link: str) -> None:
+    """Open the owner's link: its page signs in by itself and opens the web chat."""
+    page.goto(link)
+    page.wait_for_url(re.compile(r"^https?://[^/]+/$"))
+    page.locator("#user-name").filter(has_text=OWNER).wait_for()
+    # The chat goes on loading (Animas, channels, the first conversation): a test navigating
+    # away meanwhile cut that short, and the page remembered a channel as the last place.
+    page.wait_for_load_state("networkidle")
+
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningHub]:
@@ -142,17 +168,20 @@ class BrowserPages:
 
     chromium: Browser
     name: str
+    hub: RunningHub
     pages: list[Watched] = field(default_factory=list)
     allowed: list[re.Pattern[str]] = field(default_factory=list)
     contexts: list[BrowserContext] = field(default_factory=list)
 
-    def new_page(self, label: str = "") -> Page:
+    def new_page(self, label: str = "", owner: bool = True) -> Page:
         context = self.chromium.new_context(viewport={"width": 1280, "height": 800})
         context.set_default_timeout(TIMEOUT_MS)
         self.contexts.append(context)
         watched = Watched(label or f"page{len(self.pages) + 1}", context.new_page())
         self._watch(watched)
         self.pages.append(watched)
+        if owner:
+            sign_in_owner(watched.page, self.hub.owner_link())
         return watched.page
 
     def allow(self, pattern: str) -> None:
@@ -217,9 +246,11 @@ _BROWSER = pytest.StashKey[BrowserPages]()
 
 
 @pytest.fixture
-def browser(chromium: Browser, request: pytest.FixtureRequest) -> Iterator[BrowserPages]:
+def browser(
+    chromium: Browser, hub: RunningHub, request: pytest.FixtureRequest
+) -> Iterator[BrowserPages]:
     module = Path(request.node.path).stem
-    opened = BrowserPages(chromium, _safe(f"{module}__{request.node.name}"))
+    opened = BrowserPages(chromium, _safe(f"{module}__{request.node.name}"), hub)
     request.node.stash[_BROWSER] = opened
     try:
         yield opened

@@ -13,7 +13,14 @@ import httpx
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from tests.browser.conftest import OWNER, BrowserPages, RunningHub, Screenshot
+from tests.browser.conftest import (
+    OWNER,
+    BrowserPages,
+    RunningHub,
+    Screenshot,
+    owner_link,
+    sign_in_owner,
+)
 from tests.browser.test_web_chat import open_anima, send
 from tests.e2e.hubproc import HubProcess, cli, free_port
 
@@ -118,6 +125,7 @@ def test_the_knowledge_graphs_labels_do_not_overlap(
         wrote = httpx.post(
             f"{hub.url}/api/memory/mika/write",
             json={"path": f"knowledge/note-{n}.md", "content": note},
+            headers=hub.process.owner(),
             timeout=10,
         )
         assert wrote.status_code == 200, wrote.text
@@ -188,7 +196,7 @@ def test_a_person_sees_no_admin_controls_and_is_refused_admin_calls(
     owner = browser.new_page("owner")
     open_anima(owner, hub, "aria")
     send(owner, "The vault code is 9911")
-    dana = browser.new_page("dana")
+    dana = browser.new_page("dana", owner=False)
     dana.goto(hub.sign_in_link("Eve"))
     dana.get_by_role("button", name="Sign in").click()
     expect(dana.locator("#user-name")).to_have_text("Eve")
@@ -203,14 +211,14 @@ def test_a_person_sees_no_admin_controls_and_is_refused_admin_calls(
     expect(dana.get_by_role("button", name="Run heartbeat")).to_have_count(0)
     screenshot("person", page=dana)
 
-    # What the page does not offer, the API refuses (with the session's CSRF token, so the
-    # refusal is about rights, not the token).
+    # What the page does not offer, the API refuses (with the session's page key, so the
+    # refusal is about rights, not the key).
     browser.allow(r"403.*/api/animas/aria/pause")
     status = dana.evaluate(
         """async () => {
-            const me = await (await fetch("/api/me")).json();
+            const key = localStorage.getItem("animahub.pagekey");
             const res = await fetch("/api/animas/aria/pause", {method: "POST",
-                headers: {"X-CSRF-Token": me.csrf_token, "Content-Type": "application/json"},
+                headers: {"X-Page-Key": key, "Content-Type": "application/json"},
                 body: "{}"});
             return res.status;
         }"""
@@ -245,7 +253,8 @@ def test_a_platform_that_is_down_is_named_on_each_anima(
         ANIMAHUB_TELEGRAM__API_URL=closed,
     ).start()
     try:
-        page = browser.new_page("platform-down")
+        page = browser.new_page("platform-down", owner=False)
+        sign_in_owner(page, owner_link(home))  # this hub's owner, not the module hub's
         page.goto(f"{process.url}/dashboard#animas")
         expect(page.locator("#live")).to_have_text("live")
         expect(page.locator("#platforms")).to_contain_text("telegram: down")

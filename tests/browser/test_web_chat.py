@@ -40,7 +40,7 @@ def send(page: Page, text: str) -> str:
 
 def test_the_page_loads_without_console_errors(page: Page, hub: RunningHub) -> None:
     page.goto(hub.url)
-    expect(page.locator("#user-name")).to_have_text(OWNER)  # loopback, no credential: the owner
+    expect(page.locator("#user-name")).to_have_text(OWNER)  # signed in by the owner's link
     names = page.locator("#anima-list .nav-item-name")
     expect(names).to_have_text(["aria", "kai", "mika"])
     expect(page.locator("#channel-list .nav-item-name")).to_have_text(["general"])
@@ -140,7 +140,7 @@ def test_a_second_person_sees_only_their_own_conversation(
         " && k.endsWith('.mika'))[1]"
     )
 
-    dana = browser.new_page("dana")
+    dana = browser.new_page("dana", owner=False)
     dana.goto(hub.sign_in_link("Dana"))
     expect(dana.locator("main")).to_contain_text("as Dana?")
     dana.get_by_role("button", name="Sign in").click()
@@ -184,7 +184,8 @@ def test_a_paused_animas_notice_is_said_once(page: Page, hub: RunningHub) -> Non
     notice = "kai is paused; your message will be answered when an admin resumes it."
     open_anima(page, hub, "kai")
     # As the dashboard's Pause or `/anima pause kai` in a chat (the CLI has no pause).
-    httpx.post(f"{hub.url}/api/animas/kai/pause", timeout=30).raise_for_status()
+    owner = hub.process.owner()
+    httpx.post(f"{hub.url}/api/animas/kai/pause", headers=owner, timeout=30).raise_for_status()
     try:
         page.fill("#composer-input", "Are the build machines back up?")
         page.keyboard.press("Enter")
@@ -193,7 +194,8 @@ def test_a_paused_animas_notice_is_said_once(page: Page, hub: RunningHub) -> Non
         expect(page.locator("#messages")).to_contain_text(notice)
         assert page.locator("#messages").inner_text().count(notice) == 1
     finally:
-        httpx.post(f"{hub.url}/api/animas/kai/resume", timeout=30).raise_for_status()
+        resumed = httpx.post(f"{hub.url}/api/animas/kai/resume", headers=owner, timeout=30)
+        resumed.raise_for_status()
 
 
 def test_a_pasted_secret_shows_once_as_the_hub_keeps_it(

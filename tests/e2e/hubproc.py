@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from hub.owner_key import read_owner_key
+
 BIN = Path(sys.executable).parent
 
 
@@ -87,7 +89,8 @@ class HubProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"hub exited early:\n{self.log.read_text()}")
             try:
-                if httpx.get(f"{self.url}/api/system/health", timeout=1).status_code == 200:
+                health = httpx.get(f"{self.url}/api/system/health", headers=self.owner(), timeout=1)
+                if health.status_code == 200:
                     return self
             except httpx.TransportError:
                 pass
@@ -102,7 +105,13 @@ class HubProcess:
     def kill(self) -> None:
         self.stop(signal.SIGKILL)
 
+    def owner(self) -> dict[str, str]:
+        """The owner's credential, as the CLI sends it: the data folder's owner.key (made by
+        `init` or the hub's start), never the loopback address."""
+        key = read_owner_key(self.home)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
     def get(self, path: str, **params: Any) -> Any:
-        response = httpx.get(f"{self.url}{path}", params=params, timeout=10)
+        response = httpx.get(f"{self.url}{path}", params=params, headers=self.owner(), timeout=10)
         response.raise_for_status()
         return response.json()

@@ -65,6 +65,7 @@ def test_sigkill_mid_turn_then_restart_answers_once(tmp_path: Path, fake_llm: st
     }
     control(fake_llm, "hold_next")
     hub = HubProcess(home, free_port(), **llm_env).start()
+    owner = hub.owner()
     payload = {
         "message": "Please summarise the plan",
         "session_id": "s",
@@ -75,7 +76,7 @@ def test_sigkill_mid_turn_then_restart_answers_once(tmp_path: Path, fake_llm: st
     def send_and_lose_connection() -> None:
         # The hub dies under this request: that is the point.
         with contextlib.suppress(httpx.TransportError):
-            httpx.post(f"{hub.url}/api/chat/aria", json=payload, timeout=60)
+            httpx.post(f"{hub.url}/api/chat/aria", json=payload, headers=owner, timeout=60)
 
     sender = threading.Thread(target=send_and_lose_connection)
     sender.start()
@@ -107,7 +108,10 @@ def test_sigkill_mid_turn_then_restart_answers_once(tmp_path: Path, fake_llm: st
         assert [(d["kind"], d["status"]) for d in deliveries] == [("reply", "sent")]
 
         # The client retries its request after the crash: the same answer, no new turn.
-        with httpx.stream("POST", f"{hub.url}/api/chat/aria", json=payload, timeout=30) as r:
+        answer = httpx.stream(
+            "POST", f"{hub.url}/api/chat/aria", json=payload, headers=hub.owner(), timeout=30
+        )
+        with answer as r:
             events = [json.loads(x[6:]) for x in r.iter_lines() if x.startswith("data: ")]
         assert events[-1] == {"type": "done"}
         assert "".join(e.get("text", "") for e in events) == "Here is the plan, once."

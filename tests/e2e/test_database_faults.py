@@ -103,13 +103,16 @@ def private_postgres() -> Iterator[PrivatePostgres]:
 def chat(hub: HubProcess, message_id: str, timeout: float = 60) -> httpx.Response:
     payload = {"message": f"note {message_id}", "session_id": "s1", "user": "alice"}
     payload["message_id"] = message_id
-    return httpx.post(f"{hub.url}/api/chat/aria", json=payload, timeout=timeout)
+    return httpx.post(
+        f"{hub.url}/api/chat/aria", json=payload, headers=hub.owner(), timeout=timeout
+    )
 
 
 def health(hub: HubProcess) -> dict[str, Any]:
     # Generous: while the database is gone the hub's loop waits on its connects (see
     # docs/reliability.md, known limits), so an answer may take seconds.
-    return httpx.get(f"{hub.url}/api/system/health", timeout=45).json()  # type: ignore[no-any-return]
+    answer = httpx.get(f"{hub.url}/api/system/health", headers=hub.owner(), timeout=45)
+    return answer.json()  # type: ignore[no-any-return]
 
 
 def replies_by_message(pg: PrivatePostgres) -> dict[str, list[str]]:

@@ -111,7 +111,7 @@ def until(what: str, check: Callable[[], T | None], within: float = 90) -> T:
 
 def state_of(hub: HubProcess, task_id: int) -> str:
     """The task's state; empty while it is not on the board."""
-    response = httpx.get(f"{hub.url}/api/tasks/{task_id}", timeout=10)
+    response = httpx.get(f"{hub.url}/api/tasks/{task_id}", headers=hub.owner(), timeout=10)
     return "" if response.status_code == 404 else str(response.json()["state"])
 
 

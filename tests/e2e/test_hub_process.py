@@ -18,9 +18,11 @@ from tests.e2e.hubproc import HubProcess, cli, free_port
 pytestmark = pytest.mark.e2e
 
 
-def chat(url: str, name: str, message: str, **extra: str) -> list[dict[str, str]]:
+def chat(hub: HubProcess, name: str, message: str, **extra: str) -> list[dict[str, str]]:
     payload = {"message": message, "session_id": "e2e", "user": "alice", **extra}
-    with httpx.stream("POST", f"{url}/api/chat/{name}", json=payload, timeout=60) as response:
+    url = f"{hub.url}/api/chat/{name}"
+    answer = httpx.stream("POST", url, json=payload, headers=hub.owner(), timeout=60)
+    with answer as response:
         assert response.status_code == 200, response.read()
         return [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
 
@@ -37,7 +39,7 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
 
     hub = HubProcess(home, free_port()).start()
     try:
-        events = chat(hub.url, "aria", "Remember: the launch is on Friday")
+        events = chat(hub, "aria", "Remember: the launch is on Friday")
         assert events[-1]["type"] == "done"
         reply = "".join(e.get("text", "") for e in events)
         assert "offline mode" in reply
@@ -78,7 +80,7 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
         assert [m["author_kind"] for m in history] == ["person", "anima"]
         assert history[0]["text"] == "Remember: the launch is on Friday"
         assert history[1]["text"] == reply.strip()
-        again = chat(hub.url, "aria", "When is the launch?")
+        again = chat(hub, "aria", "When is the launch?")
         text = "".join(e.get("text", "") for e in again)
         assert "Remember: the launch is on Friday" in text  # the offline mode recalls the turn
     finally:
@@ -226,7 +228,7 @@ def test_platforms_that_cannot_be_reached_do_not_stop_the_hub(tmp_path: Path) ->
     }
     hub = HubProcess(home, free_port(), **platforms).start()
     try:
-        events = chat(hub.url, "aria", "are you there?")
+        events = chat(hub, "aria", "are you there?")
         assert events[-1]["type"] == "done"
         health = hub.get("/api/system/health")
         assert health["status"] == "degraded"

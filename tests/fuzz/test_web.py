@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from hub.api.server import create_app
 from hub.app import Hub
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import add_demo_animas, make_settings, owner_headers
 from tests.fuzz.strategies import examples, junk, nasty_text, shaped, text
 
 # Lone surrogates: json.dumps escapes them ("\\ud800"), which Python's parser takes back
@@ -70,7 +70,9 @@ async def web(home: Path, database_url: str) -> AsyncIterator[httpx.AsyncClient]
     add_demo_animas(hub)
     transport = httpx.ASGITransport(app=create_app(hub))
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://localhost", headers=owner_headers(home)
+        ) as client:
             yield client
     finally:
         await hub.stop()

@@ -27,7 +27,7 @@ from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import Clock
 from hub.store.models import Identity, InboxItem
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import add_demo_animas, make_settings, owner_headers
 from tests.contract.harness import eventually
 from tests.contract.slack_harness import HubServer
 from tests.fakes.openai_server import FakeOpenAI
@@ -380,7 +380,9 @@ async def open_world(
         slack.events_url = f"{server.url}/slack/events"
         telegram.webhook_target = f"{server.url}/webhooks/telegram"
         await eventually(lambda: getattr(hub.adapters["telegram"], "running", False))
-        async with httpx.AsyncClient(base_url=server.url, timeout=30) as http:
+        # The owner's client sends the owner's key (the loopback address is nobody).
+        owner = owner_headers(hub.settings.home)
+        async with httpx.AsyncClient(base_url=server.url, timeout=30, headers=owner) as http:
             yield World(hub, slack, telegram, http, fake_model)
     finally:
         if server is not None:

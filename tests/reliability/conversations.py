@@ -86,15 +86,16 @@ class WebDM:
     platform: str = "web"
     waits_for_ack: bool = True
     sent: list[Sent] = field(default_factory=list)
+    owner: dict[str, str] = field(default_factory=dict)  # the owner's key, naming `user`
 
     async def send(self, tag: str, text: str) -> Sent:
         body = {"message": text, "session_id": self.name, "user": self.user, "message_id": tag}
-        await _until_accepted(f"{self.hub_url}/api/chat/aria", body, stream=True)
+        await _until_accepted(f"{self.hub_url}/api/chat/aria", body, self.owner, stream=True)
         return _note(self, Sent(tag, tag))
 
     async def replies(self) -> list[Reply]:
         params = {"session_id": self.name, "user": self.user, "limit": 1000}
-        data = await _get(f"{self.hub_url}/api/chat/aria/history", params)
+        data = await _get(f"{self.hub_url}/api/chat/aria/history", params, self.owner)
         return [Reply(m["text"], None) for m in data["messages"] if m["author_kind"] == "anima"]
 
 
@@ -107,14 +108,16 @@ class WebChannel:
     platform: str = "web"
     waits_for_ack: bool = True
     sent: list[Sent] = field(default_factory=list)
+    owner: dict[str, str] = field(default_factory=dict)  # the owner's key, naming `user`
 
     async def send(self, tag: str, text: str) -> Sent:
         body = {"text": f"@aria {text}", "user": self.user, "message_id": tag}
-        await _until_accepted(f"{self.hub_url}/api/channels/{self.name}/posts", body)
+        await _until_accepted(f"{self.hub_url}/api/channels/{self.name}/posts", body, self.owner)
         return _note(self, Sent(tag, tag))
 
     async def replies(self) -> list[Reply]:
-        data = await _get(f"{self.hub_url}/api/channels/{self.name}/posts", {"limit": 1000})
+        posts = f"{self.hub_url}/api/channels/{self.name}/posts"
+        data = await _get(posts, {"limit": 1000}, self.owner)
         return [Reply(m["text"], None) for m in data["posts"] if m["author_kind"] == "anima"]
 
 
@@ -293,9 +296,11 @@ async def _slack(world: World, event: dict[str, Any]) -> bool:
     return delivery.status == 200
 
 
-async def _until_accepted(url: str, body: dict[str, Any], *, stream: bool = False) -> None:
+async def _until_accepted(
+    url: str, body: dict[str, Any], owner: dict[str, str], *, stream: bool = False
+) -> None:
     """POST until the hub answers 2xx, as the chat page resends a message it saw fail."""
-    async with httpx.AsyncClient(timeout=30) as http:
+    async with httpx.AsyncClient(timeout=30, headers=owner) as http:
         while True:
             try:
                 if stream:  # the reply streams as SSE; accepted once the headers came
@@ -312,8 +317,8 @@ async def _until_accepted(url: str, body: dict[str, Any], *, stream: bool = Fals
             await asyncio.sleep(WEB_RETRY_S)
 
 
-async def _get(url: str, params: dict[str, Any]) -> Any:
-    async with httpx.AsyncClient(timeout=30) as http:
+async def _get(url: str, params: dict[str, Any], owner: dict[str, str]) -> Any:
+    async with httpx.AsyncClient(timeout=30, headers=owner) as http:
         response = await http.get(url, params=params)
         response.raise_for_status()
         return response.json()

@@ -29,11 +29,12 @@ from tests.reliability.world import World
 PER_PLATFORM = 4  # two private chats and two group conversations on each platform
 
 
-def build(world: World, hub_url: str) -> list[Conversation]:
+def build(world: World, hub_url: str, owner: dict[str, str]) -> list[Conversation]:
+    """`owner`: the owner's credential, which the web conversations speak for their users with."""
     convs: list[Conversation] = []
     for i in range(2):
-        convs.append(WebDM(world, hub_url, f"webuser{i}", name=f"session{i}"))
-        convs.append(WebChannel(world, hub_url, f"webposter{i}", name=f"room{i}"))
+        convs.append(WebDM(world, hub_url, f"webuser{i}", name=f"session{i}", owner=owner))
+        convs.append(WebChannel(world, hub_url, f"webposter{i}", name=f"room{i}", owner=owner))
         convs.append(SlackDM(world, f"U0DM{i}", name=f"D0DM{i}"))
         convs.append(SlackThread(world, f"U0CH{i}", name=f"C0CH{i}"))
         convs.append(DiscordChat(world, f"dmuser{i}", name=f"discord-dm{i}"))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import owner_headers
 from tests.e2e.hubproc import cli, free_port
 from tests.reliability.chaos import Chaos, wait_until
 from tests.reliability.conversations import TelegramChat
@@ -56,7 +57,7 @@ def test_sigkill_under_load_every_message_answered_once_in_order(
     home = tmp_path / "home"
     assert cli(home, "init", "--demo").returncode == 0
     port = free_port()
-    convs = build(world, f"http://127.0.0.1:{port}")
+    convs = build(world, f"http://127.0.0.1:{port}", owner_headers(home))  # init made its key
     env = {
         **world.hub_env(port),
         "ANIMAHUB_WEB__CHANNELS": json.dumps(web_channels(convs)),

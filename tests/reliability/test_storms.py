@@ -71,7 +71,9 @@ def deliveries(hub: HubProcess, status: str | None = None) -> list[dict[str, obj
     params: dict[str, str | int] = {"limit": 500}
     if status is not None:
         params["status"] = status
-    response = httpx.get(f"{hub.url}/api/deliveries", params=params, timeout=30)
+    response = httpx.get(
+        f"{hub.url}/api/deliveries", params=params, headers=hub.owner(), timeout=30
+    )
     response.raise_for_status()
     rows: list[dict[str, object]] = response.json()
     return rows

@@ -16,6 +16,7 @@ from hub.clock import ManualClock
 from hub.llm import TurnContext
 from hub.offline import OfflineResponder
 from hub.runtime import Responders
+from tests.conftest import owner_headers
 from tests.schedule.conftest import life_settings, open_life, say, web_address
 
 
@@ -49,7 +50,9 @@ async def test_missed_heartbeats_run_after_start_and_health_says_catching_up(
     try:
         await asyncio.wait_for(model.asked.wait(), 30)  # the catch-up is running
         transport = httpx.ASGITransport(app=create_app(hub))
-        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://localhost", headers=owner_headers(home)
+        ) as client:
             health = (await client.get("/api/system/health")).json()
             assert health["status"] == "catching up"
             model.answer.set()

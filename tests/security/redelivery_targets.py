@@ -25,7 +25,7 @@ import httpx
 
 from hub.app import Hub
 from hub.runtime import Responders
-from tests.conftest import add_demo_animas, make_settings
+from tests.conftest import add_demo_animas, make_settings, owner_headers
 from tests.contract import discord_harness, line_harness, slack_harness, telegram_harness
 from tests.contract.harness import Harness, ScriptedResponder, eventually
 from tests.security.common import deliveries
@@ -267,7 +267,9 @@ def web(database_url: str) -> Opener:
             from hub.api.server import create_app
 
             transport = httpx.ASGITransport(app=create_app(hub))
-            async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as http:
+            async with httpx.AsyncClient(
+                transport=transport, base_url="http://localhost", headers=owner_headers(home)
+            ) as http:
                 yield WebTarget(hub, http)
         finally:
             await hub.stop()

@@ -11,6 +11,9 @@
 
   const KEYS = {
     token: "animahub.token",
+    // The session's page key (hub/api/static/signin.js put it here at sign-in): a session
+    // cookie counts only with it, so a cookie planted from another port is nobody.
+    pageKey: "animahub.pagekey",
     last: "animahub.last",
     session: (user, anima) => `animahub.session.${enc(user)}.${enc(anima)}`,
   };
@@ -228,9 +231,9 @@
       const used = state.token;
       const headers = new Headers(options.headers || {});
       if (used) headers.set("Authorization", `Bearer ${used}`);
-      const method = (options.method || "GET").toUpperCase();
-      // A session cookie rides along with any request; this header proves it is this page.
-      if (state.csrf && method !== "GET" && method !== "HEAD") headers.set("X-CSRF-Token", state.csrf);
+      // A session cookie rides along with any request; this header proves it is this page's.
+      const pageKey = store.get(KEYS.pageKey);
+      if (pageKey) headers.set("X-Page-Key", pageKey);
       const res = await fetch(path, { ...options, headers, credentials: "same-origin", cache: "no-store" });
       if (res.status !== 401) return res;
       if (state.token !== used) continue; // another request already got a new token
@@ -259,13 +262,12 @@
   // ---------------------------------------------------------------------------
 
   const state = {
-    // Who the hub says this page speaks as (/api/me): the owner on a loopback hub, or the
+    // Who the hub says this page speaks as (/api/me): the owner signed in by their link, or the
     // person the sign-in link or token is for. The page never chooses it.
     user: "",
     userName: "",
     defaultAnima: "", // /api/me: the Anima a fresh browser opens (person's own, else the hub's)
     via: "",
-    csrf: "",
     token: store.get(KEYS.token) || "",
     animas: [],
     channels: [],
@@ -1138,13 +1140,11 @@
       state.user = me.id;
       state.userName = me.name || me.id;
       state.via = me.via || "";
-      state.csrf = me.csrf_token || "";
       state.defaultAnima = me.default_anima || "";
       if (changed) state.convs.clear();
     } catch (err) {
       state.user = "";
       state.userName = "";
-      state.csrf = "";
       els.userName.textContent = `not signed in (${describeError(err)})`;
       els.signOut.hidden = true;
       return;
@@ -1152,7 +1152,8 @@
     const how = { owner: "the hub's owner", "admin token": "admin token", token: "API token", session: "" };
     els.userName.textContent = state.userName;
     els.userVia.textContent = how[state.via] || "";
-    els.signOut.hidden = state.via !== "session";
+    // A session (the owner's too) signs out; a pasted token is removed in its dialog.
+    els.signOut.hidden = Boolean(state.token) || !store.get(KEYS.pageKey);
   }
 
   function fillList(list, items, empty) {
@@ -1197,7 +1198,7 @@
 
   async function signOut() {
     await api("/api/signout", { method: "POST" }).catch(() => null);
-    state.csrf = "";
+    store.set(KEYS.pageKey, null);
     window.location.reload();
   }
 

@@ -9,6 +9,17 @@
   const $ = (id) => document.getElementById(id);
   const enc = encodeURIComponent;
   const TOKEN_KEY = "animahub.token"; // shared with the web chat: same origin, same token
+  // The session's page key (signin.js keeps it at sign-in): the session cookie counts only
+  // with it, so a cookie planted from another port of this host is nobody.
+  const PAGE_KEY = "animahub.pagekey";
+
+  function pageKey() {
+    try {
+      return window.localStorage.getItem(PAGE_KEY) || "";
+    } catch {
+      return "";
+    }
+  }
 
   /** An element: h("a", {href: "#x", class: "y", onclick: fn}, "text", child, ...) */
   function h(tag, attrs = {}, ...children) {
@@ -73,7 +84,7 @@
   // The API
   // ---------------------------------------------------------------------------
 
-  const state = { token: "", csrf: "", me: null, admin: false, animas: [], view: "", memView: "episodes", charts: {}, graph: null, episodeDay: null };
+  const state = { token: "", me: null, admin: false, animas: [], view: "", memView: "episodes", charts: {}, graph: null, episodeDay: null };
 
   try {
     state.token = window.localStorage.getItem(TOKEN_KEY) || "";
@@ -91,7 +102,7 @@
   async function api(path, { method = "GET", body } = {}) {
     const headers = new Headers();
     if (state.token) headers.set("Authorization", `Bearer ${state.token}`);
-    if (state.csrf && method !== "GET") headers.set("X-CSRF-Token", state.csrf);
+    if (pageKey()) headers.set("X-Page-Key", pageKey());
     if (body !== undefined) headers.set("Content-Type", "application/json");
     const res = await fetch(path, {
       method,
@@ -164,7 +175,6 @@
   async function loadMe() {
     const me = await api("/api/me");
     state.me = me;
-    state.csrf = me.csrf_token || "";
     state.admin = me.via === "owner" || me.via === "admin token";
     $("who").textContent = `${me.name || me.id}${state.admin ? " (admin)" : ""}`;
     for (const el of document.querySelectorAll("[data-admin]")) el.hidden = !state.admin;
@@ -631,7 +641,9 @@
     const scheme = location.protocol === "https:" ? "wss" : "ws";
     socket = new WebSocket(`${scheme}://${location.host}/ws`);
     socket.addEventListener("open", () => {
+      // A browser sets no header on a WebSocket: the credential comes in the first frame.
       if (state.token) socket.send(JSON.stringify({ token: state.token }));
+      else if (pageKey()) socket.send(JSON.stringify({ page_key: pageKey() }));
     });
     socket.addEventListener("message", (event) => {
       const notice = JSON.parse(event.data);

@@ -17,6 +17,7 @@ from hub.llm import TurnContext
 from hub.messages import Address, AddressKind, DeliveryKind
 from hub.settings import Settings
 from tests.adapters.line.helpers import reply_to, settled_row
+from tests.conftest import owner_headers
 from tests.contract.harness import ScriptedResponder, eventually
 from tests.contract.line_harness import BOT_USER, CHANNELS, LineHarness, open_harness, user_id
 from tests.contract.test_previews import due_again, restart_adapter
@@ -128,7 +129,7 @@ async def test_the_monthly_quota_fails_a_push_visibly_while_replies_stay_free(
         delivery = proactive(h, CHANNELS["random"], "Weekly report", "cron:1", AddressKind.GROUP)
         assert await delivery_status(h, delivery) == "failed"
         assert len(h.fake.calls_to("push")) == 1  # final: not retried
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(headers=owner_headers(h.hub.settings.home)) as http:
             listed = (await http.get(f"{h.hub_url}/api/deliveries?status=failed")).json()
         assert [d["id"] for d in listed] == [delivery]
         assert QUOTA_MESSAGE.rstrip(".").lower() in listed[0]["error"].lower()

@@ -13,6 +13,7 @@ from sqlmodel import select
 from hub.adapter import RateLimited
 from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
 from hub.store.models import DeliveryRow, InboxItem
+from tests.conftest import owner_headers
 from tests.contract.harness import LONG_REPLY, eventually
 from tests.contract.slack_harness import BOT_TOKEN, BOT_USER, open_harness
 from tests.contract.test_contract import reply_to, settled_row
@@ -88,7 +89,7 @@ async def test_a_channel_not_found_fails_the_delivery_without_retrying(tmp_path:
         # the reply (written at once, so not previewed) tried once: a permanent error is
         # not retried
         assert len(h.fake.calls_of("chat.postMessage")) == 1
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(headers=owner_headers(h.hub.settings.home)) as http:
             listed = (await http.get(f"{h.hub_url}/api/deliveries?status=failed")).json()
         assert [d["id"] for d in listed] == [failed[0].id]
 
