@@ -28,6 +28,7 @@ from hub.logs import RedactingFilter, RedactingFormatter
 from hub.memory.redact import fingerprint, remember_secrets
 from hub.store.db import Database
 from hub.store.models import AuditEntry, HeartbeatRun, InboxItem, Task, TaskEvent
+from tests.conftest import owner_headers
 from tests.contract.harness import eventually
 from tests.contract.telegram_harness import open_harness
 
@@ -57,7 +58,8 @@ async def test_a_refused_platform_token_is_shown_only_by_its_fingerprint(
         reason = h.hub.platforms.status()["telegram"].reason
         transport = httpx.ASGITransport(app=create_app(h.hub))
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
-            health = (await c.get("/api/system/health")).json()
+            owner = owner_headers(h.hub.settings.home)
+            health = (await c.get("/api/system/health", headers=owner)).json()
     shown = fingerprint(REFUSED)
     assert "refused" in reason and REFUSED not in reason and shown in reason
     assert REFUSED not in str(health) and health["credentials"]["telegram.bot_token"] == shown
