@@ -159,6 +159,8 @@ def start(
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
         with hold_data_root(settings.home, url), hold_database(settings.database_url):
+            if problem := _people_problem(settings):
+                raise fail(f"config: {problem}", code=2)
             listening = _listen(settings.server.host, settings.server.port)
             console.print(styled("AnimaHub on ", (url, "bold"), f" (data: {settings.home})"))
             console.print(styled("Open ", (f"{url}/", "bold"), f" to chat; API docs at {url}/docs"))
@@ -174,6 +176,20 @@ def start(
                 f"a hub already runs on {settings.home}, at {running.url} (pid {running.pid})"
             ) from None
         raise fail(f"{exc}; is a hub already running?") from None
+
+
+def _people_problem(settings: Settings) -> str:
+    """What `Hub.start` would refuse in `[hub] admins` / `[people] allowlist` (a name a
+    stranger could have taken), found here so that it is one line, not a traceback."""
+    from hub.identity import IdentityService
+    from hub.store.db import Database
+
+    db = Database(settings.database_url)
+    try:
+        db.migrate()
+        return IdentityService.of(settings, db).config_problem(settings.people.allowlist)
+    finally:
+        db.dispose()
 
 
 class _Stopped(Exception):
