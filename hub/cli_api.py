@@ -87,7 +87,8 @@ def by_name(name: str, attempt: Callable[[str, bool], Any], can_new: bool = Fals
         return attempt(name, False)
     except _Ask as ask:
         chosen = _choose(name, ask.candidates, can_new)
-    return attempt(chosen or name, chosen is None)
+    # `person:ID`: an id and nothing else (an id made from a name before asks as a name)
+    return attempt(f"person:{chosen}" if chosen else name, chosen is None)
 
 
 def _choose(name: str, candidates: list[dict[str, Any]], can_new: bool) -> str | None:

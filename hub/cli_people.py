@@ -233,7 +233,7 @@ def people_audit() -> None:
         return
     table = Table("id", "name", "accounts", "why", "split with")
     for row in found:
-        split = [f"animahub people unlink {row['id']} {account}" for account in row["split"]]
+        split = [f"animahub people unlink person:{row['id']} {account}" for account in row["split"]]
         table.add_row(
             row["id"],
             row["name"],

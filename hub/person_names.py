@@ -90,7 +90,11 @@ def everyone(session: Session) -> list[Known]:
 def pick(known: list[Known], text: str) -> str | None:
     """The id of the person `text` means: their id, or a name an admin gave them that no
     one else goes by; None for nobody. Raises `AmbiguousName` with the candidates when the
-    name is anyone else's too, or only a platform's (a display name never picks)."""
+    name is anyone else's too, or only a platform's (a display name never picks).
+    `person:ID` is an id and nothing else, also one made from a name before (`carol`)."""
+    prefix, sep, ref = text.partition(":")
+    if sep and prefix == PERSON:
+        return next((k.id for k in known if k.id == ref), None)
     exact = next((k for k in known if k.id == text), None)
     if exact is not None and not exact.name_derived:
         return exact.id
