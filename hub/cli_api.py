@@ -120,3 +120,8 @@ def existing(name: str) -> dict[str, Any]:
         name, lambda who, _new: call("GET", f"/api/people/{quoted(who)}")
     )
     return found
+
+
+def ref(person: dict[str, Any]) -> str:
+    """A person the hub showed, as a path segment that is their id and nothing else."""
+    return quoted(f"person:{person['id']}")

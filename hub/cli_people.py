@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from hub.cli_api import by_name, call, existing, quoted
+from hub.cli_api import by_name, call, existing, quoted, ref
 from hub.cli_console import HELP_MARKUP, console, err, given, print_error, styled
 
 people_app = typer.Typer(
@@ -94,7 +94,7 @@ def people_handoffs(
     name: Annotated[str, typer.Argument(help="A person's id or name.", callback=given)],
 ) -> None:
     """Where NAME left off with each Anima: the handoffs of their DM sessions."""
-    rows = call("GET", f"/api/people/{quoted(existing(name)['id'])}/handoffs")
+    rows = call("GET", f"/api/people/{ref(existing(name))}/handoffs")
     if not rows:
         console.print(f"no handoffs for {name}", highlight=False)
         return
@@ -128,8 +128,7 @@ def people_link(
         print_error("the account is PLATFORM:USER_ID")
         raise typer.Exit(2)
     body = {"platform": platform, "user_id": user_id, "merge": merge}
-    person_id = existing(name)["id"]
-    _print_person(call("POST", f"/api/people/{quoted(person_id)}/accounts", body))
+    _print_person(call("POST", f"/api/people/{ref(existing(name))}/accounts", body))
 
 
 @people_app.command("unlink")
@@ -145,8 +144,7 @@ def people_unlink(
     ],
 ) -> None:
     """The person's account on a platform (or the one named) becomes a person of its own."""
-    person_id = existing(name)["id"]
-    answer = call("DELETE", f"/api/people/{quoted(person_id)}/accounts/{quoted(account)}")
+    answer = call("DELETE", f"/api/people/{ref(existing(name))}/accounts/{quoted(account)}")
     person, split = answer["person"], answer["split"]
     accounts = ", ".join(f"{a['platform']}:{a['user_id']}" for a in split["accounts"])
     # One line at any width (rich broke it mid-sentence at 80 columns); "5551234 (5551234)"
@@ -176,7 +174,7 @@ def people_forget(
     if not yes and not typer.confirm(f"Forget everything private to {_who(person)}, for good?"):
         err.print(f"nothing was forgotten of {person['name']}", highlight=False)
         raise typer.Exit(1)
-    gone = call("POST", f"/api/people/{quoted(person['id'])}/forget")
+    gone = call("POST", f"/api/people/{ref(person)}/forget")
     per = ", ".join(f"{a}: {n}" for a, n in gone["memories"].items()) or "none"
     console.print(
         f"forgotten: {sum(gone['memories'].values())} memories ({per}), "
@@ -192,8 +190,9 @@ def people_merge(
     into: Annotated[str, typer.Argument(help="Who they become.", callback=given)],
 ) -> None:
     """NAME becomes part of INTO: accounts, profile and private memory."""
-    source, target = existing(name)["id"], existing(into)["id"]
-    _print_person(call("POST", f"/api/people/{quoted(source)}/merge", {"into": target}))
+    source, target = existing(name), existing(into)
+    body = {"into": f"person:{target['id']}"}
+    _print_person(call("POST", f"/api/people/{ref(source)}/merge", body))
 
 
 @people_app.command("owner")
@@ -273,8 +272,9 @@ def people_sessions(
     name: Annotated[str, typer.Argument(help="Whose sessions.", callback=given)],
 ) -> None:
     """List NAME's open web chat sessions."""
-    person_id = existing(name)["id"]
-    _print_credentials(call("GET", f"/api/people/{quoted(person_id)}/sessions"), "no open sessions")
+    _print_credentials(
+        call("GET", f"/api/people/{ref(existing(name))}/sessions"), "no open sessions"
+    )
 
 
 @people_app.command("revoke")
@@ -318,7 +318,7 @@ def token_list(
     ] = None,
 ) -> None:
     """List live API tokens (never their secrets)."""
-    path = "/api/tokens" + (f"?person={quoted(existing(person)['id'])}" if person else "")
+    path = "/api/tokens" + (f"?person={ref(existing(person))}" if person else "")
     _print_credentials(call("GET", path), "no live API tokens")
 
 
