@@ -86,12 +86,12 @@ def by_name(name: str, attempt: Callable[[str, bool], Any], can_new: bool = Fals
     try:
         return attempt(name, False)
     except _Ask as ask:
-        chosen = _choose(name, ask.candidates, can_new)
+        chosen = choose(name, ask.candidates, can_new)
     # `person:ID`: an id and nothing else (an id made from a name before asks as a name)
     return attempt(f"person:{chosen}" if chosen else name, chosen is None)
 
 
-def _choose(name: str, candidates: list[dict[str, Any]], can_new: bool) -> str | None:
+def choose(name: str, candidates: list[dict[str, Any]], can_new: bool) -> str | None:
     """The id picked among `candidates`, or None for someone new."""
     err.print(f"{name!r} is a name, not a person id; it may be:", highlight=False)
     table = Table("", "id", "name", "accounts")

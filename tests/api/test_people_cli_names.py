@@ -62,7 +62,7 @@ def stranger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("ANIMAHUB_HOME", str(home))
     monkeypatch.setenv("ANIMAHUB_MEMORY__ENABLED", "false")
     monkeypatch.setenv("COLUMNS", "200")
-    assert invoke("init", "--owner", "Olivia").exit_code == 0
+    assert invoke("init", "--demo", "--owner", "Olivia").exit_code == 0
 
     async def first_message() -> str:
         hub = Hub(load_settings())
@@ -137,3 +137,15 @@ def test_people_audit_finds_an_old_squatter_and_says_how_to_split(tmp_path: Path
     split = invoke("people", "unlink", "person:carol", "telegram:777")
     assert split.exit_code == 0, split.output
     assert re.search(r"it is 777 \(u-[0-9a-f]{10}\) now", split.output)
+
+
+def test_chat_as_the_strangers_name_asks_and_speaks_as_the_one_chosen(stranger: str) -> None:
+    asked = invoke("chat", "mika", "hello", "--user", "Carol")
+    assert asked.exit_code == 1 and stranger in asked.output and "telegram:5551234" in asked.output
+    refused = invoke("chat", "mika", "hello", "--user", "Carol", "--new")
+    assert refused.exit_code == 1 and "leave out --new to choose one" in refused.output
+    chosen = invoke("chat", "mika", "hello", "--user", "Carol", typed="1\n")
+    assert chosen.exit_code == 0, chosen.output
+    assert invoke("people", "show", stranger).exit_code == 0
+    listed = invoke("people", "list").output
+    assert listed.count("Carol") == 1  # no one new was made
