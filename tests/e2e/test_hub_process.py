@@ -185,8 +185,10 @@ def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
     assert repaired.returncode == 0, repaired.stderr
     assert "re-indexed 1 Anima(s)" in repaired.stdout
     wide = {"COLUMNS": "250"}  # one table row a result, for the assertions
+    shown = cli(home, "people", "show", "carol").stdout.splitlines()[0]
+    carol = shown.split("(", 1)[1].rstrip(")")  # an opaque id: made from no name
     found = cli(
-        home, "memory", "search", "otto", "status report", "--scope", "person:carol", **wide
+        home, "memory", "search", "otto", "status report", "--scope", f"person:{carol}", **wide
     )
     assert found.returncode == 0 and "status report please" in found.stdout
     hidden = cli(
