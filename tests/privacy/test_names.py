@@ -29,6 +29,7 @@ from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.commands.parse import parse_command
+from hub.linking import Account
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.settings import ConfigError
 from hub.store.db import MIGRATIONS, Database
@@ -382,3 +383,32 @@ def test_the_migration_tells_an_admins_people_from_a_platforms(database_url: str
         named = {p.id: p.named_by for p in session.exec(select(Person)).all()}
     db.dispose()
     assert named == {"dana": "legacy", "carol": ""}
+
+
+async def test_an_allowlist_names_an_admins_person_by_id(home: Path, database_url: str) -> None:
+    """`[people] allowlist = ["person:ID"]` lets in the person an admin created, on every
+    account of theirs, and nobody who merely goes by their name."""
+    hub = await _hub(home, database_url)
+    try:
+        dana = hub.identity.create("Dana", "owner")
+    finally:
+        await hub.stop()
+    policy = {"telegram": "allowlist", "web": "allowlist"}
+    settings = _make(home, database_url)
+    settings = settings.model_copy(
+        update={
+            "people": settings.people.model_copy(
+                update={"dm_policy": policy, "allowlist": [f"person:{dana.id}"]}
+            )
+        }
+    )
+    hub = Hub(settings, clock=ManualClock(datetime(2026, 12, 1, 9, 0, tzinfo=UTC)))
+    await hub.start()
+    try:
+        her_phone = PlatformUser("telegram", "4242", "Dana")
+        hub.linking.attach(dana.id, Account("telegram", "4242", "Dana"), "owner:x")
+        namesake = PlatformUser("telegram", "6666", "Dana")
+        assert hub.admission.known(hub.identity.resolve(her_phone), her_phone.key)
+        assert not hub.admission.known(hub.identity.resolve(namesake), namesake.key)
+    finally:
+        await hub.stop()
