@@ -412,3 +412,21 @@ async def test_an_allowlist_names_an_admins_person_by_id(home: Path, database_ur
         assert not hub.admission.known(hub.identity.resolve(namesake), namesake.key)
     finally:
         await hub.stop()
+
+
+async def test_a_person_filtering_by_a_shared_name_learns_no_candidates(hub: Hub) -> None:
+    """The 409's candidates (ids and accounts) are for admins: a person's own token asking
+    for conversations with "Carol" gets none, not the list of who goes by it."""
+    the_stranger(hub)
+    async with web(hub) as client:
+        made = await client.post("/api/tokens", json={"person": "Bob"}, headers=ADMIN)
+        bob = {"Authorization": f"Bearer {made.json()['token']}"}
+        mine = await client.get("/api/conversations", params={"person": "Carol"}, headers=bob)
+        assert mine.status_code == 200 and mine.json() == {"conversations": []}
+        assert "5551234" not in mine.text
+        other = await client.post(
+            "/api/chat/aria",
+            json={"message": "hi", "session_id": "s", "user": "Carol"},
+            headers=bob,
+        )
+        assert other.status_code == 403 and "5551234" not in other.text
