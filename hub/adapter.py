@@ -35,6 +35,7 @@ __all__ = [
     "BatchSender",
     "Caller",
     "CallerKind",
+    "Candidate",
     "Capabilities",
     "DeliveryError",
     "FetchedFile",
@@ -226,15 +227,34 @@ class Caller:
         return self.kind in (CallerKind.OWNER, CallerKind.ADMIN_TOKEN)
 
 
-class AmbiguousName(LookupError):
-    """A name several people go by (display names are the platforms' claims): the caller
-    must name one by their person id. The API answers 409."""
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A person a name may mean: their id, name and accounts (`platform:user_id`)."""
 
-    def __init__(self, name: str, ids: Sequence[str]) -> None:
+    id: str
+    name: str
+    accounts: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        accounts = ", ".join(self.accounts) or "no account"
+        return f"{self.name} ({self.id}: {accounts})"
+
+
+class AmbiguousName(LookupError):
+    """A name where a person was wanted, and people it may mean: a display name is what a
+    platform says, which anyone may choose, so it never picks a person on its own. The
+    caller names one by their person id (or asks for someone new). The API answers 409,
+    with the candidates."""
+
+    def __init__(self, name: str, candidates: Sequence[Candidate]) -> None:
+        listed = "; ".join(str(c) for c in candidates)
         super().__init__(
-            f"{name!r} is the name of {len(ids)} people ({', '.join(ids)}): give the person id"
+            f"{name!r} is a name, not a person id: it may be {listed}. Give the person id "
+            "(or ask for someone new)"
         )
-        self.ids = tuple(ids)
+        self.name = name
+        self.candidates = tuple(candidates)
+        self.ids = tuple(c.id for c in candidates)
 
 
 class NotPermitted(PermissionError):

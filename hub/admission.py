@@ -122,7 +122,10 @@ class Admission:
         return self._settings.policy(platform) is DmPolicy.OPEN or self.known(person, key)
 
     def known(self, person: PersonView, key: str) -> bool:
-        if person.is_admin or MEMBER in person.roles or key in self._settings.allowlist:
+        allowed = self._settings.allowlist
+        if person.is_admin or MEMBER in person.roles or key in allowed:
+            return True
+        if f"person:{person.id}" in allowed:  # a person an admin created, by id
             return True
         return any(
             self._settings.policy(account.platform) is DmPolicy.OPEN

@@ -66,7 +66,7 @@ from hub.routing import Router
 from hub.runtime import Responders, Runtime
 from hub.scheduler import Scheduler
 from hub.sessions import close_idle_sessions
-from hub.settings import Settings, configured_secrets
+from hub.settings import ConfigError, Settings, configured_secrets
 from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
@@ -265,6 +265,10 @@ class Hub:
     async def start(self) -> None:
         (self.settings.home / "shared" / "users").mkdir(parents=True, exist_ok=True)
         self.db.migrate()
+        # Before anyone is made or let in: an admin or allowlist entry a stranger's name
+        # could have taken stops the hub (hub/person_names.py).
+        if problem := self.identity.config_problem(self.settings.people.allowlist):
+            raise ConfigError(problem)
         owner = self.identity.owner()  # now, so that a database outage later cannot hide it
         log.info("the hub's owner is %s (%s)", owner.display_name, owner.id)
         # Before any platform can start a turn: what is `processing` now was cut off.

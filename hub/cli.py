@@ -163,6 +163,8 @@ def start(
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
         with hold_data_root(settings.home, url), hold_database(settings.database_url):
+            if problem := _people_problem(settings):
+                raise fail(f"config: {problem}", code=2)
             listening = _listen(settings.server.host, settings.server.port)
             console.print(styled("AnimaHub on ", (url, "bold"), f" (data: {settings.home})"))
             app = create_app(Hub(settings), on_ready=_print_owner_link)
@@ -208,6 +210,20 @@ def signin() -> None:
     until = link["expires_at"]
     console.print(f"Open this link to sign in as {link['name']} (once, until {until}):")
     console.print(link["url"], style="bold", soft_wrap=True, highlight=False)
+
+
+def _people_problem(settings: Settings) -> str:
+    """What `Hub.start` would refuse in `[hub] admins` / `[people] allowlist` (a name a
+    stranger could have taken), found here so that it is one line, not a traceback."""
+    from hub.identity import IdentityService
+    from hub.store.db import Database
+
+    db = Database(settings.database_url)
+    try:
+        db.migrate()
+        return IdentityService.of(settings, db).config_problem(settings.people.allowlist)
+    finally:
+        db.dispose()
 
 
 class _Stopped(Exception):

@@ -9,6 +9,7 @@ from urllib.parse import quote
 
 import typer
 
+from hub.cli_api import choose
 from hub.cli_console import fail, given, settings_or_exit, show_reply
 from hub.cli_memory import known_anima
 from hub.messages import (
@@ -61,7 +62,7 @@ def chat(
     async def run() -> None:
         async with hub_client(settings) as client:
             if user:
-                await _known_person(client, user, new)
+                payload["user"] = await _known_person(client, user, new)
             await show_reply(stream_chat(client, name, payload))
 
     try:
@@ -72,11 +73,21 @@ def chat(
         raise fail(str(exc)) from None
 
 
-async def _known_person(client: httpx.AsyncClient, user: str, new: bool) -> None:
-    """Refuse a --user the hub does not know: the chat API would start a new person, whose
-    conversations and memory would be apart from the one meant ("Ravi" for "Ravi Kumar");
-    and, as `people owner --new` does, a --new the hub knows."""
+async def _known_person(client: httpx.AsyncClient, user: str, new: bool) -> str:
+    """What the chat request's `user` is: the person --user means, by id (`person:ID`);
+    asked which when it is a name several people or a platform account go by (a display
+    name picks no one, docs/people.md). Refuses a --user the hub does not know: the chat
+    API would start a new person, whose conversations and memory would be apart from the
+    one meant ("Ravi" for "Ravi Kumar"); and a --new the hub knows."""
     found = await client.get(f"/api/people/{quote(user, safe='')}")
+    candidates = found.json().get("candidates") if found.status_code == 409 else None
+    if candidates and new:
+        raise fail(
+            f"{user!r} is a name the hub knows already "
+            f"({', '.join(c['id'] for c in candidates)}); leave out --new to choose one"
+        )
+    if candidates:
+        return f"person:{choose(user, candidates, can_new=False)}"
     if found.status_code == 404 and not new:
         raise fail(
             f"no person named {user!r}: check the spelling (`animahub people list`), "
@@ -88,3 +99,6 @@ async def _known_person(client: httpx.AsyncClient, user: str, new: bool) -> None
             f"{user!r} is someone the hub knows already: {known['name']} ({known['id']}); "
             "leave out --new to talk as them"
         )
+    if found.status_code == 200:
+        return f"person:{found.json()['id']}"
+    return user  # --new: someone new by that name

@@ -20,9 +20,9 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from hub import __version__
+from hub.cli_api import cli_settings
 from hub.cli_console import fail, given, print_error
 from hub.cli_memory import known_anima
-from hub.cli_people import cli_settings
 from hub.runfile import HubBusy
 
 

@@ -5,16 +5,13 @@ with the admin token, so the same rules and audit entries apply (docs/people.md)
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
-from urllib.parse import quote
 
 import typer
 from rich.table import Table
 
+from hub.cli_api import by_name, call, existing, quoted, ref
 from hub.cli_console import HELP_MARKUP, console, err, given, print_error, styled
-from hub.runfile import HubBusy
-from hub.settings import ConfigError, Settings, load_settings
 
 people_app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
@@ -31,42 +28,6 @@ pairing_app = typer.Typer(
 )
 
 
-def cli_settings() -> Settings:
-    try:
-        return load_settings()
-    except ConfigError as exc:
-        print_error(f"config: {exc}")
-        raise typer.Exit(2) from None
-
-
-def call(
-    method: str,
-    path: str,
-    body: dict[str, Any] | None = None,
-    ok: int = 200,
-    hints: dict[int, str] | None = None,
-) -> Any:
-    """One API request; a refusal is one line on stderr and exit code 1 (`hints`, by status,
-    added to it: what to do about it)."""
-    from hub.client import hub_client, refusal
-
-    async def run() -> Any:
-        async with hub_client(cli_settings()) as client:
-            response = await client.request(method, path, json=body)
-        if response.status_code != ok:
-            hint = (hints or {}).get(response.status_code, "")
-            hint = f"; {hint}" if hint else ""
-            print_error(f"{refusal(response)}{hint} (HTTP {response.status_code})")
-            raise typer.Exit(1)
-        return response.json()
-
-    try:
-        return asyncio.run(run())
-    except HubBusy as exc:
-        print_error(str(exc))
-        raise typer.Exit(1) from None
-
-
 _NEW_HINTS = {
     404: "check the spelling (`animahub people list`), or add --new to create them",
     409: "leave out --new to use them",
@@ -76,10 +37,6 @@ _NEW_HINTS = {
 def short_time(at: str | None) -> str:
     """An API timestamp as a table shows it: `2026-12-02 04:58`."""
     return at[:16].replace("T", " ") if at else ""
-
-
-def _name(name: str) -> str:
-    return quote(name, safe="")
 
 
 def _print_credentials(rows: list[dict[str, Any]], none: str) -> None:
@@ -129,7 +86,7 @@ def people_show(
     name: Annotated[str, typer.Argument(help="A person's id or name.", callback=given)],
 ) -> None:
     """One person: roles, linked accounts, merged ids."""
-    _print_person(call("GET", f"/api/people/{_name(name)}"))
+    _print_person(existing(name))
 
 
 @people_app.command("handoffs")
@@ -137,7 +94,7 @@ def people_handoffs(
     name: Annotated[str, typer.Argument(help="A person's id or name.", callback=given)],
 ) -> None:
     """Where NAME left off with each Anima: the handoffs of their DM sessions."""
-    rows = call("GET", f"/api/people/{_name(name)}/handoffs")
+    rows = call("GET", f"/api/people/{ref(existing(name))}/handoffs")
     if not rows:
         console.print(f"no handoffs for {name}", highlight=False)
         return
@@ -171,7 +128,7 @@ def people_link(
         print_error("the account is PLATFORM:USER_ID")
         raise typer.Exit(2)
     body = {"platform": platform, "user_id": user_id, "merge": merge}
-    _print_person(call("POST", f"/api/people/{_name(name)}/accounts", body))
+    _print_person(call("POST", f"/api/people/{ref(existing(name))}/accounts", body))
 
 
 @people_app.command("unlink")
@@ -187,7 +144,7 @@ def people_unlink(
     ],
 ) -> None:
     """The person's account on a platform (or the one named) becomes a person of its own."""
-    answer = call("DELETE", f"/api/people/{_name(name)}/accounts/{_name(account)}")
+    answer = call("DELETE", f"/api/people/{ref(existing(name))}/accounts/{quoted(account)}")
     person, split = answer["person"], answer["split"]
     accounts = ", ".join(f"{a['platform']}:{a['user_id']}" for a in split["accounts"])
     # One line at any width (rich broke it mid-sentence at 80 columns); "5551234 (5551234)"
@@ -213,11 +170,11 @@ def people_forget(
     """Delete what the Animas keep private to NAME, what they learned about them, and their
     DM conversations (for good; who they are is kept)."""
     # Who first: asked about a typo, one said yes to forgetting nobody, then got the 404.
-    person = call("GET", f"/api/people/{_name(name)}")
+    person = existing(name)
     if not yes and not typer.confirm(f"Forget everything private to {_who(person)}, for good?"):
         err.print(f"nothing was forgotten of {person['name']}", highlight=False)
         raise typer.Exit(1)
-    gone = call("POST", f"/api/people/{_name(person['id'])}/forget")
+    gone = call("POST", f"/api/people/{ref(person)}/forget")
     per = ", ".join(f"{a}: {n}" for a, n in gone["memories"].items()) or "none"
     console.print(
         f"forgotten: {sum(gone['memories'].values())} memories ({per}), "
@@ -233,7 +190,9 @@ def people_merge(
     into: Annotated[str, typer.Argument(help="Who they become.", callback=given)],
 ) -> None:
     """NAME becomes part of INTO: accounts, profile and private memory."""
-    _print_person(call("POST", f"/api/people/{_name(name)}/merge", {"into": into}))
+    source, target = existing(name), existing(into)
+    body = {"into": f"person:{target['id']}"}
+    _print_person(call("POST", f"/api/people/{ref(source)}/merge", body))
 
 
 @people_app.command("owner")
@@ -249,17 +208,57 @@ def people_owner(
     if name is None:
         owner = call("GET", "/api/people/owner")
     else:
-        body = {"name": name, "create": new, "new": new}
-        owner = call("PUT", "/api/people/owner", body, hints=_NEW_HINTS)
+        owner = by_name(
+            name,
+            lambda who, chose_new: call(
+                "PUT",
+                "/api/people/owner",
+                {"name": who, "create": new or chose_new, "new": new or chose_new},
+                hints=_NEW_HINTS,
+            ),
+            can_new=True,
+        )
     console.print(styled("owner: ", (owner["name"], "bold"), f" ({owner['id']})"), highlight=False)
+
+
+@people_app.command("audit")
+def people_audit() -> None:
+    """People whose id the hub made from a platform's display name and who collide with a
+    name used in config, an invite or another person: a stranger may have taken a
+    teammate's name. Each with their accounts and how to split the stranger off."""
+    found = call("GET", "/api/people/audit")
+    if not found:
+        console.print("no one took a name the hub's config or invites use", highlight=False)
+        return
+    table = Table("id", "name", "accounts", "why", "split with")
+    for row in found:
+        split = [f"animahub people unlink person:{row['id']} {account}" for account in row["split"]]
+        table.add_row(
+            row["id"],
+            row["name"],
+            "\n".join(row["accounts"]),
+            "\n".join(row["why"]),
+            "\n".join(split) or "nothing to split: name them by id",
+        )
+    console.print(table)
 
 
 @people_app.command("invite")
 def people_invite(
-    name: Annotated[str, typer.Argument(help="Who may sign in.", callback=given)],
+    name: Annotated[str, typer.Argument(help="Who may sign in: an id or a name.", callback=given)],
+    new: Annotated[
+        bool, typer.Option("--new", help="NAME is someone new, whoever else goes by it.")
+    ] = False,
 ) -> None:
-    """Print a one-time sign-in link (15 minutes) for the web chat (NAME created if new)."""
-    link = call("POST", f"/api/people/{_name(name)}/invite", ok=201)
+    """Print a one-time sign-in link (15 minutes) for the web chat (NAME created if new; a
+    name others go by is asked about)."""
+    link = by_name(
+        name,
+        lambda who, chose_new: call(
+            "POST", f"/api/people/{quoted(who)}/invite", {"new": new or chose_new}, ok=201
+        ),
+        can_new=True,
+    )
     if link["created"]:  # a typo makes a new person: say so
         console.print(f"new person: {link['name']} ({link['person']})", highlight=False)
     console.print(
@@ -273,7 +272,9 @@ def people_sessions(
     name: Annotated[str, typer.Argument(help="Whose sessions.", callback=given)],
 ) -> None:
     """List NAME's open web chat sessions."""
-    _print_credentials(call("GET", f"/api/people/{_name(name)}/sessions"), "no open sessions")
+    _print_credentials(
+        call("GET", f"/api/people/{ref(existing(name))}/sessions"), "no open sessions"
+    )
 
 
 @people_app.command("revoke")
@@ -281,7 +282,7 @@ def people_revoke(
     session: Annotated[str, typer.Argument(help="A session id (s-…).", callback=given)],
 ) -> None:
     """End a web chat session: its next request is refused."""
-    row = call("DELETE", f"/api/sessions/{_name(session)}")
+    row = call("DELETE", f"/api/sessions/{quoted(session)}")
     console.print(f"revoked session {row['id']} of {row['person']}", highlight=False)
 
 
@@ -295,8 +296,17 @@ def token_create(
 ) -> None:
     """Make an API token that acts as PERSON (someone the hub knows, unless --new); it is
     printed once and stored hashed."""
-    body = {"person": person, "label": label, "create": new, "new": new}
-    made = call("POST", "/api/tokens", body, ok=201, hints=_NEW_HINTS)
+    made = by_name(
+        person,
+        lambda who, chose_new: call(
+            "POST",
+            "/api/tokens",
+            {"person": who, "label": label, "create": new, "new": new or chose_new},
+            ok=201,
+            hints=_NEW_HINTS,
+        ),
+        can_new=True,
+    )
     err.print(f"token {made['id']} for {made['person']} (shown once):", highlight=False)
     console.out(made["token"], highlight=False)
 
@@ -308,7 +318,7 @@ def token_list(
     ] = None,
 ) -> None:
     """List live API tokens (never their secrets)."""
-    path = "/api/tokens" + (f"?person={_name(person)}" if person else "")
+    path = "/api/tokens" + (f"?person={ref(existing(person))}" if person else "")
     _print_credentials(call("GET", path), "no live API tokens")
 
 
@@ -317,7 +327,7 @@ def token_revoke(
     token_id: Annotated[str, typer.Argument(help="A token id (t-…).", callback=given)],
 ) -> None:
     """Revoke an API token: requests with it are refused from now on."""
-    row = call("DELETE", f"/api/tokens/{_name(token_id)}")
+    row = call("DELETE", f"/api/tokens/{quoted(token_id)}")
     console.print(f"revoked token {row['id']} of {row['person']}", highlight=False)
 
 
@@ -338,5 +348,5 @@ def pairing_approve(
     ],
 ) -> None:
     """Let the person in: their DMs reach the Animas from now on."""
-    person = call("POST", f"/api/pairing/{_name(code)}/approve")
+    person = call("POST", f"/api/pairing/{quoted(code)}/approve")
     console.print(f"let in: {person['name']} ({person['id']})", highlight=False)

@@ -7,8 +7,9 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from hub.cli_api import call, cli_settings
 from hub.cli_console import HELP_MARKUP, console, given, styled
-from hub.cli_people import call, cli_settings, short_time
+from hub.cli_people import short_time
 from hub.delegation import STARTS_WITH_THE_HUB
 from hub.runfile import running_hub
 

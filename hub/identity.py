@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -12,11 +11,20 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import Session, col, select
 
-from hub.adapter import AmbiguousName
 from hub.files import read_document, write_document
 from hub.memory.profiles import heading
 from hub.mentions import Mentions, Named
 from hub.messages import PlatformUser, utcnow
+from hub.person_names import (
+    PERSON,
+    Squatted,
+    config_problem,
+    everyone,
+    name_key,
+    new_person_id,
+    pick,
+    squatted,
+)
 from hub.store.db import Database
 from hub.store.models import Identity, Person, PersonAlias
 
@@ -44,10 +52,7 @@ class PersonView:
         return "admin" in self.roles or OWNER in self.roles
 
 
-def name_key(name: str) -> str:
-    """How names compare: `Dana`, `DANA` and `dana` are one person (Unicode casefold, after
-    NFKC so that full-width and composed forms match too)."""
-    return unicodedata.normalize("NFKC", name).casefold().strip()
+__all__ = ["OWNER", "WEB", "IdentityService", "PersonView", "name_key", "os_user", "slugify"]
 
 
 def os_user() -> str:
@@ -196,21 +201,13 @@ class IdentityService:
     # people by name, and the owner ---------------------------------------------------
 
     def find(self, name: str) -> PersonView | None:
-        """The person called `name`: their id, or else their display name (compared by
-        `name_key`). A display name several people have is refused (`AmbiguousName`): it is
-        what a platform says, and Eve may go by Dana's name on one."""
-        key = name_key(name)
-        if not key:
-            return None
+        """The person `name` means: their id, or a name an admin gave them that nobody else
+        goes by (hub/person_names.py); None for nobody. A name that is a platform's (anyone
+        chooses their display name) or several people's raises `AmbiguousName`, with the
+        candidates and their accounts."""
         with self._db.session() as session:
-            rows = session.exec(
-                select(Person).order_by(col(Person.created_at), col(Person.id))
-            ).all()
-        by_id = [row for row in rows if name_key(row.id) == key]
-        found = by_id or [row for row in rows if name_key(row.display_name) == key]
-        if len(found) > 1:
-            raise AmbiguousName(name, [row.id for row in found])
-        return _view(found[0]) if found else None
+            found = pick(everyone(session), name)
+        return self.by_id(found) if found is not None else None
 
     def everyone(self) -> list[PersonView]:
         with self._db.session() as session:
@@ -219,25 +216,25 @@ class IdentityService:
             ).all()
         return [_view(row) for row in rows]
 
-    def named(self, name: str) -> PersonView:
-        """The person called `name`, created (with a web identity) on first mention."""
-        found = self.find(name)
-        if found is not None:
-            return found
+    def named(self, name: str, by: str = "admin") -> PersonView:
+        """The person `name` means (`find`), or someone new by that name (`create`)."""
+        return self.find(name) or self.create(name, by)
+
+    def create(self, name: str, by: str) -> PersonView:
+        """A new person called `name`, with a web identity, named so by `by` (an admin, or
+        "config" for the owner): never someone already there, whatever they are called."""
         name = name.strip()
         if not name:
             raise ValueError("a person needs a name")
         with self._db.session() as session:
-            web = PlatformUser(WEB, name, name)
             person = Person(
-                id=self._new_id(session, name, web),
+                id=self._new_id(session),
                 display_name=name,
                 timezone=self._timezone,
                 language=self._language,
                 roles=[],
+                named_by=by,
             )
-            if f"{WEB}:{person.id}" in self._admins:
-                person.roles = ["admin"]
             session.add(person)
             session.flush()
             self._mentions = None
@@ -284,14 +281,15 @@ class IdentityService:
             owners = [row for row in rows if OWNER in row.roles]
             if owners:
                 self._owner = _view(owners[0])
-            else:
-                self._owner = self.set_owner(self._owner_default or os_user())
+            else:  # someone new, whoever else goes by that name (a stranger may)
+                made = self.create(self._owner_default or os_user(), "config")
+                self._owner = self.set_owner(made.id)
         return self._owner
 
-    def set_owner(self, name: str) -> PersonView:
-        """Makes the person called `name` the owner (created if new); the previous owner
-        keeps everything else, their own role in config included."""
-        target = self.named(name)
+    def set_owner(self, person_id: str) -> PersonView:
+        """Makes the person with this id the owner; the previous owner keeps everything
+        else, their own role in config included."""
+        target = self.by_id(person_id)
         with self._db.session() as session:
             for row in session.exec(select(Person)).all():
                 has = OWNER in row.roles
@@ -307,6 +305,25 @@ class IdentityService:
         if owner is None or owner.id != target.id:  # it was already the owner
             owner = self._owner = self.by_id(target.id)
         return owner
+
+    def config_problem(self, allowlist: list[str]) -> str:
+        """An entry of `[hub] admins` or `allowlist` that names someone by a name a stranger
+        could have taken, in one line (hub/person_names.py); "" when there is none. Admins
+        named as `person:<id>` get the role now."""
+        with self._db.session() as session:
+            problem = config_problem(everyone(session), self._admins, allowlist)
+        if problem:
+            return problem
+        for entry in sorted(self._admins):
+            platform, _, person_id = entry.partition(":")
+            if platform == PERSON and "admin" not in self.by_id(person_id).roles:
+                self.add_role(person_id, "admin")
+        return ""
+
+    def squatted(self, config: list[str], owner_name: str) -> list[Squatted]:
+        """`animahub people audit` (hub/person_names.py)."""
+        with self._db.session() as session:
+            return squatted(session, everyone(session), config, owner_name)
 
     def add_role(self, person_id: str, role: str) -> PersonView:
         """Give the person a role (`member`: let in by an admin, docs/people.md)."""
@@ -325,7 +342,7 @@ class IdentityService:
     def _create(self, session: Session, user: PlatformUser) -> Person:
         name = user.display_name or user.user_id
         person = Person(
-            id=self._new_id(session, name, user),
+            id=self._new_id(session),
             display_name=name,
             timezone=self._timezone,
             language=self._language,
@@ -347,12 +364,12 @@ class IdentityService:
         self._write_profile(person, [user.key])
         return person
 
-    def _new_id(self, session: Session, name: str, user: PlatformUser) -> str:
-        base = slugify(name) or "p-" + hashlib.sha1(user.key.encode()).hexdigest()[:8]
-        candidate, n = base, 1
+    def _new_id(self, session: Session) -> str:
+        """An opaque id: made from a name, a stranger's chosen display name would be the id
+        config and invites name (`web:carol`)."""
+        candidate = new_person_id()
         while session.get(Person, candidate) is not None or self.profile_path(candidate).exists():
-            n += 1
-            candidate = f"{base}-{n}"
+            candidate = new_person_id()
         return candidate
 
     def _write_profile(self, person: Person, identities: list[str]) -> None:

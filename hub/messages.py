@@ -19,10 +19,12 @@ class AddressKind(StrEnum):
 # A web chat's (and `animahub chat --session`'s) conversation id: its address's thread.
 SESSION_ID_PATTERN = r"^[\w.-]{1,100}$"
 SESSION_ID_RULE = "1 to 100 letters, digits, '_', '.' or '-' (no spaces)"
-# A person a web chat (or `animahub chat --user`) acts for: an id or a name ("Dana Li").
-PERSON_NAME_PATTERN = r"^[\w.@-](?:[\w.@ -]{0,62}[\w.@-])?$"
+# A person a web chat (or `animahub chat --user`) acts for: an id, a name ("Dana Li"), or
+# `person:ID`, an id and nothing else (docs/people.md, names and ids).
+PERSON_NAME_PATTERN = r"^(?:person:)?[\w.@-](?:[\w.@ -]{0,62}[\w.@-])?$"
 PERSON_NAME_RULE = (
-    "1 to 64 letters, digits, spaces, '_', '.', '@' or '-', not starting or ending with a space"
+    "1 to 64 letters, digits, spaces, '_', '.', '@' or '-', not starting or ending with a "
+    "space (or person:ID)"
 )
 
 

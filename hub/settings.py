@@ -45,7 +45,37 @@ DEFAULT_PORT = 18500
 CONFIG_NAME = "hub.toml"
 SECRETS_NAME = "secrets.env"
 _ENV_REF = "env:"
-_IDENTITY_RE = re.compile(r"^[a-z0-9_-]+:.+$")
+# How each platform's immutable user ids look: an entry that names an account some other
+# way (a display name, a username someone may change or take) is refused as settings load.
+_ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_ACCOUNT_ID = {
+    "telegram": (re.compile(r"^[0-9]{1,20}$"), "a number, e.g. telegram:5551234"),
+    "discord": (re.compile(r"^[0-9]{1,20}$"), "a number, e.g. discord:80351110224678912"),
+    "slack": (re.compile(r"^[UW][A-Z0-9]{1,20}$"), "U or W and capitals, e.g. slack:U024BE7LH"),
+    "line": (re.compile(r"^U[0-9a-f]{1,32}$"), "U and hex digits, e.g. line:U4af4980629"),
+    "web": (_ID, "the id of a web account, e.g. web:u-3f1c9a2b7e"),
+    "person": (_ID, "a person's id, e.g. person:u-3f1c9a2b7e"),
+}
+
+
+def account_form(entry: str) -> str:
+    """Why `entry` (`[hub] admins`, `[people] allowlist`) is not an account by its platform's
+    user id nor a person by id; "" when it is. Whether it names someone a stranger could have
+    become is the hub's check at start (hub/person_names.py)."""
+    platform, sep, user_id = entry.partition(":")
+    if not sep:
+        return f"{entry!r} is not platform:user_id (e.g. telegram:5551234) nor person:ID"
+    if platform not in _ACCOUNT_ID:
+        return f"{entry!r}: no platform {platform!r} (one of {', '.join(_ACCOUNT_ID)})"
+    pattern, shape = _ACCOUNT_ID[platform]
+    if not pattern.match(user_id):
+        return (
+            f"{entry!r} does not name an account by its {platform} user id, which is {shape} "
+            "(`animahub people show ID` lists a person's accounts)"
+        )
+    return ""
+
+
 _ORIGIN_RE = re.compile(r"^https?://([a-z0-9.-]+|\[[0-9a-f:.]+\])(:[0-9]{1,5})?$")
 _LABEL = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
 _HOSTNAME_RE = re.compile(rf"^(\*\.)?{_LABEL}(\.{_LABEL})*$")
@@ -82,8 +112,8 @@ class HubSection(SettingsSection):
     @classmethod
     def _admin_form(cls, value: list[str]) -> list[str]:
         for entry in value:
-            if not _IDENTITY_RE.match(entry):
-                raise ValueError(f"{entry!r} is not platform:user_id (e.g. web:alice)")
+            if problem := account_form(entry):
+                raise ValueError(problem)
         return value
 
     # Checked as settings load: an unknown zone let the hub start, then failed every
@@ -120,8 +150,8 @@ class PeopleSection(SettingsSection):
     @classmethod
     def _allowed_form(cls, value: list[str]) -> list[str]:
         for entry in value:
-            if not _IDENTITY_RE.match(entry):
-                raise ValueError(f"{entry!r} is not platform:user_id (e.g. telegram:1001)")
+            if problem := account_form(entry):
+                raise ValueError(problem)
         return value
 
     def policy(self, platform: str) -> DmPolicy:

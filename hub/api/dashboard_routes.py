@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 from fastapi import APIRouter, HTTPException, Query
 
 from hub import audit, conversations
-from hub.adapter import Caller, PlatformState
+from hub.adapter import AmbiguousName, Caller, PlatformState
 from hub.animas import Anima
 from hub.api.people_routes import CallerDep, actor_of, when
 from hub.api.routes import AnimaOut, DeliveryOut, HubDep, anima_out
@@ -137,7 +137,14 @@ def list_conversations(
     """Conversations on every platform, the latest active first; a person's own only."""
     took_part = [] if caller.may_act_for_others else [hub.identity.ids_of(caller.person_id)]
     if person:
-        found = hub.identity.find(person)
+        try:
+            found = hub.identity.find(person)
+        except AmbiguousName:
+            # Candidates (ids, accounts) are an admin's to see; a person's own view holds
+            # nobody else's conversations anyway.
+            if caller.may_act_for_others:
+                raise
+            found = None
         if found is None:
             return {"conversations": []}
         took_part.append(hub.identity.ids_of(found.id))

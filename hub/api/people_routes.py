@@ -22,6 +22,7 @@ from hub.forgetting import Forgotten
 from hub.identity import PersonView
 from hub.linking import PLATFORMS, Account, LinkRefused
 from hub.memory.profiles import Learned
+from hub.people import actor_of as actor_of
 from hub.store.models import CredentialKind
 
 router = APIRouter(prefix="/api")
@@ -35,12 +36,18 @@ CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
 class OwnerIn(BaseModel):
+    # A person id, or a name (hub/person_names.py: a name a platform says, or several
+    # people go by, is a 409 with the candidates).
     name: str = Field(min_length=1, max_length=200)
     # False: a name that matches nobody is a 404, not a new person.
     create: bool = True
-    # True: the name must be someone new, a 409 if it matches a person (the CLI's `--new`:
-    # it reused an existing Eve without a word).
+    # True: someone new by that name, whoever else goes by it (the CLI's `--new`, and the
+    # way out of a 409 whose candidates are all someone else).
     new: bool = False
+
+
+class InviteIn(BaseModel):
+    new: bool = False  # as OwnerIn's: a new person by that name, never a candidate
 
 
 class TokenIn(BaseModel):
@@ -57,17 +64,17 @@ def _person(hub: Hub, name: str) -> PersonView:
     return person
 
 
-def _named(hub: Hub, name: str, create: bool, new: bool = False) -> PersonView:
-    """The person called `name`; created if new only when `create` (or `new`) says so, and
-    with `new` only someone new."""
+def _named(hub: Hub, caller: Caller, name: str, create: bool, new: bool = False) -> PersonView:
+    """The person `name` means; someone new by that name when `new` says so, or it means
+    nobody and `create` allows it (a 404 otherwise)."""
     if new:
-        found = hub.identity.find(name)
-        if found is not None:
-            raise HTTPException(
-                409,
-                f"{name!r} is someone the hub knows already: {found.display_name} ({found.id})",
-            )
-    return hub.identity.named(name) if create or new else _person(hub, name)
+        return hub.identity.create(name, actor_of(caller))
+    found = hub.identity.find(name)
+    if found is not None:
+        return found
+    if not create:
+        raise HTTPException(404, f"no person named {name!r}")
+    return hub.identity.create(name, actor_of(caller))
 
 
 def _platform(name: str) -> str:
@@ -155,17 +162,39 @@ def owner(hub: HubDep) -> dict[str, str]:
 
 @router.put("/people/owner")
 def set_owner(body: OwnerIn, hub: HubDep, caller: CallerDep) -> dict[str, str]:
-    person = hub.identity.set_owner(_named(hub, body.name, body.create, body.new).id)
+    person = hub.identity.set_owner(_named(hub, caller, body.name, body.create, body.new).id)
     hub.people.audit(caller, "person.owner", person.id)
     return {"id": person.id, "name": person.display_name}
 
 
+@router.get("/people/audit")
+def audit(hub: HubDep) -> list[dict[str, Any]]:
+    """People whose id the hub made from a platform's display name and that collide with a
+    name the admin used (config, an invite, the owner): a stranger may have taken it."""
+    return [
+        {
+            "id": s.person.id,
+            "name": s.person.name,
+            "accounts": list(s.person.accounts),
+            "why": list(s.why),
+            "split": list(s.split),
+        }
+        for s in hub.identity.squatted(
+            [*hub.settings.hub.admins, *hub.settings.people.allowlist], hub.settings.hub.owner
+        )
+    ]
+
+
 @router.post("/people/{name}/invite", status_code=201)
-def invite(name: str, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
-    """A one-time sign-in link for `name` (created if new, and `created` says so): it opens
-    a web chat session."""
-    created = hub.identity.find(name) is None
-    person = hub.identity.named(name)
+def invite(
+    name: str, hub: HubDep, caller: CallerDep, body: InviteIn | None = None
+) -> dict[str, Any]:
+    """A one-time sign-in link for the person `name` means (an id; a name is asked about,
+    409 with the candidates, when it is a platform's or several people's), or someone new
+    by that name (`created` says so; `new` makes them new whoever else goes by it)."""
+    found = None if body is not None and body.new else hub.identity.find(name)
+    created = found is None
+    person = found or hub.identity.create(name, actor_of(caller))
     issued = hub.access.create_signin(person.id, created_by=caller.person_id)
     hub.people.audit(caller, "person.invite", person.id)
     # An admin's invite lets the person in (hub/admission.py): their web account, made by
@@ -195,7 +224,7 @@ def revoke_session(credential_id: str, hub: HubDep, caller: CallerDep) -> dict[s
 def create_token(body: TokenIn, hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     """A person's own API token (the person created if new, unless `create` is false); its
     secret is in this answer only."""
-    person = _named(hub, body.person, body.create, body.new)
+    person = _named(hub, caller, body.person, body.create, body.new)
     issued = hub.access.create_token(person.id, body.label, created_by=caller.person_id)
     hub.people.audit(caller, "token.create", issued.id)
     hub.admission.let_in(person.id)
@@ -264,10 +293,6 @@ def _linked(change: Callable[[], PersonView]) -> PersonView:
         return change()
     except LinkRefused as exc:
         raise HTTPException(409, str(exc)) from None
-
-
-def actor_of(caller: Caller) -> str:
-    return f"{caller.kind.value}:{caller.person_id}"
 
 
 def _shown(hub: Hub, person: PersonView) -> dict[str, Any]:

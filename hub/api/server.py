@@ -132,7 +132,10 @@ def create_app(hub: Hub, on_ready: Callable[[Hub], None] | None = None) -> FastA
 
     @app.exception_handler(AmbiguousName)
     async def ambiguous(_request: Request, exc: AmbiguousName) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=409)
+        candidates = [
+            {"id": c.id, "name": c.name, "accounts": list(c.accounts)} for c in exc.candidates
+        ]
+        return JSONResponse({"detail": str(exc), "candidates": candidates}, status_code=409)
 
     @app.exception_handler(AnimaError)
     async def bad_anima(_request: Request, exc: AnimaError) -> JSONResponse:

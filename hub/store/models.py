@@ -95,6 +95,10 @@ class Person(SQLModel, table=True):
     # When the offline mode first explained itself to this person (hub/offline.py): once
     # per person, then in one line.
     offline_told_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    # Who gave the person their name (an admin's invite, `user`, the owner at first start),
+    # or "" for a person made from a platform account: that name is the platform's claim,
+    # which anyone can choose, so it never picks the person (hub/person_names.py).
+    named_by: str = Field(default="", max_length=200, sa_column_kwargs={"server_default": ""})
 
 
 class Identity(SQLModel, table=True):

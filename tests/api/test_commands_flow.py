@@ -93,9 +93,10 @@ async def test_a_command_is_answered_in_the_receipt_without_a_turn(hub: Hub) -> 
 
     assert not receipt.duplicate
     assert receipt.reply is not None
-    assert receipt.reply.startswith("You are alice (person id alice).")
+    alice = hub.identity.resolve(ALICE).id  # opaque: made from no name
+    assert receipt.reply.startswith(f"You are alice (person id {alice}).")
     row = inbox(hub, receipt.inbox_id)
-    assert (row.status, row.anima, row.person_id) == ("done", None, "alice")
+    assert (row.status, row.anima, row.person_id) == ("done", None, alice)
     await settle(hub)
     assert rows(hub, Turn, col(Turn.id).is_not(None)) == []
     assert rows(hub, DeliveryRow, col(DeliveryRow.id).is_not(None)) == []
@@ -186,9 +187,10 @@ async def test_pause_holds_messages_across_a_restart_and_resume_answers_them_in_
         kai = await first.receive(msg("kai, are you there?", mentions=("kai",)))
         await settle(first)
 
+        alice = first.identity.resolve(ALICE).id
         for receipt in (one, two):
             row = inbox(first, receipt.inbox_id)
-            assert (row.status, row.anima, row.person_id) == (InboxStatus.HELD, "aria", "alice")
+            assert (row.status, row.anima, row.person_id) == (InboxStatus.HELD, "aria", alice)
         assert inbox(first, kai.inbox_id).status == "done"  # only aria is paused
         notices = rows(first, DeliveryRow, DeliveryRow.kind == "notice")
         assert [(n.text, n.address, n.status) for n in notices] == [
@@ -267,14 +269,16 @@ def sse_events(body: str) -> list[dict[str, Any]]:
 async def test_typing_whoami_in_the_web_chat_gets_the_answer(
     client: httpx.AsyncClient, hub: Hub
 ) -> None:
+    # The person of the account `[hub] admins` names (web:root), by id: a name picks no one.
+    root = hub.identity.resolve(ROOT).id
     response = await client.post(
-        "/api/chat/aria", json={"message": "/whoami", "session_id": "s1", "user": "root"}
+        "/api/chat/aria", json={"message": "/whoami", "session_id": "s1", "user": root}
     )
 
     assert response.status_code == 200
     events = sse_events(response.text)
     assert [e["type"] for e in events] == ["text", "done"]
-    assert events[0]["text"].startswith("You are root (person id root).")
+    assert events[0]["text"].startswith(f"You are root (person id {root}).")
     assert "roles: admin (you are a hub admin)" in events[0]["text"]
     await settle(hub)
     assert rows(hub, Turn, col(Turn.id).is_not(None)) == []
@@ -302,9 +306,10 @@ async def test_a_paused_anima_tells_the_web_chat(client: httpx.AsyncClient, hub:
 async def test_a_command_posted_to_a_web_channel_binds_it(
     client: httpx.AsyncClient, hub: Hub
 ) -> None:
+    root = hub.identity.resolve(ROOT).id  # as above: the admin account's person, by id
     response = await client.post(
         "/api/channels/general/posts",
-        json={"text": "/anima bind kai", "user": "root", "message_id": "post-1"},
+        json={"text": "/anima bind kai", "user": root, "message_id": "post-1"},
     )
     assert response.status_code == 202
     assert response.json()["reply"] == (
@@ -315,7 +320,7 @@ async def test_a_command_posted_to_a_web_channel_binds_it(
     assert binding is not None and binding.anima == "kai"
     redelivered = await client.post(
         "/api/channels/general/posts",
-        json={"text": "/anima bind kai", "user": "root", "message_id": "post-1"},
+        json={"text": "/anima bind kai", "user": root, "message_id": "post-1"},
     )
     assert redelivered.json()["duplicate"] is True
     assert len(rows(hub, AuditEntry, AuditEntry.action == "anima.bind")) == 1

@@ -190,10 +190,18 @@ async def test_a_person_is_refused_the_admin_calls(hub: Hub, client: httpx.Async
 # Conversations ------------------------------------------------------------------------
 
 
+def _id(hub: Hub, name: str) -> str:
+    person = hub.identity.find(name)
+    assert person is not None
+    return person.id
+
+
 async def test_conversations_on_every_platform_and_a_persons_own(
     hub: Hub, client: httpx.AsyncClient, clock: ManualClock
 ) -> None:
     dana, bob, eve = [await token_for(client, n) for n in ("dana", "bob", "eve")]
+    # Their ids, in the web chat's addresses: opaque, made from no name.
+    d, b, e = [_id(hub, n) for n in ("dana", "bob", "eve")]
     await chat(client, dana, "Where is the pineapple report?", "s1")
     clock.advance(timedelta(minutes=1))
     await chat(client, bob, "Hello kai", "s2", anima="kai")
@@ -202,21 +210,21 @@ async def test_conversations_on_every_platform_and_a_persons_own(
     clock.advance(timedelta(minutes=1))
     await chat(client, eve, "I am Dana on my laptop", "s3")
     clock.advance(timedelta(minutes=1))
-    merged = await client.post("/api/people/eve/merge", json={"into": "dana"}, headers=ADMIN)
+    merged = await client.post(f"/api/people/{e}/merge", json={"into": d}, headers=ADMIN)
     assert merged.status_code == 200, merged.text
 
     listed = await client.get("/api/conversations", headers=ADMIN)
     assert listed.status_code == 200, listed.text
     everything = listed.json()["conversations"]
     assert [c["key"] for c in everything] == [
-        "web:local/dm:aria:eve#s3",
+        f"web:local/dm:aria:{e}#s3",
         "slack:T1/general",
-        "web:local/dm:kai:bob#s2",
-        "web:local/dm:aria:dana#s1",
+        f"web:local/dm:kai:{b}#s2",
+        f"web:local/dm:aria:{d}#s1",
     ]
     first = everything[-1]
     assert {k: v for k, v in first.items() if k not in ("last_at", "last_text")} == {
-        "key": "web:local/dm:aria:dana#s1",
+        "key": f"web:local/dm:aria:{d}#s1",
         "platform": "web",
         "kind": "dm",
         "place": "DM with dana on web",
@@ -239,15 +247,15 @@ async def test_conversations_on_every_platform_and_a_persons_own(
         assert response.status_code == 200, response.text
         return [c["key"] for c in response.json()["conversations"]]
 
-    mine = ["web:local/dm:aria:eve#s3", "web:local/dm:aria:dana#s1"]
+    mine = [f"web:local/dm:aria:{e}#s3", f"web:local/dm:aria:{d}#s1"]
     assert await keys(dana) == mine
-    assert await keys(bob) == ["web:local/dm:kai:bob#s2"]
+    assert await keys(bob) == [f"web:local/dm:kai:{b}#s2"]
     assert await keys(dana, anima="kai") == []  # a filter never widens a person's view
     assert await keys(dana, person="bob") == []
-    assert await keys(ADMIN, q="PINEAPPLE") == ["web:local/dm:aria:dana#s1"]
+    assert await keys(ADMIN, q="PINEAPPLE") == [f"web:local/dm:aria:{d}#s1"]
     assert await keys(ADMIN, platform="slack") == ["slack:T1/general"]
     assert await keys(ADMIN, channel="#general") == ["slack:T1/general"]
-    assert await keys(ADMIN, anima="kai") == ["web:local/dm:kai:bob#s2"]
+    assert await keys(ADMIN, anima="kai") == [f"web:local/dm:kai:{b}#s2"]
     assert await keys(ADMIN, person="dana") == mine
     assert await keys(ADMIN, person="nobody") == []
     assert len(await keys(ADMIN, limit="2")) == 2
@@ -262,7 +270,7 @@ async def test_conversations_on_every_platform_and_a_persons_own(
     ]
     assert turns[0]["text"] == "Where is the pineapple report?"
     assert turns[0]["at"] == START.isoformat()
-    for key in ("web:local/dm:kai:bob#s2", "slack:T1/general", "web:local/dm:aria:nobody#x"):
+    for key in (f"web:local/dm:kai:{b}#s2", "slack:T1/general", "web:local/dm:aria:nobody#x"):
         refused = await client.get("/api/conversation", params={"key": key}, headers=dana)
         assert refused.status_code == 404, key
     assert (

@@ -189,43 +189,43 @@ async def test_an_admins_link_takes_a_stub_but_merges_a_whole_person_only_when_a
         refused = await client.post("/api/people/ghost/accounts", json=account, headers=ADMIN)
         assert refused.status_code == 409
         said = refused.json()["detail"]
-        assert "\n" not in said and "Carol (carol)" in said and "web:carol" in said
-        assert "1 API token" in said and "`animahub people merge carol ghost`" in said
-        assert hub.identity.find("carol") is not None  # Carol is still there, whole
+        carol, ghost = hub.identity.find("carol"), hub.identity.find("ghost")
+        assert carol is not None and ghost is not None  # Carol is still there, whole
+        assert "\n" not in said and f"Carol ({carol.id})" in said and f"web:{carol.id}" in said
+        assert "1 API token" in said and f"`animahub people merge {carol.id} {ghost.id}`" in said
         stub_link = {"platform": "telegram", "user_id": "777"}
         taken = await client.post("/api/people/ghost/accounts", json=stub_link, headers=ADMIN)
         assert taken.status_code == 200 and taken.json()["aliases"] == [stub.id]
         merged = await client.post(
             "/api/people/ghost/accounts", json=account | {"merge": True}, headers=ADMIN
         )
-        assert merged.status_code == 200 and "carol" in merged.json()["aliases"]
-    assert hub.identity.find("carol") is None
+        assert merged.status_code == 200 and carol.id in merged.json()["aliases"]
+    assert hub.identity.find(carol.id) is None  # merged away ("carol" names her account)
     with hub.db.session() as session:
         audit = session.exec(select(AuditEntry).where(AuditEntry.action == "person.merged")).all()
     assert [(a.target, a.detail["from"], a.detail.get("account")) for a in audit] == [
-        ("ghost", stub.id, "telegram:777"),
-        ("ghost", "carol", "telegram:5551234"),
+        (ghost.id, stub.id, "telegram:777"),
+        (ghost.id, carol.id, "telegram:5551234"),
     ]
 
 
 async def test_unlink_names_one_of_several_accounts_on_a_platform(hub: Hub) -> None:
     """After a merge ghost had two web accounts: unlinking `web` said it was all there was
     (false), and taking a platform only, neither could ever be split off."""
-    hub.identity.named("Dana")
-    hub.identity.named("ghost")
+    dana, ghost = hub.identity.named("Dana").id, hub.identity.named("ghost").id
     async with web(hub) as client:
         merged = await client.post("/api/people/dana/merge", json={"into": "ghost"}, headers=ADMIN)
         assert merged.status_code == 200, merged.text
         which = await client.delete("/api/people/ghost/accounts/web", headers=ADMIN)
         assert which.status_code == 409
         assert which.json()["detail"] == (
-            "ghost has 2 web accounts (web:dana, web:ghost): name the one to unlink, "
-            "as web:USER_ID."
+            f"ghost has 2 web accounts ({', '.join(sorted([f'web:{dana}', f'web:{ghost}']))}): "
+            "name the one to unlink, as web:USER_ID."
         )
-        split = await client.delete("/api/people/ghost/accounts/web:dana", headers=ADMIN)
+        split = await client.delete(f"/api/people/ghost/accounts/web:{dana}", headers=ADMIN)
         assert split.status_code == 200, split.text
-        assert [a["user_id"] for a in split.json()["person"]["accounts"]] == ["ghost"]
-        assert [a["user_id"] for a in split.json()["split"]["accounts"]] == ["dana"]
+        assert [a["user_id"] for a in split.json()["person"]["accounts"]] == [ghost]
+        assert [a["user_id"] for a in split.json()["split"]["accounts"]] == [dana]
         gone = await client.delete("/api/people/ghost/accounts/web:nobody", headers=ADMIN)
         assert (gone.status_code, gone.json()["detail"]) == (
             409,

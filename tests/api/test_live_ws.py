@@ -188,7 +188,9 @@ async def test_a_revoked_token_stops_receiving(
     async with _http(port) as client, _as_dana(client, port) as socket:
         assert (await _next(socket, "ping"))["type"] == "ping"  # still good
         listed = (await client.get("/api/tokens", headers=ADMIN)).json()
-        token_id = next(t["id"] for t in listed if t["person"] == "dana")
+        dana = _hub.identity.find("dana")  # a name only the admin gave
+        assert dana is not None
+        token_id = next(t["id"] for t in listed if t["person"] == dana.id)
         assert (await client.delete(f"/api/tokens/{token_id}", headers=ADMIN)).is_success
         with pytest.raises(ConnectionClosed) as closed:
             await _next(socket, "never")

@@ -19,6 +19,13 @@ from tests.conftest import add_demo_animas, owner_headers
 SECRET = "TANGO-7731"
 
 
+def pid(hub: Hub, name: str) -> str:
+    """The id of the person `user` made (opaque: made from no name)."""
+    person = hub.identity.find(name)
+    assert person is not None
+    return person.id
+
+
 def reply(response: httpx.Response) -> str:
     events = sse_events(response.text)
     assert events[-1]["type"] == "done", events
@@ -46,21 +53,22 @@ async def test_a_secret_told_in_a_dm_stays_with_that_person(
     )
     in_dm = await chat(client, "aria", message=question, user="bob", session_id="b2")
     assert SECRET not in reply(in_channel) and SECRET not in reply(in_dm)
+    b, a = pid(hub, "bob"), pid(hub, "alice")
     for scope in (
-        RecallScope("aria", "bob", "web:local/general", is_dm=False),
-        RecallScope("aria", "bob", "web:local/dm:aria:bob", is_dm=True),
+        RecallScope("aria", b, "web:local/general", is_dm=False),
+        RecallScope("aria", b, f"web:local/dm:aria:{b}", is_dm=True),
     ):
         priming = await hub.memory.prime(scope, question)
         assert SECRET not in priming.render()
         assert all(SECRET not in r.text for r in await hub.memory.search(scope, "locker code"))
-    bob = ToolContext("aria", "bob", False, "c", "UTC", "web:local/dm:aria:bob", True)
+    bob = ToolContext("aria", b, False, "c", "UTC", f"web:local/dm:aria:{b}", True)
     found = await hub.tools.call("search_memory", '{"query": "locker code"}', bob)
     assert SECRET not in found
 
     # Alice, in a new conversation, gets it back.
     again = await chat(client, "aria", message=question, user="alice", session_id="a2")
     assert SECRET in reply(again)
-    alice = ToolContext("aria", "alice", False, "c", "UTC", "web:local/dm:aria:alice", True)
+    alice = ToolContext("aria", a, False, "c", "UTC", f"web:local/dm:aria:{a}", True)
     assert SECRET in await hub.tools.call("search_memory", '{"query": "locker code"}', alice)
 
     # The admin API sees every scope unless told otherwise.
@@ -69,7 +77,7 @@ async def test_a_secret_told_in_a_dm_stays_with_that_person(
     first = everything.json()["results"][0]
     assert {"path", "layer", "text", "score", "why"} <= first.keys()
     as_bob = await client.get(
-        "/api/memory/aria/search", params={"query": "locker code", "scope": "shared,person:bob"}
+        "/api/memory/aria/search", params={"query": "locker code", "scope": f"shared,person:{b}"}
     )
     assert all(SECRET not in r["text"] for r in as_bob.json()["results"])
 
@@ -101,7 +109,7 @@ async def test_turns_are_recorded_to_episodes_with_secrets_redacted(
     assert len(episodes) == 1
     text = episodes[0].read_text()
     assert "deploy with" in text and key not in text and "[REDACTED:" in text
-    assert '"scope": "person:carol"' in text
+    assert f'"scope": "person:{pid(hub, "carol")}"' in text
 
 
 async def test_memory_read_write_and_path_safety(client: httpx.AsyncClient, hub: Hub) -> None:
@@ -208,22 +216,23 @@ async def test_what_people_say_about_themselves_reaches_their_profile(
 ) -> None:
     assert hub.memory is not None
     await chat(client, "mika", message="Hello! I prefer short status updates.", user="dana")
-    profile = (settings.home / "shared" / "users" / "dana.md").read_text()
+    d = pid(hub, "dana")
+    profile = (settings.home / "shared" / "users" / f"{d}.md").read_text()
     assert "I prefer short status updates _(mika," in profile
-    scope = RecallScope("kai", "dana", "web:local/dm:kai:dana", is_dm=True)
+    scope = RecallScope("kai", d, f"web:local/dm:kai:{d}", is_dm=True)
     priming = await hub.memory.prime(scope, "how should I report to dana?")
     assert "short status updates" in priming.render()  # shared with every Anima
-    dana = ToolContext("kai", "dana", False, "c", "UTC", "web:local/dm:kai:dana", True)
+    dana = ToolContext("kai", d, False, "c", "UTC", f"web:local/dm:kai:{d}", True)
     noted = await hub.tools.call("remember_about_person", '{"fact": "Leads the QA team"}', dana)
     assert noted == "noted in their profile"
-    assert "Leads the QA team _(kai," in (settings.home / "shared/users/dana.md").read_text()
+    assert "Leads the QA team _(kai," in (settings.home / f"shared/users/{d}.md").read_text()
     # The people layer searches these facts, apart from the privacy scope.
     people = await client.get(
         "/api/memory/kai/search", params={"query": "QA team", "layer": "people"}
     )
     (fact,) = people.json()["results"]
     assert (fact["text"], fact["layer"]) == ("Leads the QA team", "interpersonal")
-    assert fact["path"] == "shared/users/dana.md"
+    assert fact["path"] == f"shared/users/{d}.md"
     others = await client.get(
         "/api/memory/kai/search",
         params={"query": "QA team", "layer": "people", "scope": "person:bob"},

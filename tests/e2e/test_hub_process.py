@@ -11,8 +11,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlmodel import select
 
 from hub.runfile import hold_data_root
+from hub.store.db import Database
+from hub.store.models import Person
 from tests.e2e.hubproc import HubProcess, cli, free_port
 
 pytestmark = pytest.mark.e2e
@@ -163,6 +166,17 @@ def test_a_held_data_root_or_a_refusal_is_one_line_not_a_traceback(tmp_path: Pat
         assert "no Anima named 'nosuch'" in lines[0], lines
 
 
+def _person_named(home: Path, name: str) -> str:
+    """The id of the one person called `name`, from the database no hub holds now."""
+    db = Database(f"sqlite:///{home / 'hub.db'}")
+    try:
+        with db.session() as session:
+            (person,) = session.exec(select(Person).where(Person.display_name == name)).all()
+    finally:
+        db.dispose()
+    return person.id
+
+
 def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
     home = tmp_path / "home"
     assert cli(home, "init", "--demo").returncode == 0
@@ -187,8 +201,9 @@ def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
     assert repaired.returncode == 0, repaired.stderr
     assert "re-indexed 1 Anima(s)" in repaired.stdout
     wide = {"COLUMNS": "250"}  # one table row a result, for the assertions
+    carol = _person_named(home, "carol")  # an opaque id: made from no name
     found = cli(
-        home, "memory", "search", "otto", "status report", "--scope", "person:carol", **wide
+        home, "memory", "search", "otto", "status report", "--scope", f"person:{carol}", **wide
     )
     assert found.returncode == 0 and "status report please" in found.stdout
     hidden = cli(

@@ -126,7 +126,10 @@ async def test_one_person_on_three_platforms_and_no_one_else(tmp_path: Path) -> 
             forged = await browser.post("/signin", data={"token": "x" * 43}, headers=SAME_ORIGIN)
             assert forged.status_code == 404
             assert await world.web_claim("wendy", "dana", "What is my bike lock code?") == 403
-            sessions = (await world.http.get("/api/people/dana/sessions")).json()
+            # By id: Eve goes by "Dana" on Telegram, so the name is asked about (409).
+            dana = world.person_id("slack", slack_user("dana"))
+            assert (await world.http.get("/api/people/dana/sessions")).status_code == 409
+            sessions = (await world.http.get(f"/api/people/{dana}/sessions")).json()
             assert len(sessions) == 1
             revoked = await world.http.delete(f"/api/sessions/{sessions[0]['id']}")
             assert revoked.status_code == 200
@@ -138,5 +141,6 @@ async def test_one_person_on_three_platforms_and_no_one_else(tmp_path: Path) -> 
         finally:
             await browser.aclose()
 
-        handoffs = (await world.http.get("/api/people/dana/handoffs")).json()
+        dana = world.person_id("slack", slack_user("dana"))
+        handoffs = (await world.http.get(f"/api/people/{dana}/handoffs")).json()
         assert [h["status"] for h in handoffs] == ["offered"]

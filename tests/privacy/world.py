@@ -178,9 +178,10 @@ class World:
         return await self._heard("telegram", before, f"{chat}:{message['message_id']}")
 
     async def _web_auth(self, person: str) -> dict[str, str]:
-        """`person`'s own API token, made by the owner (the loopback hub's caller)."""
+        """`person`'s own API token, made by the owner (the loopback hub's caller) for the
+        person by id: a name a platform account goes by picks no one (hub/person_names.py)."""
         if person not in self.web_tokens:
-            made = await self.http.post("/api/tokens", json={"person": person})
+            made = await self.http.post("/api/tokens", json={"person": self._known_as(person)})
             assert made.status_code == 201, made.text
             self.web_tokens[person] = made.json()["token"]
         return {"Authorization": f"Bearer {self.web_tokens[person]}"}
@@ -272,6 +273,19 @@ class World:
                     InboxItem.platform == platform, InboxItem.event_id == event_id
                 )
             ).first()
+
+    def _known_as(self, person: str) -> str:
+        """`person`'s id once they spoke on Slack or Telegram, else their name (someone
+        new, made by the owner)."""
+        accounts = [("slack", slack_user(person))]
+        if person in TG_PEOPLE:
+            accounts.append(("telegram", str(TG_PEOPLE[person][0])))
+        with self.hub.db.session() as session:
+            for platform, user_id in accounts:
+                row = session.get(Identity, (platform, user_id))
+                if row is not None:
+                    return row.person_id
+        return person
 
     def person_id(self, platform: str, user_id: str) -> str:
         with self.hub.db.session() as session:

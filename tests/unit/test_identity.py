@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +18,7 @@ from hub.store.models import Identity, Person
 
 ALICE = PlatformUser("web", "alice", "Alice")
 ROOT = PlatformUser("web", "root", "Root")
+OPAQUE = re.compile(r"u-[0-9a-f]{10}")  # a person id: made from no name (hub/person_names.py)
 
 
 @pytest.fixture
@@ -51,7 +51,7 @@ def people(db: Database) -> list[Person]:
 def test_first_message_creates_person_identity_and_profile(db: Database, users_dir: Path) -> None:
     person = service(db, users_dir).resolve(ALICE)
 
-    assert person.id == "alice"
+    assert OPAQUE.fullmatch(person.id)
     assert person.display_name == "Alice"
     assert person.roles == ()
     assert not person.is_admin
@@ -60,12 +60,13 @@ def test_first_message_creates_person_identity_and_profile(db: Database, users_d
     assert person.default_anima is None
 
     with db.session() as session:
-        row = session.get(Person, "alice")
+        row = session.get(Person, person.id)
         identity = session.get(Identity, ("web", "alice"))
     assert row is not None
     assert row.display_name == "Alice"
+    assert row.named_by == ""  # made from a platform account: its name is the platform's
     assert identity is not None
-    assert identity.person_id == "alice"
+    assert identity.person_id == person.id
     assert identity.display_name == "Alice"
     assert identity.is_bot is False
 
@@ -74,10 +75,10 @@ def test_first_message_writes_the_profile(db: Database, users_dir: Path) -> None
     ids = service(db, users_dir)
     person = ids.resolve(ALICE)
 
-    path = users_dir / "alice.md"
+    path = users_dir / f"{person.id}.md"
     assert ids.profile_path(person.id) == path
     meta, body = read_profile(path)
-    assert meta["id"] == "alice"
+    assert meta["id"] == person.id
     assert meta["display_names"] == ["Alice"]
     assert meta["identities"] == ["web:alice"]
     assert meta["timezone"] == "Europe/Berlin"
@@ -92,9 +93,9 @@ def test_first_message_writes_the_profile(db: Database, users_dir: Path) -> None
 def test_user_without_display_name_is_named_by_user_id(db: Database, users_dir: Path) -> None:
     person = service(db, users_dir).resolve(PlatformUser("slack", "U0123ABCD"))
 
-    assert person.id == "u0123abcd"
+    assert OPAQUE.fullmatch(person.id)
     assert person.display_name == "U0123ABCD"
-    assert read_profile(users_dir / "u0123abcd.md")[0]["identities"] == ["slack:U0123ABCD"]
+    assert read_profile(users_dir / f"{person.id}.md")[0]["identities"] == ["slack:U0123ABCD"]
 
 
 # --- later messages ------------------------------------------------------------------------
@@ -134,7 +135,7 @@ def test_fresh_service_on_same_database_returns_same_person(
     assert again == first
     assert path.stat().st_ino == before.st_ino
     assert path.stat().st_mtime_ns == before.st_mtime_ns
-    assert [p.id for p in people(db)] == ["alice"]
+    assert [p.id for p in people(db)] == [first.id]
 
 
 def test_same_display_name_gets_distinct_ids(db: Database, users_dir: Path) -> None:
@@ -144,20 +145,20 @@ def test_same_display_name_gets_distinct_ids(db: Database, users_dir: Path) -> N
     second = ids.resolve(PlatformUser("slack", "U999", "Alice"))
     third = ids.resolve(PlatformUser("web", "alice-again", "Alice"))
 
-    assert (first.id, second.id, third.id) == ("alice", "alice-2", "alice-3")
-    assert read_profile(users_dir / "alice-2.md")[0]["identities"] == ["slack:U999"]
-    assert read_profile(users_dir / "alice.md")[0]["identities"] == ["web:alice"]
+    assert len({first.id, second.id, third.id}) == 3
+    assert all(OPAQUE.fullmatch(p.id) for p in (first, second, third))
+    assert read_profile(users_dir / f"{second.id}.md")[0]["identities"] == ["slack:U999"]
+    assert read_profile(users_dir / f"{first.id}.md")[0]["identities"] == ["web:alice"]
 
 
-def test_japanese_display_name_gets_a_stable_hashed_id(
+def test_japanese_display_name_gets_a_stable_id(
     db: Database, users_dir: Path, database_url: str
 ) -> None:
     yamada = PlatformUser("web", "yamada", "山田太郎")
 
     person = service(db, users_dir).resolve(yamada)
 
-    assert re.fullmatch(r"p-[0-9a-f]{8}", person.id)
-    assert person.id == "p-" + hashlib.sha1(b"web:yamada").hexdigest()[:8]
+    assert OPAQUE.fullmatch(person.id)
     assert person.display_name == "山田太郎"
     meta, body = read_profile(users_dir / f"{person.id}.md")
     assert meta["display_names"] == ["山田太郎"]
@@ -177,7 +178,7 @@ def test_another_japanese_user_gets_another_id(db: Database, users_dir: Path) ->
     second = ids.resolve(PlatformUser("web", "suzuki", "鈴木花子"))
 
     assert first.id != second.id
-    assert re.fullmatch(r"p-[0-9a-f]{8}", second.id)
+    assert OPAQUE.fullmatch(second.id)
 
 
 # --- admins --------------------------------------------------------------------------------
@@ -192,26 +193,26 @@ def test_identity_listed_in_admins_is_admin(db: Database, users_dir: Path) -> No
     assert root.is_admin
     assert root.roles == ("admin",)
     assert not alice.is_admin
-    assert read_profile(users_dir / "root.md")[0]["roles"] == ["admin"]
-    assert read_profile(users_dir / "alice.md")[0]["roles"] == []
+    assert read_profile(users_dir / f"{root.id}.md")[0]["roles"] == ["admin"]
+    assert read_profile(users_dir / f"{alice.id}.md")[0]["roles"] == []
 
 
 def test_identity_added_to_admins_later_becomes_admin(
     db: Database, users_dir: Path, database_url: str
 ) -> None:
-    service(db, users_dir).resolve(ALICE)
+    alice = service(db, users_dir).resolve(ALICE)
 
     restarted = Database(database_url)
     try:
         promoted = service(restarted, users_dir, admins=["web:alice"]).resolve(ALICE)
-        stored = service(restarted, users_dir).by_id("alice")
+        stored = service(restarted, users_dir).by_id(alice.id)
     finally:
         restarted.dispose()
 
-    assert promoted.id == "alice"
+    assert promoted.id == alice.id
     assert promoted.is_admin
     assert stored.is_admin
-    assert read_profile(users_dir / "alice.md")[0]["roles"] == ["admin"]
+    assert read_profile(users_dir / f"{alice.id}.md")[0]["roles"] == ["admin"]
 
 
 # --- the profile belongs to the Animas too -------------------------------------------------
@@ -219,14 +220,14 @@ def test_identity_added_to_admins_later_becomes_admin(
 
 def test_rewriting_a_profile_keeps_what_animas_wrote(db: Database, users_dir: Path) -> None:
     ids = service(db, users_dir)
-    ids.resolve(ALICE)
-    path = users_dir / "alice.md"
+    alice = ids.resolve(ALICE)
+    path = users_dir / f"{alice.id}.md"
     learned = "- Prefers short answers.\n- Works on the billing service.\n"
     path.write_text(path.read_text(encoding="utf-8") + learned, encoding="utf-8")
     created = read_profile(path)[0]["created"]
 
     with db.session() as session:
-        row = session.get(Person, "alice")
+        row = session.get(Person, alice.id)
     assert row is not None
     ids._write_profile(row, ["slack:U999"])  # the one place profiles are (re)written
 
@@ -285,13 +286,13 @@ def test_a_display_name_changed_on_the_platform_is_kept_on_the_person(
 
 def test_names_in_knows_new_people_and_new_names_at_once(db: Database, users_dir: Path) -> None:
     identity = service(db, users_dir)
-    identity.resolve(ALICE)
-    assert identity.names_in("what did alice say?").people == ("alice",)
+    alice = identity.resolve(ALICE).id
+    assert identity.names_in("what did alice say?").people == (alice,)
     assert identity.names_in("and Dana?").people == ()
-    identity.resolve(PlatformUser("slack", "U1", "Dana Scully"))
-    identity.named("Bo Ek")
-    assert identity.names_in("and Dana?").people == ("dana-scully",)
-    assert identity.names_in("ask bo ek").people == ("bo-ek",)
+    dana = identity.resolve(PlatformUser("slack", "U1", "Dana Scully")).id
+    bo = identity.named("Bo Ek").id
+    assert identity.names_in("and Dana?").people == (dana,)
+    assert identity.names_in("ask bo ek").people == (bo,)
     identity.resolve(PlatformUser("web", "alice", "Alicia"))  # renamed on the platform
     assert identity.names_in("what did alice say?").people == ()
-    assert identity.names_in("what did Alicia say?").people == ("alice",)
+    assert identity.names_in("what did Alicia say?").people == (alice,)
