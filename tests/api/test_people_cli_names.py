@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from hub.app import Hub
 from hub.cli import app
