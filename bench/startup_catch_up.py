@@ -37,6 +37,7 @@ from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
+from hub.owner_key import ensure_owner_key
 from hub.settings import Settings, load_settings
 from tests.fakes.openai_server import FakeOpenAI
 
@@ -85,7 +86,10 @@ async def second_run(home: Path, clock: ManualClock, fake: FakeOpenAI) -> dict[s
     started = time.perf_counter() - began
     transport = httpx.ASGITransport(app=create_app(hub))
     statuses: list[str] = []
-    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+    owner = {"Authorization": f"Bearer {ensure_owner_key(home)}"}  # no address is the owner
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://localhost", headers=owner
+    ) as client:
         ask = time.perf_counter()
         first = (await client.get("/api/system/health")).json()
         first_answer = time.perf_counter() - ask
