@@ -32,6 +32,7 @@ from adapters.telegram.outbound import Outbound, Pacer, retry_after_s
 from adapters.telegram.render import MAX_TEXT, to_html
 from adapters.telegram.settings import TelegramSettings
 from adapters.telegram.shape import update_problem
+from adapters.telegram.unreadable import UNREADABLE, Unreadable, fetch_one_by_one
 from adapters.telegram.webhook import WEBHOOK_PATH, router
 from hub.adapter import (
     AttachmentUnavailable,
@@ -164,6 +165,7 @@ class TelegramAdapter:
         offset = int(saved) if saved and saved.lstrip("-").isdigit() else None
         failures = 0
         while True:
+            updates: Sequence[Update | Unreadable]
             try:
                 updates = await bot.get_updates(
                     offset=offset,
@@ -181,11 +183,19 @@ class TelegramAdapter:
                 failures += 1
                 await self._poll_failed(hub, exc, failures)
                 continue
+            except UNREADABLE as exc:  # PTB could not read one of the batch: each on its own
+                log.warning("Telegram sent an update PTB cannot read (%r); reading one by one", exc)
+                updates = await fetch_one_by_one(bot, offset, list(ALLOWED_UPDATES))
             if failures:
                 log.info("Telegram polling is back after %d failed attempts", failures)
                 hub.report(NAME, PlatformState.UP)
                 failures = 0
             for update in updates:
+                if isinstance(update, Unreadable):
+                    hub.update_failed(NAME, str(update.update_id), update.error, update.raw)
+                    hub.save_cursor(CURSOR, str(update.update_id + 1))
+                    offset = update.update_id + 1
+                    continue
                 try:
                     # Stored by the hub (or kept as failed) before the offset moves on.
                     await self.take(update)

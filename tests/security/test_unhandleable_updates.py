@@ -30,6 +30,7 @@ from tests.contract.test_contract import reply_to
 LONE = "\ud800"
 REPLACED = "\ufffd"
 POISON = "poison-pill"
+ALICE = telegram_harness.PEOPLE["alice"]
 
 
 def _poison(hub: Hub) -> None:
@@ -111,6 +112,26 @@ async def test_telegram_polling_keeps_an_update_it_cannot_store_as_failed_and_mo
         _shown_in_health(h.hub)
 
 
+async def test_telegram_polling_keeps_an_update_the_sdk_cannot_read_and_moves_on(
+    tmp_path: Path,
+) -> None:
+    """python-telegram-bot reads a getUpdates batch as one: a date past the year 9999 made
+    every poll raise, so nobody was answered again."""
+    async with telegram_harness.open_harness(tmp_path, webhook=False) as h:
+        await h.dm("alice", "before it")
+        await reply_to(h, "echo: before it")
+        unreadable = h.fake.message(ALICE, ALICE, "from the far future")
+        unreadable["date"] = 2**63
+        bad = await h.fake.push("message", unreadable)
+        await h.dm("bob", "after it")
+        await reply_to(h, "echo: after it")  # polling went past it
+        [failed] = await eventually(lambda: _failed(h.hub) or None)
+        assert failed.where == "telegram" and failed.target == str(bad["update_id"])
+        assert int(h.hub.load_cursor("telegram:offset") or 0) > bad["update_id"]
+        assert "from the far future" not in _texts(h.hub)
+        _shown_in_health(h.hub, "date is not a number Telegram would send")
+
+
 async def test_a_telegram_webhook_update_it_cannot_store_is_acknowledged_and_kept(
     tmp_path: Path,
 ) -> None:
@@ -159,8 +180,8 @@ async def test_slack_cleans_a_lone_surrogate_and_keeps_an_event_it_cannot_store(
         _shown_in_health(h.hub)
 
 
-def _shown_in_health(hub: Hub) -> None:
+def _shown_in_health(hub: Hub, why: str = "poisons the store") -> None:
     shown: dict[str, Any] = health(hub)
     assert "failed updates" in shown["problems"] and shown["status"] == "degraded"
     assert shown["failed_updates"]["count"] == 1
-    assert "poisons the store" in _failed_line(shown["failed_updates"])
+    assert why in _failed_line(shown["failed_updates"])
