@@ -89,12 +89,17 @@ async def test_a_chunked_webhook_within_the_limit_is_taken_in(tmp_path: Path) ->
 # uvicorn's own limits, as `animahub start` configures it ---------------------------------
 
 
+def _owner_head(home: Path) -> str:
+    """The owner's credential as raw header lines, for requests written by hand."""
+    return "".join(f"{name}: {value}\r\n" for name, value in owner_headers(home).items())
+
+
 async def _status_of_raw_get(port: int, home: Path, extra: str = "", *, ended: bool = True) -> int:
     """`ended=False`: the head's blank line is not sent (yet), as by a slow client. Sent
     with the owner's key (`home`'s owner.key): the loopback address is nobody."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     end = "\r\n" if ended else ""
-    owner = "".join(f"{name}: {value}\r\n" for name, value in owner_headers(home).items())
+    owner = _owner_head(home)
     head = f"GET /api/animas HTTP/1.1\r\nHost: 127.0.0.1\r\n{owner}{extra}{end}"
     writer.write(head.encode())
     await writer.drain()
@@ -109,7 +114,7 @@ async def _unfinished_post(
     """A post whose body has not all arrived: the hub is serving it, waiting for the rest
     (the owner's, so it is let in and waits for its body)."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    owner = "".join(f"{name}: {value}\r\n" for name, value in owner_headers(home).items())
+    owner = _owner_head(home)
     writer.write(
         b"POST /api/channels/general/posts HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         + owner.encode()
