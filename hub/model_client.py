@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hub.memory.redact import redact
+from hub.model_failure import FailureKind, kind_of_status
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +44,42 @@ RoundPiece = str | dict[str, Any] | Usage
 
 
 class LLMError(Exception):
-    """The model could not answer. `retryable` says whether a later attempt may succeed."""
+    """The model could not answer. `kind` says why (hub/model_failure.py), and whether a
+    later attempt may succeed; `retry_after` is the provider's own hint, in seconds."""
 
-    def __init__(self, message: str, retryable: bool) -> None:
+    def __init__(
+        self,
+        message: str,
+        retryable: bool | None = None,
+        kind: FailureKind = FailureKind.INTERNAL,
+        retry_after: float | None = None,
+    ) -> None:
         # A provider's error may quote the request, the key included: the message is kept
         # (inbox, health, logs) and told to the sender, so it is redacted here, once.
         super().__init__(redact(message)[0])
-        self.retryable = retryable
+        self.kind = kind
+        self.retryable = kind.retryable if retryable is None else retryable
+        self.retry_after = retry_after
+
+    def wire(self) -> dict[str, Any]:
+        """The error as a model worker sends it to the hub (hub/model_worker.py)."""
+        return {
+            "error": str(self),
+            "retryable": self.retryable,
+            "kind": self.kind.value,
+            "retry_after": self.retry_after,
+        }
+
+    @classmethod
+    def from_wire(cls, event: dict[str, Any]) -> LLMError:
+        kind = FailureKind(event.get("kind") or FailureKind.INTERNAL.value)
+        after = event.get("retry_after")
+        return cls(
+            str(event["error"]),
+            retryable=bool(event["retryable"]),
+            kind=kind,
+            retry_after=float(after) if after is not None else None,
+        )
 
 
 class ModelClient(Protocol):
@@ -115,9 +145,27 @@ def _as_llm_errors(openai: Any) -> Iterator[None]:
     try:
         yield
     except openai.APIStatusError as exc:
-        raise classify(exc.status_code, exc) from exc
-    except openai.APIConnectionError as exc:  # includes timeouts
-        raise LLMError(f"model unreachable: {exc}", retryable=True) from exc
+        raise classify(exc.status_code, exc, _retry_after(exc)) from exc
+    except openai.APITimeoutError as exc:  # a subclass of APIConnectionError: first
+        raise LLMError(f"model timed out: {exc}", kind=FailureKind.TIMING_OUT) from exc
+    except openai.APIConnectionError as exc:
+        raise LLMError(f"model unreachable: {exc}", kind=FailureKind.UNREACHABLE) from exc
+    except openai.OpenAIError as exc:
+        # The openai SDK refuses to send a request without a key ("Missing credentials"),
+        # before any status exists; litellm re-raises it unmapped.
+        if "api_key" in str(exc) or "credentials" in str(exc).lower():
+            raise LLMError(f"no model key: {exc}", kind=FailureKind.KEY_REFUSED) from exc
+        raise
+
+
+def _retry_after(exc: Any) -> float | None:
+    """The provider's Retry-After header, in seconds, when it gave one."""
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _import() -> tuple[Any, Any]:
@@ -149,6 +197,6 @@ def _price_unknown_model(litellm: Any, model: str) -> None:
         log.info("litellm has no price for %s: counted as free", model)
 
 
-def classify(status: int, exc: Exception) -> LLMError:
-    retryable = status in (408, 409, 429) or status >= 500
-    return LLMError(f"model error ({status}): {exc}", retryable=retryable)
+def classify(status: int, exc: Exception, retry_after: float | None = None) -> LLMError:
+    kind = kind_of_status(status, str(exc))
+    return LLMError(f"model error ({status}): {exc}", kind=kind, retry_after=retry_after)

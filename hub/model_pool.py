@@ -131,7 +131,7 @@ class ModelWorkers:
                 event = await queue.get()
                 finished = bool(event.get("done")) or "error" in event  # the call's last event
                 if "error" in event:
-                    raise LLMError(str(event["error"]), retryable=bool(event["retryable"]))
+                    raise LLMError.from_wire(event)
                 yield event
         finally:
             worker.calls.pop(call, None)

@@ -12,7 +12,8 @@ and the worker answers on its protocol pipe (the stdout it was started with):
     {"id": 7, "text": "..."}                          streamed text, coalesced for ~5 ms
     {"id": 7, "message": {...}}                       the assistant message with tool calls
     {"id": 7, "done": true, "content": "..."}         the end ("content" for "complete")
-    {"id": 7, "error": "...", "retryable": true}      the end, failed
+    {"id": 7, "error": "...", "retryable": true, "kind": "unreachable", "retry_after": null}
+                                                      the end, failed (hub/model_failure.py)
 
 End of stdin means the hub is gone (or stopping): the worker cancels its calls and exits.
 """
@@ -87,7 +88,7 @@ async def run_call(calls: LiteLLMCalls, channel: Channel, request: dict[str, Any
                     channel.send({"id": call, "message": piece})
             channel.end(call, {"done": True})
     except LLMError as exc:
-        channel.end(call, {"error": str(exc), "retryable": exc.retryable})
+        channel.end(call, exc.wire())
     except Exception as exc:  # an SDK failure of any kind: the hub must hear of it, or its
         # turn would wait for an end that never comes; it retries the turn like an outage
         log.exception("model call %s failed", call)
