@@ -150,6 +150,9 @@ def _as_llm_errors(openai: Any) -> Iterator[None]:
         raise LLMError(f"model timed out: {exc}", kind=FailureKind.TIMING_OUT) from exc
     except openai.APIConnectionError as exc:
         raise LLMError(f"model unreachable: {exc}", kind=FailureKind.UNREACHABLE) from exc
+    except openai.APIError as exc:  # litellm's own APIError (a 403, say) carries a status
+        status = getattr(exc, "status_code", None)
+        raise classify(int(status) if status else 500, exc, _retry_after(exc)) from exc
     except openai.OpenAIError as exc:
         # The openai SDK refuses to send a request without a key ("Missing credentials"),
         # before any status exists; litellm re-raises it unmapped.
