@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from hub.identity import PersonView
 from hub.model_client import ModelClient, Usage
+from hub.model_routes import ModelSetup, placeholder_key
 from hub.settings import LLMSection
 from hub.tools import ToolContext, ToolRegistry
 
@@ -95,14 +96,22 @@ def wrap_message(author: str, text: str) -> str:
     return f'<message from="{name}">\n{text}\n</message>'
 
 
+def model_setup(s: LLMSection, model: str) -> ModelSetup:
+    """`model` as the [llm] settings will call it (hub/model_routes.py)."""
+    has_key = s.api_key is not None and bool(s.api_key.get_secret_value())
+    return ModelSetup(model, s.api_base, has_key)
+
+
 def litellm_kwargs(s: LLMSection, model: str) -> dict[str, Any]:
     """The arguments of every litellm call the hub makes, from the [llm] settings."""
     # Retries are the hub's (runtime.max_turn_attempts), so litellm must not add its own.
     kwargs: dict[str, Any] = {"model": model, "timeout": s.timeout_s, "num_retries": 0}
     if s.api_base:
         kwargs["api_base"] = s.api_base
-    if s.api_key is not None:
-        kwargs["api_key"] = s.api_key.get_secret_value()
+    if key := (s.api_key.get_secret_value() if s.api_key is not None else ""):
+        kwargs["api_key"] = key
+    elif placeholder := placeholder_key(model_setup(s, model)):
+        kwargs["api_key"] = placeholder  # a local OpenAI-compatible server (model_routes)
     if s.temperature is not None:
         kwargs["temperature"] = s.temperature
     if s.mock_response:
