@@ -70,9 +70,10 @@ def _llama_cpp(words: list[str]) -> ServerSpec:
 
 
 def spec_from_commands(commands: list[str]) -> ServerSpec:
-    """The fake of the server these shell commands start (and load a model into)."""
-    lines = [shlex.split(c, comments=True) for c in commands]
-    lines = [words for words in lines if words]
+    """The fake of the server these shell commands (lines, `&&` and `# comments` allowed)
+    start, and load a model into."""
+    parts = [part for c in commands for line in c.splitlines() for part in line.split("&&")]
+    lines = [words for part in parts if (words := shlex.split(part, comments=True))]
     for words in lines:
         if words[:2] == ["vllm", "serve"]:
             return _vllm(words)
