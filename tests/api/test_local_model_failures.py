@@ -56,9 +56,12 @@ async def test_no_key_reaches_the_server_which_says_whether_it_wants_one(home: P
     spec = spec_from_commands(["vllm serve m --enable-auto-tool-choice --tool-call-parser hermes"])
     with FakeLocalServer(spec) as open_server:
         section = llm(home, model="openai/m", api_base=f"{open_server.url}/v1")
-        answered = [p async for p in LiteLLMCalls().stream_round(
-            [{"role": "user", "content": "hi"}], litellm_kwargs(section, "openai/m")
-        )]
+        answered = [
+            p
+            async for p in LiteLLMCalls().stream_round(
+                [{"role": "user", "content": "hi"}], litellm_kwargs(section, "openai/m")
+            )
+        ]
     assert "".join(p for p in answered if isinstance(p, str)) == "echo: hi"
     locked = spec_from_commands([f"vllm serve m --api-key s3cret-{'k' * 8}"])
     with FakeLocalServer(locked) as server:
@@ -100,7 +103,9 @@ async def test_a_wrong_address_or_name_is_a_model_unknown(home: Path) -> None:
     ollama = spec_from_commands(["ollama pull qwen2.5"])
     with FakeLocalServer(ollama) as server:
         v1 = f"{server.url}/v1"
-        native_on_v1 = await failure_of(llm(home, model="ollama_chat/qwen2.5", api_base=v1), "ollama_chat/qwen2.5")
+        native_on_v1 = await failure_of(
+            llm(home, model="ollama_chat/qwen2.5", api_base=v1), "ollama_chat/qwen2.5"
+        )
         paths = server.paths
     for error in (no_v1, other, native_on_v1):
         assert error.kind is FailureKind.MODEL_UNKNOWN, error
@@ -138,9 +143,7 @@ def test_settings_that_cannot_work_are_named_with_their_fix() -> None:
         assert said(*fine) == "", fine
 
 
-async def test_the_hub_names_them_at_start(
-    home: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+async def test_the_hub_names_them_at_start(home: Path, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="hub.app"):
         hub = await started_hub(home, llm={"model": "ollama/llama3.1", "workers": 0})
         await hub.stop()

@@ -100,7 +100,9 @@ def _chat(spec: ServerSpec, state: FakeState) -> Route:
         if not spec.serves(model):
             return _error(404, f'model "{model}" not found, try pulling it first')
         if body.get("tools") and not spec.tools:
-            return _error(400, f"registry.ollama.ai/library/{ollama_tag(model)} does not support tools")
+            return _error(
+                400, f"registry.ollama.ai/library/{ollama_tag(model)} does not support tools"
+            )
         state.record(body)
         failure: Failure | None = state.next_failure(body)
         if failure is not None:
@@ -114,8 +116,19 @@ def _chat(spec: ServerSpec, state: FakeState) -> Route:
 
 
 def _model_json(name: str) -> JSON:
-    details = {"format": "gguf", "family": "llama", "parameter_size": "8.0B", "quantization_level": "Q4_K_M"}
-    return {"name": name, "model": name, "modified_at": _now(), "size": 4_920_753_328, "details": details}
+    details = {
+        "format": "gguf",
+        "family": "llama",
+        "parameter_size": "8.0B",
+        "quantization_level": "Q4_K_M",
+    }
+    return {
+        "name": name,
+        "model": name,
+        "modified_at": _now(),
+        "size": 4_920_753_328,
+        "details": details,
+    }
 
 
 def _info_routes(spec: ServerSpec) -> list[Route]:
@@ -134,7 +147,10 @@ def _info_routes(spec: ServerSpec) -> list[Route]:
                 "parameters": "",
                 "template": TEMPLATE if spec.tools else "{{ .Prompt }}",
                 "details": _model_json(model)["details"],
-                "model_info": {"general.architecture": "llama", "llama.context_length": CONTEXT_LENGTH},
+                "model_info": {
+                    "general.architecture": "llama",
+                    "llama.context_length": CONTEXT_LENGTH,
+                },
                 "capabilities": capabilities,
             }
         )
@@ -167,7 +183,9 @@ def _openai_routes(spec: ServerSpec, state: FakeState) -> list[Route]:
 
     async def v1_models(request: Request) -> Response:
         now = int(time.time())
-        data = [{"id": n, "object": "model", "created": now, "owned_by": "library"} for n in spec.models]
+        data = [
+            {"id": n, "object": "model", "created": now, "owned_by": "library"} for n in spec.models
+        ]
         return JSONResponse({"object": "list", "data": data})
 
     return [

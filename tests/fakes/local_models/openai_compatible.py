@@ -51,7 +51,9 @@ def _vllm_refusal(spec: ServerSpec, request: Request, body: JSON) -> Response | 
     if not spec.serves(model):
         return _vllm_error(404, "NotFoundError", f"The model `{model}` does not exist.")
     if body.get("tools") and not spec.tools and body.get("tool_choice") in (None, "auto"):
-        message = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+        message = (
+            '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+        )
         return _vllm_error(400, "BadRequestError", message)
     return None
 
@@ -93,11 +95,15 @@ def guarded_chat(spec: ServerSpec, state: FakeState, refused: list[JSON]) -> End
 
 def models_json(spec: ServerSpec, owner: str) -> JSON:
     names = spec.models or ("model.gguf",)
-    data = [{"id": n, "object": "model", "created": int(time.time()), "owned_by": owner} for n in names]
+    data = [
+        {"id": n, "object": "model", "created": int(time.time()), "owned_by": owner} for n in names
+    ]
     return {"object": "list", "data": data}
 
 
-def openai_compatible_routes(spec: ServerSpec, state: FakeState, refused: list[JSON]) -> list[Route]:
+def openai_compatible_routes(
+    spec: ServerSpec, state: FakeState, refused: list[JSON]
+) -> list[Route]:
     chat = guarded_chat(spec, state, refused)
     owner = {VLLM: "vllm", LM_STUDIO: "organization_owner", LLAMA_CPP: "llamacpp"}[spec.kind]
 

@@ -55,6 +55,10 @@ class FakeLocalServer(FakeOpenAI):
         server.config.app = self._paths  # the same server, this server's routes
         return server
 
+    def __enter__(self) -> FakeLocalServer:
+        self.start()
+        return self
+
     @property
     def paths(self) -> list[str]:
         with self._paths._lock:

@@ -55,7 +55,9 @@ def _vllm(words: list[str]) -> ServerSpec:
     #   [--enable-auto-tool-choice --tool-call-parser PARSER]
     model = words[2]
     name = _option(words, "--served-model-name") or model
-    tools = "--enable-auto-tool-choice" in words and _option(words, "--tool-call-parser") is not None
+    tools = (
+        "--enable-auto-tool-choice" in words and _option(words, "--tool-call-parser") is not None
+    )
     api_key = _option(words, "--api-key")
     return ServerSpec(VLLM, _port(words, VLLM), (name,), api_key, tools)
 
