@@ -46,7 +46,7 @@ from hub.inbox import OPEN, Inbox
 from hub.ingress import Ingress, storable
 from hub.linking import Linking
 from hub.live import LiveFeed
-from hub.llm import LiteLLMResponder, model_setup
+from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
 from hub.memory.distill_llm import anima_distillers
 from hub.memory.profiles import Profiles
@@ -56,7 +56,7 @@ from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls, ModelClient
 from hub.model_pool import ModelWorkers
-from hub.model_routes import setup_problems
+from hub.model_routes import hub_model_problems
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
 from hub.pacing import Pacer, Pacing, Rate, flood_reporter
@@ -279,7 +279,9 @@ class Hub:
             log.error("Anima not loaded: %s", problem)
         if self.model_workers is not None and self._uses_a_model():
             self.model_workers.start()  # litellm imports in the workers while the hub starts
-        for problem in self._model_setup_problems():
+        for problem in hub_model_problems(
+            self.settings.llm, (a.spec.model for a in self.animas.all())
+        ):
             log.warning("model setup: %s", problem)
         if self.memory is not None:
             await self.memory.start(self.animas.names())
@@ -318,14 +320,6 @@ class Hub:
 
     def _uses_a_model(self) -> bool:
         return bool(self.settings.llm.model) or any(anima.spec.model for anima in self.animas.all())
-
-    def _model_setup_problems(self) -> list[str]:
-        """Each model the hub will call, checked by its name and [llm] (hub/model_routes.py)."""
-        models = {self.settings.llm.model} | {a.spec.model for a in self.animas.all()}
-        found: list[str] = []
-        for model in sorted(m for m in models if m):
-            found += setup_problems(model_setup(self.settings.llm, model))
-        return found
 
     async def on_tick(self) -> None:
         """Each scheduler tick: re-plan when Animas or crons changed, close idle sessions."""

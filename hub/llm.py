@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from hub.identity import PersonView
 from hub.model_client import ModelClient, Usage
-from hub.model_routes import ModelSetup, placeholder_key
+from hub.model_routes import model_setup, placeholder_key
 from hub.settings import LLMSection
 from hub.tools import ToolContext, ToolRegistry
 
@@ -94,12 +94,6 @@ def wrap_message(author: str, text: str) -> str:
     name = " ".join("".join(" " if c in '"<>' else c for c in author).split())
     text = _inert(text, _TAG)
     return f'<message from="{name}">\n{text}\n</message>'
-
-
-def model_setup(s: LLMSection, model: str) -> ModelSetup:
-    """`model` as the [llm] settings will call it (hub/model_routes.py)."""
-    has_key = s.api_key is not None and bool(s.api_key.get_secret_value())
-    return ModelSetup(model, s.api_base, has_key)
 
 
 def litellm_kwargs(s: LLMSection, model: str) -> dict[str, Any]:

@@ -24,9 +24,11 @@ docs/models.md has the lines for each server and what each symptom means.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from hub.settings import LLMSection
 
 # Sent as the key to an OpenAI-compatible server at `api_base` when none is configured.
 # Not a secret: a server that checks keys refuses it, and the hub then says "key refused".
@@ -49,6 +51,12 @@ class ModelSetup:
     def route(self) -> str:
         """litellm's provider prefix (`openai`, `ollama_chat`, …); "" when there is none."""
         return self.model.split("/", 1)[0].lower() if "/" in self.model else ""
+
+
+def model_setup(s: LLMSection, model: str) -> ModelSetup:
+    """`model` as the [llm] settings will call it."""
+    has_key = s.api_key is not None and bool(s.api_key.get_secret_value())
+    return ModelSetup(model, s.api_base, has_key)
 
 
 def placeholder_key(setup: ModelSetup, environ: Mapping[str, str] | None = None) -> str | None:
@@ -92,6 +100,12 @@ def setup_problems(setup: ModelSetup, environ: Mapping[str, str] | None = None) 
             '"env:OPENAI_API_KEY", or, for a server of your own, [llm] api_base (README)'
         )
     return problems
+
+
+def hub_model_problems(s: LLMSection, anima_models: Iterable[str]) -> list[str]:
+    """`setup_problems` of every model the hub will call: [llm]'s and the Animas' own."""
+    models = sorted({s.model, *anima_models} - {""})
+    return [problem for model in models for problem in setup_problems(model_setup(s, model))]
 
 
 def _path_of(url: str) -> str:
