@@ -149,3 +149,18 @@ async def test_the_hub_names_them_at_start(home: Path, caplog: pytest.LogCapture
         await hub.stop()
     warnings = [r.getMessage() for r in caplog.records if r.getMessage().startswith("model setup:")]
     assert len(warnings) == 1 and "ollama_chat/llama3.1" in warnings[0]
+
+
+async def test_litellm_asks_the_configured_ollama_about_a_model(home: Path) -> None:
+    """For a model not in its price list litellm asks Ollama (`/api/show`) first: the
+    server at [llm] api_base, not litellm's default localhost:11434."""
+    spec = spec_from_commands(["ollama pull qwen2.5"])
+    with FakeLocalServer(spec) as fake:
+        section = llm(home, model="ollama_chat/qwen2.5", api_base=fake.url)
+        kwargs = litellm_kwargs(section, "ollama_chat/qwen2.5")
+        said = [
+            p
+            async for p in LiteLLMCalls().stream_round([{"role": "user", "content": "hi"}], kwargs)
+        ]
+    assert "".join(p for p in said if isinstance(p, str)) == "echo: hi"
+    assert fake.paths == ["POST /api/show", "POST /api/chat"]
