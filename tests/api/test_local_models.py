@@ -5,6 +5,7 @@ command for it."""
 
 from __future__ import annotations
 
+import logging
 import re
 import tomllib
 from collections.abc import AsyncIterator, Iterator
@@ -115,13 +116,15 @@ def reply_text(response: httpx.Response) -> str:
 
 @pytest.mark.parametrize("fake_for", NAMES, indirect=True)
 async def test_readme_lines_get_the_servers_answer(
-    home: Path, fake_for: tuple[str, FakeLocalServer]
+    home: Path, fake_for: tuple[str, FakeLocalServer], caplog: pytest.LogCaptureFixture
 ) -> None:
     lines, fake = fake_for
     fake.queue_reply("Hello from your own machine.")
-    async with hub_with(home, lines) as client:
-        response = await chat(client, "kai", message="Are you there?")
+    with caplog.at_level(logging.WARNING, logger="hub.app"):
+        async with hub_with(home, lines) as client:
+            response = await chat(client, "kai", message="Are you there?")
     assert reply_text(response) == "Hello from your own machine."
+    assert not [r for r in caplog.records if r.getMessage().startswith("model setup:")]
     assert not fake.refused
     [body] = fake.requests
     route, name = tomllib.loads(lines)["llm"]["model"].split("/", 1)
