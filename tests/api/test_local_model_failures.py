@@ -164,3 +164,16 @@ async def test_litellm_asks_the_configured_ollama_about_a_model(home: Path) -> N
         ]
     assert "".join(p for p in said if isinstance(p, str)) == "echo: hi"
     assert fake.paths == ["POST /api/show", "POST /api/chat"]
+
+
+async def test_a_stalled_ollama_is_timing_out(home: Path) -> None:
+    """Ollama's fake stalls as the fake OpenAI does (`hold_next`): the call gives up after
+    [llm] timeout_s, as "timing out" (retried by the runtime)."""
+    spec = spec_from_commands(["ollama pull llama3.1"])
+    with FakeLocalServer(spec) as fake:
+        fake.hold_next()
+        section = llm(home, model="ollama_chat/llama3.1", api_base=fake.url, timeout_s=0.5)
+        error = await failure_of(section, "ollama_chat/llama3.1")
+        [held] = fake.wait_for_requests(1)
+    assert error.kind is FailureKind.TIMING_OUT and error.retryable
+    assert held["model"] == "llama3.1"

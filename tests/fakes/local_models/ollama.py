@@ -12,7 +12,8 @@
 * `POST /v1/chat/completions`, `GET /v1/models`: the OpenAI-compatible API, which checks
   no key.
 
-Replies, failures and holds are scripted on the same `FakeState` as the fake OpenAI's.
+Replies, failures, holds and latency are scripted on the same `FakeState` as the fake
+OpenAI's.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from tests.fakes.local_models.spec import ServerSpec, ollama_tag
+from tests.fakes.openai_fake.chat import _held_until_released as held_until_released
 from tests.fakes.openai_fake.chat import json_body, make_chat_completions
 from tests.fakes.openai_fake.script import JSON, Failure, Reply
 from tests.fakes.openai_fake.state import FakeState
@@ -103,7 +105,12 @@ def _chat(spec: ServerSpec, state: FakeState) -> Route:
             return _error(
                 400, f"registry.ollama.ai/library/{ollama_tag(model)} does not support tools"
             )
-        state.record(body)
+        hold = state.record(body)
+        if state.latency_s:
+            await asyncio.sleep(state.latency_s)
+        if hold is not None and not await held_until_released(hold, request):
+            state.abandon(hold)  # the client gave up while it was held
+            return Response(status_code=499)
         failure: Failure | None = state.next_failure(body)
         if failure is not None:
             return _error(failure.status, failure.message or f"injected error ({failure.status})")
