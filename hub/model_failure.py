@@ -75,7 +75,8 @@ _FIX = {
     FailureKind.KEY_REFUSED: "set a valid key in [llm] api_key (or the provider's environment "
     "variable); a local OpenAI-compatible server needs any placeholder key",
     FailureKind.MODEL_UNKNOWN: "check the model name in [llm] model (or the Anima's model:) "
-    "and its provider prefix, e.g. openai/…, anthropic/…, ollama_chat/…",
+    "and its provider prefix, e.g. openai/…, anthropic/…, ollama_chat/…; for a server of your "
+    "own also [llm] api_base, which ends in /v1 for the openai/ route (docs/models.md)",
     FailureKind.CONTENT_REFUSED: "the provider's content filter refused the prompt; nothing "
     "to fix in the hub",
     FailureKind.TOOLS_UNSUPPORTED: "start the model server with tool calling on (vLLM: "
