@@ -109,6 +109,7 @@ async def test_a_wrong_address_or_name_is_a_model_unknown(home: Path) -> None:
         paths = server.paths
     for error in (no_v1, other, native_on_v1):
         assert error.kind is FailureKind.MODEL_UNKNOWN, error
+    assert "api_base" in FailureKind.MODEL_UNKNOWN.fix and "/v1" in FailureKind.MODEL_UNKNOWN.fix
     assert paths[-1] == "POST /v1/api/chat"  # litellm adds /api/chat to whatever it is given
 
 
