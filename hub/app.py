@@ -56,6 +56,7 @@ from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls, ModelClient
 from hub.model_pool import ModelWorkers
+from hub.model_routes import hub_model_problems
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
 from hub.pacing import Pacer, Pacing, Rate, flood_reporter
@@ -278,6 +279,10 @@ class Hub:
             log.error("Anima not loaded: %s", problem)
         if self.model_workers is not None and self._uses_a_model():
             self.model_workers.start()  # litellm imports in the workers while the hub starts
+        for problem in hub_model_problems(
+            self.settings.llm, (a.spec.model for a in self.animas.all())
+        ):
+            log.warning("model setup: %s", problem)
         if self.memory is not None:
             await self.memory.start(self.animas.names())
             await reapply_forgets(self.db, self.identity, self.memory, self.settings.home)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from hub.identity import PersonView
 from hub.model_client import ModelClient, Usage
+from hub.model_routes import model_setup, placeholder_key
 from hub.settings import LLMSection
 from hub.tools import ToolContext, ToolRegistry
 
@@ -101,8 +102,10 @@ def litellm_kwargs(s: LLMSection, model: str) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"model": model, "timeout": s.timeout_s, "num_retries": 0}
     if s.api_base:
         kwargs["api_base"] = s.api_base
-    if s.api_key is not None:
-        kwargs["api_key"] = s.api_key.get_secret_value()
+    if key := (s.api_key.get_secret_value() if s.api_key is not None else ""):
+        kwargs["api_key"] = key
+    elif placeholder := placeholder_key(model_setup(s, model)):
+        kwargs["api_key"] = placeholder  # a local OpenAI-compatible server (model_routes)
     if s.temperature is not None:
         kwargs["temperature"] = s.temperature
     if s.mock_response:

@@ -96,17 +96,18 @@ class LiteLLMCalls:
     def __init__(self) -> None:
         self._priced: set[str] = set()
 
-    def _litellm(self, model: str) -> tuple[Any, Any]:
+    def _litellm(self, kwargs: dict[str, Any]) -> tuple[Any, Any]:
         litellm, openai = _import()
+        model = kwargs["model"]
         if model not in self._priced:
-            _price_unknown_model(litellm, model)
+            _price_unknown_model(litellm, model, kwargs.get("api_base"))
             self._priced.add(model)
         return litellm, openai
 
     async def stream_round(
         self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> AsyncIterator[RoundPiece]:
-        litellm, openai = self._litellm(kwargs["model"])
+        litellm, openai = self._litellm(kwargs)
         chunks: list[Any] = []
         wants_tools = False
         with _as_llm_errors(openai):
@@ -132,7 +133,7 @@ class LiteLLMCalls:
             yield Usage(int(used.prompt_tokens or 0), int(used.completion_tokens or 0))
 
     async def complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
-        litellm, openai = self._litellm(kwargs["model"])
+        litellm, openai = self._litellm(kwargs)
         with _as_llm_errors(openai):
             response: Any = await litellm.acompletion(messages=messages, **kwargs)
         return str(response.choices[0].message.content or "")
@@ -179,14 +180,15 @@ def _import() -> tuple[Any, Any]:
     return litellm, openai
 
 
-def _price_unknown_model(litellm: Any, model: str) -> None:
+def _price_unknown_model(litellm: Any, model: str, api_base: str | None = None) -> None:
     """Give a model litellm has no price for (a local or new model) a price of zero.
 
     Otherwise litellm searches its whole cost map for a fallback after every call, about
-    1.2 ms of CPU each time (bench/README.md), to arrive at no price anyway.
+    1.2 ms of CPU each time (bench/README.md), to arrive at no price anyway. For an Ollama
+    model litellm asks the server (`/api/show`): the one at `api_base`, not its default.
     """
     try:
-        litellm.get_model_info(model)
+        litellm.get_model_info(model, api_base=api_base or None)
     except litellm.ModelNotMappedError:
         free = {
             "input_cost_per_token": 0.0,

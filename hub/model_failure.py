@@ -19,6 +19,7 @@ class FailureKind(StrEnum):
     KEY_REFUSED = "key refused"  # 401/403, or no key at all
     MODEL_UNKNOWN = "model unknown"  # 404, or a model name no route knows
     CONTENT_REFUSED = "content refused"  # the provider's content filter
+    TOOLS_UNSUPPORTED = "tools unsupported"  # a local server not started for tool calling
     BAD_REQUEST = "bad request"  # 400 of another kind (too long a prompt, a bad argument)
     INTERNAL = "internal"  # a bug of ours, or an SDK failure nobody mapped
 
@@ -57,6 +58,8 @@ _FOR_PERSON = {
     FailureKind.MODEL_UNKNOWN: "The AI model this hub is set to use does not exist there, so I "
     "cannot answer until an admin fixes it.",
     FailureKind.CONTENT_REFUSED: "The AI model's provider refused to answer this message.",
+    FailureKind.TOOLS_UNSUPPORTED: "The AI model's server is not set up to use tools, so I "
+    "cannot answer until an admin fixes it.",
     FailureKind.BAD_REQUEST: "The AI model could not take this message (it may be too long).",
     FailureKind.INTERNAL: "Something went wrong inside the hub while answering.",
 }
@@ -72,15 +75,25 @@ _FIX = {
     FailureKind.KEY_REFUSED: "set a valid key in [llm] api_key (or the provider's environment "
     "variable); a local OpenAI-compatible server needs any placeholder key",
     FailureKind.MODEL_UNKNOWN: "check the model name in [llm] model (or the Anima's model:) "
-    "and its provider prefix, e.g. openai/…, anthropic/…, ollama_chat/…",
+    "and its provider prefix, e.g. openai/…, anthropic/…, ollama_chat/…; for a server of your "
+    "own also [llm] api_base, which ends in /v1 for the openai/ route (docs/models.md)",
     FailureKind.CONTENT_REFUSED: "the provider's content filter refused the prompt; nothing "
     "to fix in the hub",
+    FailureKind.TOOLS_UNSUPPORTED: "start the model server with tool calling on (vLLM: "
+    "--enable-auto-tool-choice --tool-call-parser …; llama-server: --jinja; Ollama: a model "
+    "that supports tools), as docs/models.md shows",
     FailureKind.BAD_REQUEST: "the provider rejected the request: see the error in the log",
     FailureKind.INTERNAL: "a bug in the hub or an SDK: see the traceback in the log",
 }
 
 
 _LITELLM_WORDS = (
+    # A local server refusing the tools every turn offers, in vLLM's, llama-server's and
+    # Ollama's words (llama-server says it with a 500, which is no outage to retry).
+    (
+        ("--enable-auto-tool-choice", "requires --jinja", "does not support tools"),
+        FailureKind.TOOLS_UNSUPPORTED,
+    ),
     (("missing credentials", "api_key client option must be set"), FailureKind.KEY_REFUSED),
     (
         ("connection error", "connection refused", "name or service not known"),

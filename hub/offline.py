@@ -22,7 +22,8 @@ _WORD_RE = re.compile(r"\S+\s*")
 _HOW_TO = (
     "To give me a language model, set `model` in the `[llm]` section of `hub.toml` in the "
     'data folder (for example `model = "anthropic/claude-sonnet-4-5"` with '
-    '`api_key = "env:ANTHROPIC_API_KEY"`, or `model = "ollama/llama3.1"` for a local Ollama), '
+    '`api_key = "env:ANTHROPIC_API_KEY"`, or `model = "ollama_chat/llama3.1"` for a local '
+    "Ollama; README has the lines for vLLM, LM Studio and llama.cpp too), "
     "or export `ANIMAHUB_LLM__MODEL=...`, then restart the hub."
 )
 _SHORT_HOW_TO = (
