@@ -55,6 +55,7 @@ from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls, ModelClient
+from hub.model_health import ModelHealth, ModelStatus, WatchedModel
 from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
@@ -70,7 +71,7 @@ from hub.settings import ConfigError, Settings, configured_secrets
 from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
-from hub.supervise import Supervisor
+from hub.supervise import Backoff, Supervisor
 from hub.task_runner import TaskRunner, report_links
 from hub.task_tools import offline_delegation, task_tools
 from hub.tasks import TaskBoard
@@ -145,7 +146,17 @@ class Hub:
         self.memory = open_memory(home, settings.memory, self.clock.now)
         # Where litellm runs: worker processes, or this event loop when workers = 0.
         self.model_workers = ModelWorkers(settings.llm.workers) if settings.llm.workers else None
-        self.model: ModelClient = self.model_workers or LiteLLMCalls()
+        calls: ModelClient = self.model_workers or LiteLLMCalls()
+        # Every model call goes through `self.model`, which reports to `model_health`.
+        self.model_health = ModelHealth(
+            self._configured_models,
+            calls,
+            self.clock.now,
+            Backoff(settings.llm.health_check_min_s, settings.llm.health_check_max_s),
+            configured_secrets(settings).values(),
+        )
+        self.model_health.on_change(self._model_changed)
+        self.model: ModelClient = WatchedModel(calls, self.model_health)
         self.consolidator = (
             Consolidator(self.memory, anima_distillers(settings.llm, self.animas, self.model))
             if self.memory is not None
@@ -314,7 +325,17 @@ class Hub:
         return self._catch_up is not None and not self._catch_up.done()
 
     def _uses_a_model(self) -> bool:
-        return bool(self.settings.llm.model) or any(anima.spec.model for anima in self.animas.all())
+        return bool(self._configured_models())
+
+    def _configured_models(self) -> list[str]:
+        """The models the hub's Animas answer with: [llm] model and each Anima's own."""
+        default = self.settings.llm.model
+        models = {anima.spec.model or default for anima in self.animas.all()}
+        return sorted(m for m in {*models, default} if m)
+
+    def _model_changed(self, model: str, status: ModelStatus) -> None:
+        reason = status.kind.value if status.failing and status.kind else ""
+        self.live.publish("model", None, name=model, state=status.state.value, reason=reason)
 
     async def on_tick(self) -> None:
         """Each scheduler tick: re-plan when Animas or crons changed, close idle sessions."""
@@ -336,6 +357,7 @@ class Hub:
             await asyncio.gather(self._catch_up, return_exceptions=True)
         await self.scheduler.close()
         self.task_runner.close()
+        await self.model_health.close()  # no more checks; calls cut off by the stop not counted
         await self.runtime.mailboxes.close()
         if self.model_workers is not None:
             await self.model_workers.stop()
