@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -38,7 +37,7 @@ from enum import StrEnum
 from typing import Any
 
 from hub.model_client import LLMError, ModelClient, RoundPiece
-from hub.model_failure import FailureKind
+from hub.model_failure import KEY_ECHO, FailureKind, without_key_shapes
 from hub.model_probe import check
 from hub.supervise import Backoff
 
@@ -74,23 +73,14 @@ def state_after(kind: FailureKind, failures: int) -> ModelState:
     return ModelState.DOWN
 
 
-# How providers echo a key they refused: a known key prefix with what follows it, or a run
-# of asterisks masking the middle (`sk-proj-****abcd`, `AIza…`, `gsk_12ab****`).
-_KEY_ECHO = re.compile(
-    r"(?<![\w-])(?:sk|rk|pk|gsk|xai|hf|nvapi|r8|key)[-_][\w*.…-]{4,}"
-    r"|(?<![\w*])[\w.-]*\*{3,}[\w*.-]*"
-    r"|(?<!\w)AIza[\w-]{6,}",
-)
-
-
 def without_key_echoes(text: str, secrets: Iterable[str] = ()) -> str:
-    """`text` with what looks like a key, or a run of 8 characters of one of `secrets`,
-    replaced: an error shown to the operator names the key by fingerprint, never by part."""
+    """`text` with any 8 characters in a row of one of `secrets` (the configured keys), and
+    what looks like a key, replaced: health names a key by fingerprint, never by a part."""
     for secret in secrets:
         for start in range(max(len(secret) - 7, 0)):
             if (piece := secret[start : start + 8]) in text:
-                text = text.replace(piece, "[REDACTED:key-echo]")
-    return _KEY_ECHO.sub("[REDACTED:key-echo]", text)
+                text = text.replace(piece, KEY_ECHO)
+    return without_key_shapes(text)
 
 
 def _iso(at: datetime | None) -> str | None:

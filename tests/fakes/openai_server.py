@@ -117,6 +117,8 @@ class FakeOpenAI:
 
     @property
     def port(self) -> int:
+        if self._socket is None and self._port:  # down (go_down), or not started yet
+            return self._port
         if self._socket is None:
             raise RuntimeError("FakeOpenAI is not started")
         return int(self._socket.getsockname()[1])
