@@ -76,11 +76,30 @@ def state_after(kind: FailureKind, failures: int) -> ModelState:
 def without_key_echoes(text: str, secrets: Iterable[str] = ()) -> str:
     """`text` with any 8 characters in a row of one of `secrets` (the configured keys), and
     what looks like a key, replaced: health names a key by fingerprint, never by a part."""
+    spans: list[tuple[int, int]] = []
     for secret in secrets:
         for start in range(max(len(secret) - 7, 0)):
-            if (piece := secret[start : start + 8]) in text:
-                text = text.replace(piece, KEY_ECHO)
-    return without_key_shapes(text)
+            piece = secret[start : start + 8]
+            at = text.find(piece)
+            while at >= 0:
+                spans.append((at, at + 8))
+                at = text.find(piece, at + 1)
+    return without_key_shapes(_cut(text, spans))
+
+
+def _cut(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each run of overlapping `spans` replaced by one placeholder."""
+    merged: list[list[int]] = []
+    for start, stop in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], stop)
+        else:
+            merged.append([start, stop])
+    out, at = [], 0
+    for start, stop in merged:
+        out += [text[at:start], KEY_ECHO]
+        at = stop
+    return "".join(out) + text[at:]
 
 
 def _iso(at: datetime | None) -> str | None:
