@@ -55,7 +55,7 @@ from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls, ModelClient
-from hub.model_health import ModelHealth, ModelStatus, WatchedModel
+from hub.model_health import ModelHealth, WatchedModel, configured_models, live_notices
 from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
@@ -148,14 +148,15 @@ class Hub:
         self.model_workers = ModelWorkers(settings.llm.workers) if settings.llm.workers else None
         calls: ModelClient = self.model_workers or LiteLLMCalls()
         # Every model call goes through `self.model`, which reports to `model_health`.
+        animas = self.animas
         self.model_health = ModelHealth(
-            self._configured_models,
+            lambda: configured_models(settings.llm.model, (a.spec.model for a in animas.all())),
             calls,
             self.clock.now,
             Backoff(settings.llm.health_check_min_s, settings.llm.health_check_max_s),
             configured_secrets(settings).values(),
         )
-        self.model_health.on_change(self._model_changed)
+        self.model_health.on_change(live_notices(self.live))
         self.model: ModelClient = WatchedModel(calls, self.model_health)
         self.consolidator = (
             Consolidator(self.memory, anima_distillers(settings.llm, self.animas, self.model))
@@ -325,17 +326,7 @@ class Hub:
         return self._catch_up is not None and not self._catch_up.done()
 
     def _uses_a_model(self) -> bool:
-        return bool(self._configured_models())
-
-    def _configured_models(self) -> list[str]:
-        """The models the hub's Animas answer with: [llm] model and each Anima's own."""
-        default = self.settings.llm.model
-        models = {anima.spec.model or default for anima in self.animas.all()}
-        return sorted(m for m in {*models, default} if m)
-
-    def _model_changed(self, model: str, status: ModelStatus) -> None:
-        reason = status.kind.value if status.failing and status.kind else ""
-        self.live.publish("model", None, name=model, state=status.state.value, reason=reason)
+        return bool(self.settings.llm.model) or any(anima.spec.model for anima in self.animas.all())
 
     async def on_tick(self) -> None:
         """Each scheduler tick: re-plan when Animas or crons changed, close idle sessions."""

@@ -36,6 +36,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from hub.live import LiveFeed
 from hub.model_client import LLMError, ModelClient, RoundPiece
 from hub.model_failure import KEY_ECHO, FailureKind, without_key_shapes
 from hub.model_probe import check
@@ -276,6 +277,21 @@ class ModelHealth:
     def problems(self) -> list[str]:
         """`model NAME` for each model degraded or down, for health's `problems`."""
         return [f"model {name}" for name, status in self.models().items() if status.failing]
+
+
+def configured_models(default: str, own: Iterable[str]) -> list[str]:
+    """The models the hub answers with: [llm] model, and each Anima's own (`own`)."""
+    return sorted({default, *own} - {""})
+
+
+def live_notices(live: LiveFeed) -> Listener:
+    """A listener that tells the dashboard (`model` notices, public as a platform's are)."""
+
+    def publish(model: str, status: ModelStatus) -> None:
+        reason = status.kind.value if status.failing and status.kind else ""
+        live.publish("model", None, name=model, state=status.state.value, reason=reason)
+
+    return publish
 
 
 class WatchedModel:

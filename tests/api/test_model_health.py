@@ -205,6 +205,15 @@ async def test_an_unknown_model_is_down_with_its_fix(
     model = model_of(health)
     assert model["reason"] == "model unknown" and model["fix"] == FailureKind.MODEL_UNKNOWN.fix
     assert "does not exist" in model["detail"]
+    # The dashboard: the owner sees the provider's error, a person why and since when only.
+    owners = (await client.get("/api/dashboard/animas")).json()["model"]
+    assert owners["models"][MODEL]["detail"] == model["detail"]
+    made = await client.post("/api/tokens", json={"person": "dana"})
+    assert made.status_code == 201, made.text
+    dana = {"Authorization": f"Bearer {made.json()['token']}"}
+    persons = (await client.get("/api/dashboard/animas", headers=dana)).json()["model"]
+    assert persons["state"] == "down" and persons["models"][MODEL]["reason"] == "model unknown"
+    assert persons["models"][MODEL]["detail"] == ""
 
 
 async def test_rate_limited_is_degraded_not_down(
@@ -224,6 +233,28 @@ async def test_rate_limited_is_degraded_not_down(
     assert health["status"] == "degraded" and f"model {MODEL}" in health["problems"]
     fake_openai.reset()
     await health_until(client, state_is("ok"))
+
+
+async def test_a_stalled_model_is_timing_out_then_ok(home: Path, fake_openai: FakeOpenAI) -> None:
+    hub = await open_hub(home, fake_openai, timeout_s=1)
+    try:
+        async for client in connected(hub):
+            for _ in range(3):  # the turn and the first two checks get no answer in time
+                fake_openai.hold_next()
+            turn = send(client, "hello?")
+            try:
+                health = await health_until(client, lambda h: model_of(h)["reason"] != "")
+            finally:
+                await finish(turn)
+            model = model_of(health)
+            assert model["reason"] == "timing out" and "timed out" in model["detail"]
+            assert model["fix"] == FailureKind.TIMING_OUT.fix
+            await health_until(client, state_is("ok"))  # the third check is answered
+            check = fake_openai.requests[-1]
+            assert check["max_tokens"] == 1 and "tools" not in check
+    finally:
+        fake_openai.release()
+        await hub.stop()
 
 
 async def test_each_animas_model_is_its_own(
