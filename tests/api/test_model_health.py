@@ -216,6 +216,28 @@ async def test_an_unknown_model_is_down_with_its_fix(
     assert persons["models"][MODEL]["detail"] == ""
 
 
+async def test_no_key_at_all_is_key_refused_and_nothing_is_sent(
+    home: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local server's README lines followed without `api_key`: litellm (the openai SDK)
+    refuses to send a request without one, and the checks cannot mend that either."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    hub = await open_hub(home, fake_openai, api_key=None)
+    try:
+        async for client in connected(hub):
+            turn = send(client, "hello?")
+            try:
+                await health_until(client, lambda h: model_of(h)["failures"] >= 3)
+            finally:
+                await finish(turn)
+            model = model_of((await client.get("/api/system/health")).json())
+    finally:
+        await hub.stop()
+    assert model["state"] == "down" and model["reason"] == "key refused"
+    assert "placeholder key" in model["fix"]
+    assert fake_openai.requests == []  # neither the turn nor a check reached the server
+
+
 async def test_rate_limited_is_degraded_not_down(
     in_process: tuple[httpx.AsyncClient, Hub], fake_openai: FakeOpenAI
 ) -> None:

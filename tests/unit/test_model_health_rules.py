@@ -8,7 +8,8 @@ import pytest
 
 from hub.model_client import LLMError
 from hub.model_failure import KEY_ECHO, FailureKind, without_key_shapes
-from hub.model_health import ModelState, state_after, without_key_echoes
+from hub.model_health import ModelState, configured_models, state_after, without_key_echoes
+from hub.model_probe import list_url
 
 TRANSIENT = (
     FailureKind.UNREACHABLE,
@@ -76,3 +77,27 @@ def test_any_eight_characters_of_a_configured_key_are_cut() -> None:
     shown = without_key_echoes(echoed, [key])
     assert "server-key-2f9c" not in shown and "2f9c" not in shown.replace(KEY_ECHO, "")
     assert without_key_echoes("nothing of it here", [key]) == "nothing of it here"
+
+
+@pytest.mark.parametrize(
+    ("model", "api_base", "url"),
+    [
+        ("openai/gpt-4o", "", "https://api.openai.com/v1/models"),
+        ("openai/qwen", "http://127.0.0.1:8000/v1/", "http://127.0.0.1:8000/v1/models"),
+        ("hosted_vllm/qwen", "http://vllm:8000/v1", "http://vllm:8000/v1/models"),
+        ("lm_studio/phi", "http://127.0.0.1:1234/v1", "http://127.0.0.1:1234/v1/models"),
+        ("ollama_chat/llama3.1", "", "http://localhost:11434/api/tags"),
+        ("ollama/llama3.1", "http://gpu:11434", "http://gpu:11434/api/tags"),
+        ("hosted_vllm/qwen", "", None),  # no server named: a completion tells
+        ("anthropic/claude-sonnet-4-5", "", None),  # no list to ask: a completion tells
+        ("gpt-4o", "", None),
+    ],
+)
+def test_the_list_a_check_asks_first(model: str, api_base: str, url: str | None) -> None:
+    assert list_url(model, {"model": model, "api_base": api_base}) == url
+
+
+def test_the_configured_models_are_the_default_and_each_animas_own() -> None:
+    assert configured_models("openai/fake", ["", "openai/kai", ""]) == ["openai/fake", "openai/kai"]
+    assert configured_models("", ["", ""]) == []
+    assert configured_models("", ["ollama_chat/llama3.1"]) == ["ollama_chat/llama3.1"]
