@@ -55,6 +55,7 @@ from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls, ModelClient
+from hub.model_health import ModelHealth, WatchedModel, configured_models, live_notices
 from hub.model_pool import ModelWorkers
 from hub.model_routes import hub_model_problems
 from hub.offline import OfflineResponder
@@ -71,7 +72,7 @@ from hub.settings import ConfigError, Settings, configured_secrets
 from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
-from hub.supervise import Supervisor
+from hub.supervise import Backoff, Supervisor
 from hub.task_runner import TaskRunner, report_links
 from hub.task_tools import offline_delegation, task_tools
 from hub.tasks import TaskBoard
@@ -146,7 +147,18 @@ class Hub:
         self.memory = open_memory(home, settings.memory, self.clock.now)
         # Where litellm runs: worker processes, or this event loop when workers = 0.
         self.model_workers = ModelWorkers(settings.llm.workers) if settings.llm.workers else None
-        self.model: ModelClient = self.model_workers or LiteLLMCalls()
+        calls: ModelClient = self.model_workers or LiteLLMCalls()
+        # Every model call goes through `self.model`, which reports to `model_health`.
+        animas = self.animas
+        self.model_health = ModelHealth(
+            lambda: configured_models(settings.llm.model, (a.spec.model for a in animas.all())),
+            calls,
+            self.clock.now,
+            Backoff(settings.llm.health_check_min_s, settings.llm.health_check_max_s),
+            configured_secrets(settings).values(),
+        )
+        self.model_health.on_change(live_notices(self.live))
+        self.model: ModelClient = WatchedModel(calls, self.model_health)
         self.consolidator = (
             Consolidator(self.memory, anima_distillers(settings.llm, self.animas, self.model))
             if self.memory is not None
@@ -341,6 +353,7 @@ class Hub:
             await asyncio.gather(self._catch_up, return_exceptions=True)
         await self.scheduler.close()
         self.task_runner.close()
+        await self.model_health.close()  # no more checks; calls cut off by the stop not counted
         await self.runtime.mailboxes.close()
         if self.model_workers is not None:
             await self.model_workers.stop()

@@ -50,6 +50,8 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
         model = "offline mode (no language model configured: set [llm] model in hub.toml)"
     elif workers:
         model += f" ({workers['ready']} of {workers['configured']} model workers ready)"
+    if lines := _model_lines(health.get("model")):
+        model += "\n" + lines
     deliveries = health["deliveries"]
     waiting = {name: n for name, n in health["mailboxes"].items() if n}
     database = health["database"]
@@ -135,3 +137,20 @@ def _part_lines(parts: dict[str, Any]) -> str:
             line += f" (restarted {p['restarts']} times)"
         lines.append(line)
     return "\n".join(lines) or "none"
+
+
+def _model_lines(model: dict[str, Any] | None) -> str:
+    """One line a model (hub/model_health.py): `openai/gpt-4o  down since 12:00:05 UTC: key
+    refused (model error (401): …); fix: set a valid key in [llm] api_key … (next check
+    12:00:35 UTC)`; `ok` and `unchecked` in a word."""
+    lines = []
+    for name, m in sorted(((model or {}).get("models") or {}).items()):
+        line = f"{name}  {m['state']}"
+        if m["state"] in ("degraded", "down"):
+            line += f" since {(m['since'] or '')[11:19]} UTC: {m['reason']}"
+            line += f" ({m['detail']})" if m.get("detail") else ""
+            line += f"; fix: {m['fix']}"
+            if m.get("next_check"):
+                line += f" (next check {m['next_check'][11:19]} UTC)"
+        lines.append(line)
+    return "\n".join(lines)

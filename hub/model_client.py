@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hub.memory.redact import redact
-from hub.model_failure import FailureKind, kind_of_status
+from hub.model_failure import FailureKind, kind_of_status, without_key_shapes
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +55,9 @@ class LLMError(Exception):
         retry_after: float | None = None,
     ) -> None:
         # A provider's error may quote the request, the key included: the message is kept
-        # (inbox, health, logs) and told to the sender, so it is redacted here, once.
-        super().__init__(redact(message)[0])
+        # (inbox, health, logs) and told to the sender, so it is redacted here, once; a
+        # provider echoes a refused key masked in part (`sk-proj-****abcd`): cut too.
+        super().__init__(without_key_shapes(redact(message)[0]))
         self.kind = kind
         self.retryable = kind.retryable if retryable is None else retryable
         self.retry_after = retry_after

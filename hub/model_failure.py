@@ -8,6 +8,7 @@ all read the same kind, so the hub says the same thing everywhere.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 
@@ -128,3 +129,20 @@ def kind_of_status(status: int, message: str = "") -> FailureKind:
     ):
         return FailureKind.MODEL_UNKNOWN
     return FailureKind.BAD_REQUEST
+
+
+# How providers echo a key they refused: a known key prefix with what follows it, or a run
+# of asterisks masking the middle (`sk-proj-****abcd`, `AIza…`, `gsk_12ab****`). A key in
+# full is the redactor's (hub/memory/redact.py); these parts of one are not keys to it.
+_KEY_SHAPE = re.compile(
+    r"(?<![\w:-])(?:sk|rk|pk|gsk|xai|hf|nvapi|r8|key)[-_][\w*…-]{4,}"
+    r"|(?<![\w*])[\w-]*\*{3,}[\w*-]*"
+    r"|(?<!\w)AIza[\w-]{6,}",
+)
+KEY_ECHO = "[REDACTED:key-echo]"
+
+
+def without_key_shapes(text: str) -> str:
+    """A model's error with what looks like a key, or part of one, replaced (a placeholder
+    already there is left: `[REDACTED:key-echo]` is not a key)."""
+    return _KEY_SHAPE.sub(KEY_ECHO, text)

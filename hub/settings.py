@@ -235,6 +235,10 @@ class LLMSection(SettingsSection):
     temperature: float | None = Field(default=None, ge=0, le=2)
     timeout_s: float = Field(default=120, gt=0)
     max_tool_rounds: int = Field(default=6, ge=1, le=50)
+    # After a model call fails, the model is checked again (hub/model_health.py) after
+    # about this many seconds, doubling up to the max, until a call or a check succeeds.
+    health_check_min_s: float = Field(default=2.0, gt=0)
+    health_check_max_s: float = Field(default=60.0, gt=0)
     # Worker processes that make the litellm calls (hub/model_pool.py); 0: on the hub's own
     # event loop. Each holds ~300 MB (litellm); litellm's ~5 ms of CPU per call moves off the hub.
     workers: int = Field(default=1, ge=0, le=32)

@@ -81,7 +81,18 @@ def dashboard_animas(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
             name: {"state": status.state.value, "reason": status.reason}
             for name, status in platforms.items()
         },
+        "model": _model_state(hub, caller),
     }
+
+
+def _model_state(hub: Hub, caller: Caller) -> dict[str, Any]:
+    """Whether the models answer (hub/model_health.py), shown to everyone as a platform's
+    state is; the provider's own error (it may name a host) only to the owner and admins."""
+    report = hub.model_health.report()
+    if not caller.may_act_for_others:
+        for model in report["models"].values():
+            model["detail"] = ""
+    return report
 
 
 def _shown_key(fire: Fire, caller: Caller) -> str:

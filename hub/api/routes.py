@@ -143,6 +143,8 @@ def health(hub: HubDep) -> dict[str, Any]:
         problems.append("database")
     if failed is not None and failed["count"]:
         problems.append("failed updates")
+    # A model degraded or down is `degraded` too: `model` says which, why and since when.
+    problems += hub.model_health.problems()
     report: dict[str, Any] = {
         # degraded: the hub runs, but a platform is not connected, a part of it is failing
         # (and being restarted) or the database cannot be reached; `problems` says which,
@@ -157,6 +159,9 @@ def health(hub: HubDep) -> dict[str, Any]:
         "adapters": sorted(hub.adapters),
         "platforms": platforms,
         "llm": hub.settings.llm.model or "offline",
+        # Whether each configured model answers: state (ok, unchecked, degraded, down;
+        # offline: none configured), reason, detail, fix, since, last success, next check.
+        "model": hub.model_health.report(),
         # None: litellm runs in the hub process ([llm] workers = 0).
         "model_workers": hub.model_workers.status() if hub.model_workers else None,
         "database": hub.db.engine.dialect.name,

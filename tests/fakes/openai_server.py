@@ -15,6 +15,10 @@ unmodified: ``litellm.acompletion(model="openai/fake", api_base=f"{fake.url}/v1"
   or :meth:`FakeOpenAI.stop`.
 * Every request body is kept in :attr:`FakeOpenAI.requests`; a held request whose client
   disconnects is counted in :attr:`FakeOpenAI.abandoned_count`.
+* :meth:`FakeOpenAI.refuse` answers every request with an error (401, 404, 429) until
+  :meth:`FakeOpenAI.reset`; :meth:`FakeOpenAI.go_down` stops listening and
+  :meth:`FakeOpenAI.come_back` listens again on the same port; ``GET /v1/models`` lists
+  the models (tests/fakes/openai_fake/outage.py).
 
 The same controls are served over HTTP under ``/_control/`` so that a test can drive a fake
 running in another process: ``python -m tests.fakes.openai_server --port P`` prints
@@ -40,6 +44,7 @@ from starlette.routing import Route
 from tests.fakes.openai_fake.chat import make_chat_completions
 from tests.fakes.openai_fake.control import make_control_routes
 from tests.fakes.openai_fake.errors import error_response
+from tests.fakes.openai_fake.outage import make_outage_routes
 from tests.fakes.openai_fake.script import JSON, Failure, Reply, ToolCall
 from tests.fakes.openai_fake.state import FakeState
 from tests.fakes.openai_fake.streaming import STREAM_PIECE_CHARS, chunk_jsons
@@ -81,6 +86,7 @@ def build_app(state: FakeState) -> Starlette:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
         *make_control_routes(state),
+        *make_outage_routes(state),
     ]
     return Starlette(routes=routes)
 
@@ -111,6 +117,8 @@ class FakeOpenAI:
 
     @property
     def port(self) -> int:
+        if self._socket is None and self._port:  # down (go_down), or not started yet
+            return self._port
         if self._socket is None:
             raise RuntimeError("FakeOpenAI is not started")
         return int(self._socket.getsockname()[1])
@@ -200,6 +208,36 @@ class FakeOpenAI:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+    # ---- outages and refusals (tests/fakes/openai_fake/outage.py)
+
+    def go_down(self) -> None:
+        """Stop listening, as a model server that crashed: connections are refused until
+        :meth:`come_back`, which listens again on the same port with the same script."""
+        port = self.port
+        self.stop()
+        self._port, self._socket, self._server, self._thread = port, None, None, None
+
+    def come_back(self) -> None:
+        """Listen again on the port :meth:`go_down` left."""
+        self.state.resume()
+        self.start()
+
+    def refuse(
+        self,
+        status: int = 401,
+        model: str | None = None,
+        message: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        """Answer every request (of ``model``) with ``status`` until :meth:`reset`: 401 a
+        bad key (echoing part of it), 404 an unknown model, 429 a rate limit."""
+        self.state.refuse(Failure(status, retry_after, message), model)
+
+    @property
+    def model_lists(self) -> int:
+        """How many times ``GET /v1/models`` was asked for."""
+        return self.state.model_lists
 
     # ---- scripting and inspection (delegated to the state)
 

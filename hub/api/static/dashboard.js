@@ -245,6 +245,7 @@
         h("span", { class: `chip chip-${p.state}`, title: p.reason || "" }, `${name}: ${p.state}`),
       ),
     );
+    showModelState(data.model);
     const byName = new Map(data.animas.map((a) => [a.name, a]));
     const roots = data.animas.filter((a) => !a.supervisor || !byName.has(a.supervisor));
     const tree = (anima, depth) => [
@@ -253,6 +254,27 @@
     ];
     clear($("anima-tree"), roots.flatMap((a) => tree(a, 0)));
     fillAnimaSelects();
+  }
+
+  // A model degraded or down, in full view above the Animas: why, since when, what to do.
+  function showModelState(model) {
+    const failing = Object.entries((model && model.models) || {}).filter(([, m]) => m.state === "down" || m.state === "degraded");
+    const box = $("model-state");
+    box.hidden = !failing.length;
+    box.className = `model-state model-${failing.some(([, m]) => m.state === "down") ? "down" : "degraded"}`;
+    clear(
+      box,
+      failing.map(([name, m]) =>
+        h(
+          "div",
+          { class: "model-line", dataset: { model: name, state: m.state } },
+          h("strong", {}, `Model ${name} is ${m.state}: ${m.reason}`),
+          h("span", {}, ` since ${when(m.since)}${m.next_check ? `; next check ${ago(m.next_check)}` : ""}.`),
+          h("div", {}, `Fix: ${m.fix}.`),
+          m.detail ? h("div", { class: "muted" }, m.detail) : null,
+        ),
+      ),
+    );
   }
 
   function animaCard(a, depth) {
@@ -305,6 +327,7 @@
       delivery: (n) => `delivery to ${n.address || "?"}: ${n.status}`,
       task: (n) => `task ${n.id} (${n.assignee}): ${n.state}`,
       platform: (n) => `${n.name} is ${n.state}`,
+      model: (n) => `model ${n.name} is ${n.state}${n.reason ? ` (${n.reason})` : ""}`,
     }[notice.type];
     if (!what) return;
     ticker.unshift(h("li", {}, h("time", {}, new Date().toLocaleTimeString()), " ", what(notice)));
@@ -624,6 +647,7 @@
     delivery: ["outbox", "animas"],
     task: ["tasks"],
     platform: ["animas"],
+    model: ["animas"],
     resync: Object.keys(views),
   };
 

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from tests.fakes.openai_fake.errors import error_response
+from tests.fakes.openai_fake.outage import refused
 from tests.fakes.openai_fake.script import JSON, Failure
 from tests.fakes.openai_fake.state import FakeState, Hold
 from tests.fakes.openai_fake.streaming import sse_events
@@ -50,6 +51,8 @@ def make_chat_completions(state: FakeState) -> Callable[[Request], Awaitable[Res
                 return Response(status_code=499)
             if state.is_stopping:
                 return error_response(Failure(503, None, "The fake OpenAI server is stopping."))
+        if (refusal := refused(state, str(body.get("model") or ""), request)) is not None:
+            return refusal  # a standing refusal, until reset (outage.py)
         failure = state.next_failure(body)
         if failure is not None:
             return error_response(failure)

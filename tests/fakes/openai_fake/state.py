@@ -43,6 +43,10 @@ class FakeState:
         self._abandoned = 0  # held requests whose client went away
         self._stopping = threading.Event()
         self.latency_s = 0.0  # every answer waits this long first (a slow model)
+        # Refusals that last until reset (tests/fakes/openai_fake/outage.py): per model, or
+        # for every request (None); and how many times the list of models was asked for.
+        self._refusals: dict[str | None, Failure] = {}
+        self._model_lists = 0
 
     # ---- scripting (test side)
 
@@ -118,6 +122,8 @@ class FakeState:
         with self._lock:
             self._replies.clear()
             self._failures.clear()
+            self._refusals.clear()
+            self._model_lists = 0
             self._requests.clear()
             self._usage.clear()
         self.release()
@@ -148,6 +154,32 @@ class FakeState:
             reply = queue.popleft() if queue else Reply(text=f"echo: {last_user_text(body)}")
             self._usage.append(usage_json(body, reply))
         return reply
+
+    # ---- refusals and outages (tests/fakes/openai_fake/outage.py)
+
+    def refuse(self, failure: Failure, model: str | None = None) -> None:
+        """Answer every request (of ``model``) with ``failure`` until :meth:`reset`."""
+        with self._lock:
+            self._refusals[model] = failure
+
+    def refusal(self, model: str) -> Failure | None:
+        """The refusal a request for ``model`` gets, if any: its own, else everyone's."""
+        with self._lock:
+            return self._refusals.get(model) or self._refusals.get(None)
+
+    def count_model_list(self) -> None:
+        with self._lock:
+            self._model_lists += 1
+
+    @property
+    def model_lists(self) -> int:
+        """How many times the list of models (``GET /v1/models``) was asked for."""
+        with self._lock:
+            return self._model_lists
+
+    def resume(self) -> None:
+        """Serve again after a stop (:meth:`FakeOpenAI.come_back`)."""
+        self._stopping.clear()
 
 
 def _own_or_shared(queues: dict[str | None, deque[Any]], body: JSON) -> deque[Any] | None:
