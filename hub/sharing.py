@@ -27,10 +27,10 @@ from sqlmodel import col, select
 
 from hub.identity import IdentityService, PersonView
 from hub.memory.distill import said_lines
-from hub.memory.documents import UNREADABLE, MemoryItem, is_episode_file, items_in
+from hub.memory.documents import UNREADABLE, MemoryItem, is_episode_file, items_in, stable_id
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.service import MemoryService
-from hub.memory.sharing import record_shared, shared_item
+from hub.memory.sharing import record_shared, shared_id, shared_item
 from hub.store.db import Database
 from hub.store.models import AuditEntry, Turn
 
@@ -41,6 +41,16 @@ MAX_WORDS = 4000  # characters: a message, not a document (a note is shared over
 
 class ShareRefused(ValueError):
     """Nothing was shared; the message says why, in words for the person."""
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message of the person's in an Anima's episodes, as the dashboard lists it."""
+
+    item_id: str
+    section: str  # "HH:MM"
+    words: str
+    shared: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,18 +97,44 @@ class Sharing:
                 "There is nothing of yours here to share yet: say it first, then send /share "
                 "(or send /share followed by what to share)."
             )
-        key = f"turn:{turn.inbox_id or turn.id}"
-        return self.share(person, turn.anima, turn.text, key, where, via)
+        return self.share(person, turn.anima, turn.text, _turn_key(turn), where, via)
 
     def section(self, person: PersonView, anima: str, path: str, item_id: str) -> Shared:
         """Share the person's message of one episode section (the dashboard's action): a
         turn of theirs, in their own scope; the Anima's reply stays private."""
-        item = self._own_turn(person, anima, path, item_id)
-        mine = [ln for ln in said_lines(item, anima) if ln.who.casefold() != anima.casefold()]
-        if len(mine) != 1 or not mine[0].text.strip():
-            raise ShareRefused("that memory is not a message of yours")
-        key, where = f"item:{item.id}", f"{anima}'s memory"
-        return self.share(person, anima, mine[0].text, key, where, "dashboard")
+        found = [m for m in self.mine(person, anima, path) if m.item_id == item_id]
+        if not found:  # the same answer for someone else's item and for none
+            raise ShareRefused("no message of yours there to share")
+        where = f"{anima}'s memory"
+        return self.share(person, anima, found[0].words, f"item:{item_id}", where, "dashboard")
+
+    def mine(self, person: PersonView, anima: str, path: str) -> list[Message]:
+        """The person's own messages in one episode file of `anima` (their turns in their
+        own scope: what a DM with them recorded), each with whether it is shared."""
+        memory = self._memory
+        if memory is None:
+            return []
+        ids = self._identity.ids_of(person.id)
+        messages = []
+        for item in self._sections(memory, anima, path):
+            if item.person not in ids or item.scope not in _own_scopes(ids):
+                continue
+            said = [ln for ln in said_lines(item, anima) if ln.who.casefold() != anima.casefold()]
+            if len(said) != 1 or not said[0].text.strip():
+                continue  # a summary, or not a turn of one person's
+            was = bool(memory.index.payloads([shared_id(person.id, f"item:{item.id}")]))
+            messages.append(Message(item.id, item.section or "", said[0].text.strip(), was))
+        return messages
+
+    @staticmethod
+    def _sections(memory: MemoryService, anima: str, path: str) -> list[MemoryItem]:
+        folder = memory.anima_dir(anima)
+        try:
+            file = memory_path(folder, path)
+            relative = file.relative_to(folder).as_posix()
+            return items_in(folder, file, scoped=True) if is_episode_file(relative) else []
+        except (MemoryPathError, FileNotFoundError, IsADirectoryError, *UNREADABLE):
+            return []
 
     def share(
         self, person: PersonView, anima: str, words: str, key: str, where: str, via: str
@@ -120,24 +156,6 @@ class Sharing:
         self.audit(person.id, where, anima, item.id, via, new)
         return Shared(anima, words, item.id, new)
 
-    def _own_turn(self, person: PersonView, anima: str, path: str, item_id: str) -> MemoryItem:
-        memory = self._memory
-        if memory is None:
-            raise ShareRefused("This hub keeps no memory, so there is nothing to share.")
-        folder = memory.anima_dir(anima)
-        try:
-            file = memory_path(folder, path)
-            relative = file.relative_to(folder).as_posix()
-            items = items_in(folder, file, scoped=True) if is_episode_file(relative) else []
-        except (MemoryPathError, FileNotFoundError, IsADirectoryError, *UNREADABLE):
-            items = []
-        ids = self._identity.ids_of(person.id)
-        for item in items:
-            if item.id == item_id and item.person in ids and item.scope in _own_scopes(ids):
-                return item
-        # the same answer for someone else's item and for none: nothing about others leaks
-        raise ShareRefused("no message of yours there to share")
-
     def audit(
         self, person_id: str, where: str, anima: str, target: str, via: str, new: bool = True
     ) -> None:
@@ -155,3 +173,11 @@ class Sharing:
 
 def _own_scopes(ids: tuple[str, ...]) -> set[str]:
     return {f"person:{i}" for i in ids}
+
+
+def _turn_key(turn: Turn) -> str:
+    """The act's key for a message: its episode section's id, as the dashboard shares it,
+    so sharing one message both ways shares it once."""
+    if turn.inbox_id:
+        return f"item:{stable_id('turn', turn.inbox_id)}"
+    return f"turn:{turn.id}"

@@ -69,12 +69,17 @@ def shared_label(name: str) -> str:
     return f"**{one_line(name)}** ({SHARED_WHERE}): "
 
 
+def shared_id(person_id: str, key: str) -> str:
+    """The id of the copy one act (`key`) of `person_id` makes."""
+    return stable_id("shared", person_id, key)
+
+
 def shared_item(person_id: str, name: str, words: str, key: str, at: datetime) -> MemoryItem:
     """The shared copy of `words`, said by `person_id` (named `name`), as an episode section
     of the day it is shared. `key` makes it idempotent: the same act shares once."""
     said = redact(words.strip())[0]
     return MemoryItem(
-        id=stable_id("shared", person_id, key),
+        id=shared_id(person_id, key),
         layer=Layer.EPISODIC,
         text=shared_label(name) + said,
         path=episode_path(at.date()),
