@@ -111,6 +111,17 @@ def relevant(text: str, lines: Sequence[str], spoken_to: str = "") -> list[str]:
     return list(dict.fromkeys(line for _, line in _ranked(text, lines, spoken_to)))
 
 
+def answering(text: str, lines: Sequence[str], spoken_to: str = "") -> list[str]:
+    """What of the recalled `lines` answers `text`: those sharing a search term with it
+    (`relevant`), each without an offline reply's placeholder, less a line that is only a
+    question asked before (it answers nothing). An offline task report lists these."""
+    return [
+        line
+        for line in map(_without_offline_reply, relevant(text, lines, spoken_to))
+        if not _ASKED.search(line)
+    ]
+
+
 def _wanted(text: str, spoken_to: str) -> set[str]:
     return _terms(text) - set(tokenize(spoken_to))
 

@@ -22,10 +22,10 @@ from hub.memory.documents import read_episodes
 from hub.memory.recall import RecallScope
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.sharing import SHARED_ACTION
-from hub.store.models import AuditEntry, DeliveryRow
+from hub.store.models import AuditEntry, DeliveryRow, TaskState
 from tests.api.test_forgetting import tell
 from tests.api.test_mcp import refusal, session, text_of
-from tests.privacy.memory_world import DANA, DANA_DM, EVE, EVE_DM, TOLD, Served
+from tests.privacy.memory_world import ADMIN, DANA, DANA_DM, EVE, EVE_DM, TOLD, Served
 from tests.privacy.test_memory_copies import holding
 
 GENERAL = Address("slack", "T1", "C0GENERAL", kind=AddressKind.CHANNEL)
@@ -214,3 +214,29 @@ async def test_the_shared_copy_survives_consolidation_and_goes_with_its_sharer(
     assert holding(home, WORD) == []
     assert "Larkspurvale" not in await recalled(hub, channel_scope(hub, EVE), "release manager")
     assert holding(home, b"tidewhistle")  # Eve's own words stay
+
+
+async def test_a_task_recalls_what_was_shared_and_lists_only_what_matches(
+    served: Served,
+) -> None:
+    """A task given from the API (as `animahub task delegate` does), reported in a channel:
+    it recalls the procedure Dana shared, never what Eve keeps private, and its offline
+    report lists only what matches the task (not a wifi question or a locker code)."""
+    from tests.api.test_delegation import settled
+
+    hub = served.hub
+    await tell(hub, DANA_DM, DANA, "How to deploy the beta: run make check, then tag Larkspurvale.")
+    await command(hub, DANA_DM, DANA, "/share")
+    await tell(hub, EVE_DM, EVE, "My deploy password for the beta is Tidewhistle.")
+    await tell(hub, GENERAL, EVE, "aria, what's the wifi password?")
+    await tell(hub, GENERAL, DANA, "aria, the locker code is 4512.")
+    made = await served.http.post(
+        "/api/tasks",
+        json={"to": "aria", "title": "Deploy the beta", "origin": str(GENERAL)},
+        headers={"Authorization": f"Bearer {ADMIN}"},
+    )
+    assert made.status_code == 201, made.text
+    task = await settled(hub, made.json()["id"], TaskState.DONE)
+    assert "Larkspurvale" in task.result, task.result
+    assert "Tidewhistle" not in task.result  # Eve's DM: hers alone
+    assert "wifi" not in task.result and "4512" not in task.result, task.result
