@@ -417,7 +417,7 @@
         h("ul", { class: "list" }, data.messages.map((m) => {
           const button = h("button", { type: "button", class: "share" }, "Share with the team");
           button.onclick = () => share(m, button);
-          return h("li", {}, h("span", { class: "muted" }, `${m.section} `), h("span", {}, m.text), " ", m.shared ? h("span", { class: "muted" }, "shared with the team") : button);
+          return h("li", {}, h("span", { class: "muted" }, m.section), md(m.text), m.shared ? h("span", { class: "muted" }, "shared with the team") : button);
         })),
       ),
     );
