@@ -59,7 +59,9 @@ def inline_tokens(text: str) -> list[Token]:
 def item_texts(text: str) -> list[str]:
     """The plain text of each list item as rendered."""
     tokens = MD.parse(text)
-    items, inside = [], False
+    items: list[str] = []
+    parts: list[str] = []
+    inside = False
     for token in tokens:
         if token.type == "list_item_open":
             inside, parts = True, []
