@@ -35,13 +35,16 @@ def scope_for(anima: str, targets: Sequence[Resolved]) -> RecallScope:
     return RecallScope(anima, None, None, False)
 
 
-def task_scope(posted: RecallScope, requester: str | None) -> RecallScope:
+def task_scope(
+    posted: RecallScope, requester: str | None, aliases: tuple[str, ...] = ()
+) -> RecallScope:
     """What a task recalls, posted in `posted`: what is shared and what the place's own
     conversations hold, and a person's DM memory only when the task is posted to that
-    person alone and they asked for it. A task someone else gave (an admin, a manager)
-    posted to a person's DM recalls only what is shared: nobody's private memory is
-    another's to put to work."""
-    if posted.is_dm and posted.person_id is not None and posted.person_id != requester:
+    person alone and they asked for it (`aliases`: the ids merged into them, one of which
+    may have asked). A task someone else gave (an admin, a manager) posted to a person's DM
+    recalls only what is shared: nobody's private memory is another's to put to work."""
+    person = posted.person_id
+    if posted.is_dm and person is not None and requester not in (person, *aliases):
         return RecallScope(posted.anima, None, None, False)
     return posted
 
@@ -105,7 +108,9 @@ class Thinker:
             else RecallScope(anima.name, None, None, False)
         )
         if task_id is not None:
-            scope = task_scope(scope, requester)
+            person, memory = scope.person_id, self._memory
+            merged = memory.aliases_of(person) if memory is not None and person else ()
+            scope = task_scope(scope, requester, merged)
         dm = targets[0] if len(groups(targets)) == 1 and targets[0].is_dm else None
         person = dm.person if dm is not None else None
         if person is not None and dm is not None and dm.address is not None:

@@ -68,6 +68,13 @@ def dm_scope(hub: Hub, who: PlatformUser, where: Address) -> RecallScope:
     return RecallScope("aria", person(hub, who), where.channel_key, True)
 
 
+def posted(hub: Hub, where: Address) -> list[str]:
+    """The texts the hub posted (or tried to post) to `where`."""
+    with hub.db.session() as s:
+        rows = s.exec(select(DeliveryRow).where(DeliveryRow.address == str(where))).all()
+    return [row.text for row in rows]
+
+
 def shares(hub: Hub) -> list[AuditEntry]:
     with hub.db.session() as s:
         query = select(AuditEntry).where(col(AuditEntry.action) == SHARED_ACTION)
@@ -77,6 +84,8 @@ def shares(hub: Hub) -> list[AuditEntry]:
 async def test_a_dm_stays_private_until_its_teller_shares_it(served: Served) -> None:
     hub = served.hub
     await tell(hub, DANA_DM, DANA, DECIDED)
+    # The offline answer in a DM says it stays private, and how to share it.
+    assert any("stays between us" in text and "/share" in text for text in posted(hub, DANA_DM))
     assert "Larkspurvale" not in await recalled(hub, channel_scope(hub, EVE), "beta ship")
     assert "Larkspurvale" not in await recalled(hub, dm_scope(hub, EVE, EVE_DM), "beta ship")
     answer = await command(hub, DANA_DM, DANA, "share that with the team")
@@ -88,9 +97,7 @@ async def test_a_dm_stays_private_until_its_teller_shares_it(served: Served) -> 
         assert "**aria**" not in found  # the reply to her DM is not part of the copy
     # A channel turn answers Eve with it (offline mode lists what it recalls).
     await tell(hub, GENERAL, EVE, "aria, when do we ship the beta?")
-    with hub.db.session() as s:
-        posted = s.exec(select(DeliveryRow).where(DeliveryRow.address == str(GENERAL))).all()
-    assert any("Larkspurvale" in row.text for row in posted)
+    assert any("Larkspurvale" in text for text in posted(hub, GENERAL))
     # The private item is untouched; sharing again shares nothing new.
     assert "Larkspurvale" in await recalled(hub, dm_scope(hub, DANA, DANA_DM), "beta")
     again = await command(hub, DANA_DM, DANA, "/share")

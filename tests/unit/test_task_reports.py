@@ -129,5 +129,7 @@ def test_a_task_recalls_a_persons_dm_memory_only_when_they_asked_for_it() -> Non
     assert task_scope(to_dana, "u-dana") == to_dana
     for asker in ("u-owner", None):
         assert task_scope(to_dana, asker).filter_scopes() == ("shared",)
+    # She asked under an id since merged into hers (hub/linking.py): still her.
+    assert task_scope(to_dana, "u-dana-old", ("u-dana-old",)) == to_dana
     channel = RecallScope("kai", None, "slack:T1/C0GENERAL", False)
     assert task_scope(channel, "u-owner") == channel
