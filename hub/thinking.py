@@ -108,8 +108,8 @@ class Thinker:
             else RecallScope(anima.name, None, None, False)
         )
         if task_id is not None:
-            person, memory = scope.person_id, self._memory
-            merged = memory.aliases_of(person) if memory is not None and person else ()
+            asked_of, memory = scope.person_id, self._memory
+            merged = memory.aliases_of(asked_of) if memory is not None and asked_of else ()
             scope = task_scope(scope, requester, merged)
         dm = targets[0] if len(groups(targets)) == 1 and targets[0].is_dm else None
         person = dm.person if dm is not None else None
