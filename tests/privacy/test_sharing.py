@@ -247,3 +247,29 @@ async def test_a_task_recalls_what_was_shared_and_lists_only_what_matches(
     assert "Larkspurvale" in task.result, task.result
     assert "Tidewhistle" not in task.result  # Eve's DM: hers alone
     assert "wifi" not in task.result and "4512" not in task.result, task.result
+
+
+async def test_a_note_shared_over_mcp_is_recalled_by_others_and_goes_with_its_writer(
+    served: Served,
+) -> None:
+    hub = served.hub
+    dana = person(hub, DANA)
+    async with session(served.http, served.dana) as client:
+        said = await text_of(
+            client,
+            "memory_write",
+            path="procedures/beta-release.md",
+            content="---\nscope: person:nobody\n---\nTag the beta Larkspurvale, then announce.",
+            share=True,
+        )
+        assert said.startswith("wrote procedures/beta-release.md")
+    text = (served.folder / "procedures" / "beta-release.md").read_text()
+    assert f"scope: shared:person:{dana}" in text and "person:nobody" not in text
+    async with session(served.http, served.eve) as client:
+        found = await text_of(client, "memory_search", query="beta release tag", anima="aria")
+        assert "Larkspurvale" in found
+    assert [(e.target, e.detail["via"]) for e in shares(hub)] == [
+        ("procedures/beta-release.md", "mcp")
+    ]
+    await hub.forget_person(hub.identity.resolve(DANA), "test")
+    assert not (served.folder / "procedures" / "beta-release.md").exists()
