@@ -6,6 +6,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,6 +34,7 @@ from hub.clock import Clock, SystemClock
 from hub.commands.about import AboutCommands
 from hub.commands.handler import CommandService
 from hub.commands.people import PeopleCommands
+from hub.commands.share import ShareCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
 from hub.delegation import Delegation
@@ -69,6 +71,7 @@ from hub.runtime import Responders, Runtime
 from hub.scheduler import Scheduler
 from hub.sessions import close_idle_sessions
 from hub.settings import ConfigError, Settings, configured_secrets
+from hub.sharing import Sharing
 from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
@@ -240,6 +243,7 @@ class Hub:
             self.pacing,
             self.admission,
         )
+        self.sharing = Sharing(self.db, self.memory, self.identity, self.clock.now)
         self.commands = CommandService(
             self.db,
             self.inbox,
@@ -254,6 +258,7 @@ class Hub:
             AboutCommands(self.private_counts, self.forget_person),
             TaskCommands(self.tasks, self.delegation),
             self.admission,
+            share=ShareCommands(self.sharing, self._anima_here),
         )
         self.agenda = Agenda(
             self.db,
@@ -442,6 +447,12 @@ class Hub:
             self.outbox.wake()  # what waited for it goes now
 
     # admin -----------------------------------------------------------------------------
+
+    def _anima_here(self, inbound: Inbound, person: PersonView) -> str | None:
+        """The Anima a message sent where `inbound` was would reach: whom `/share TEXT`
+        shares with."""
+        router = Router(self.db, self.settings.hub.default_anima)
+        return router.route(replace(inbound, addressed=True), person, self.animas.names())
 
     def private_counts(self, person: PersonView) -> dict[str, int]:
         """How many memories each Anima keeps private to the person (and ids merged in)."""

@@ -75,3 +75,16 @@ def inline(line: str) -> str:
     """One line of text that Markdown reads as a line, not as the list item, heading or quote
     its first characters would start ("1. run tests" drew as " 1 run tests")."""
     return _BLOCK_MARK.sub(lambda m: f"{m[1]}{m[2]}\\{m[3]}" if m[2] else f"{m[4]}\\{m[5]}", line)
+
+
+# What Markdown reads as markup inside a line: emphasis, code, links, images, HTML and
+# entities, strikethrough and tables. A backslash before any ASCII punctuation is
+# CommonMark's escape, so the text renders as itself.
+_INLINE_MARKS = re.compile(r"([\\`*_\[\]<>~|&!])")
+
+
+def literal(text: str) -> str:
+    """One line of someone's text as Markdown that renders as exactly that text: no mark of
+    it can open a span the rest leaves unclosed ("_(answered in offl…"), bold what follows,
+    or start a list or heading."""
+    return inline(_INLINE_MARKS.sub(r"\\\1", " ".join(text.split())))

@@ -35,6 +35,7 @@ from hub.memory.readable import AdminOnly, items_for_people
 from hub.memory.recall import RecallScope, when
 from hub.memory.redact import redact
 from hub.memory.service import MemoryService
+from hub.memory.sharing import audience, shared_scope
 from hub.plaintext import encode_block
 from hub.tasks import TaskBoard
 
@@ -107,7 +108,7 @@ class MemoryTools:
     def visible(self, reader: Reader, scope: str) -> bool:
         """Whether the reader may see an item of this privacy scope (the REST memory
         browser asks too: hub/api/memory_routes.py)."""
-        if reader.admin or scope in ("shared", reader.own_scope):
+        if reader.admin or audience(scope) in ("shared", reader.own_scope):
             return True
         # what they said under an id since merged into theirs (hub/linking.py)
         return scope in {f"person:{alias}" for alias in self.memory.aliases_of(reader.person_id)}
@@ -160,24 +161,30 @@ class MemoryTools:
             raise FileNotFoundError(path)
         return visible
 
-    async def write(self, reader: Reader, path: str, content: str) -> str:
+    async def write(self, reader: Reader, path: str, content: str, share: bool = False) -> str:
         """A person writes notes in their own scope, under knowledge/ or procedures/, and
-        never over a file that is not theirs; admins write any memory file, as the API."""
-        if not reader.admin:
-            content = self._own_note(reader, path, content)
+        never over a file that is not theirs; admins write any memory file, as the API.
+        `share`: the note is shared with the team, as their own words
+        (`shared:person:<id>`, hub/memory/sharing.py), whoever writes it."""
+        if share or not reader.admin:
+            content = self._own_note(reader, path, content, share)
         try:
             items = await self.memory.write(reader.anima, path, content)
         except (MemoryPathError, *UNREADABLE) as exc:
             raise ToolRefused(str(exc)) from None
         return f"wrote {path}: {items} memory item(s) indexed"
 
-    def _own_note(self, reader: Reader, path: str, content: str) -> str:
+    def _own_note(self, reader: Reader, path: str, content: str, share: bool = False) -> str:
         if path.split("/", 1)[0] not in WRITABLE_BY_PEOPLE or not path.endswith(".md"):
             raise ToolRefused(f"write a note under {' or '.join(WRITABLE_BY_PEOPLE)}/, as .md")
+        if not reader.person_id:
+            raise ToolRefused("only a person shares their own words: sign in as yourself")
         folder = self.memory.anima_dir(reader.anima)
+        theirs = (reader.own_scope, shared_scope(reader.person_id))
+        scope = theirs[1] if share else theirs[0]
         try:
             file = memory_path(folder, path)
-            if file.exists() and any(i.scope != reader.own_scope for i in items_in(folder, file)):
+            if file.exists() and any(i.scope not in theirs for i in items_in(folder, file)):
                 raise ToolRefused(f"{path!r} is not your note: choose another path")
         except MemoryPathError as exc:
             raise ToolRefused(str(exc)) from None
@@ -189,14 +196,14 @@ class MemoryTools:
             note = frontmatter.loads(redact(content)[0])
         except yaml.YAMLError as exc:  # the person's own front matter: say where it is wrong
             raise ToolRefused(f"the front matter is not valid YAML: {exc}") from None
-        note.metadata["scope"] = reader.own_scope  # private to them, whatever it said
+        note.metadata["scope"] = scope  # private to them (or shared), whatever it said
         note.metadata["person"] = reader.person_id
         written = redact(str(frontmatter.dumps(note)) + "\n")[0]  # as MemoryService.write
         try:  # what is written must read back as their own note and nothing else
             items = items_of_text(folder, file, written)
         except UNREADABLE:
             items = []
-        if [(i.scope, i.person) for i in items] != [(reader.own_scope, reader.person_id)]:
+        if [(i.scope, i.person) for i in items] != [(scope, reader.person_id)]:
             raise ToolRefused("that note would not read back as yours: write it as plain text")
         return written
 

@@ -30,6 +30,14 @@ _SHORT_HOW_TO = (
     "_(Offline mode: no language model is configured. Set `model` under `[llm]` in "
     "`hub.toml`, or `ANIMAHUB_LLM__MODEL`, and restart the hub.)_"
 )
+# What is said in a DM stays between the person and the Animas until they share it
+# (hub/sharing.py): the first offline answer in a DM says so, and each noted statement there
+# says how.
+PRIVATE_HINT = (
+    "What you tell me here stays between us. To share something you said with the team, "
+    "send /share right after it (or /share followed by the words)."
+)
+SHARE_HINT = "_(This stays between us; send /share to share it with the team.)_"
 _ASKED = re.compile(r"(?:[?？]|ですか|ますか|吗)[。.]?\s*$")  # a line that is only asked
 _QUESTION = re.compile(r"[?？]\s*$|(?:ですか|ますか|吗)[。.]?\s*$")
 # "where is the budget" asks without its "?"; "How to deploy: 1. run the tests", "Do not
@@ -112,6 +120,17 @@ def relevant(text: str, lines: Sequence[str], spoken_to: str = "") -> list[str]:
     return list(dict.fromkeys(line for _, line in _ranked(text, lines, spoken_to)))
 
 
+def answering(text: str, lines: Sequence[str], spoken_to: str = "") -> list[str]:
+    """What of the recalled `lines` answers `text`: those sharing a search term with it
+    (`relevant`), each without an offline reply's placeholder, less a line that is only a
+    question asked before (it answers nothing). An offline task report lists these."""
+    return [
+        line
+        for line in map(_without_offline_reply, relevant(text, lines, spoken_to))
+        if not _ASKED.search(line)
+    ]
+
+
 def _wanted(text: str, spoken_to: str) -> set[str]:
     return _terms(text) - set(tokenize(spoken_to))
 
@@ -150,6 +169,7 @@ def compose(ctx: TurnContext) -> str:
         "compose a real answer yet, but I keep everything you tell me, and I'll remember it "
         "once a model is set.",
         "",
+        *([PRIVATE_HINT, ""] if ctx.tools.is_dm else []),
         f"This is the start of our conversation ({ctx.where}).",
         "",
         *_left_off(ctx),
@@ -165,10 +185,13 @@ def _follow_up(ctx: TurnContext, earlier: list[str]) -> str:
     """After the first time: what was asked, what memory holds about it, one line on being
     offline."""
     name, quoted = ctx.person.display_name, f"“{_quote(ctx.text, 300)}”"
+    asked = asks(ctx.text)
     return "\n".join(
         [
-            f"{name}, you asked: {quoted}" if asks(ctx.text) else f"Noted, {name}: {quoted}",
+            f"{name}, you asked: {quoted}" if asked else f"Noted, {name}: {quoted}",
             "",
+            # Told in a DM, it stays theirs: say how it reaches the team.
+            *([SHARE_HINT, ""] if ctx.tools.is_dm and not asked else []),
             *_left_off(ctx),
             *_answer(ctx, earlier),
             _SHORT_HOW_TO,

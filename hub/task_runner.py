@@ -40,7 +40,14 @@ from hub.settings import TasksSection
 from hub.store.db import Database
 from hub.store.models import TaskState, Turn
 from hub.targets import Resolved, TargetResolver
-from hub.task_text import failed_text, late_text, offline_report, posted_report, task_prompt
+from hub.task_text import (
+    failed_text,
+    late_text,
+    offline_report,
+    posted_report,
+    task_prompt,
+    task_query,
+)
 from hub.tasks import OPEN, TaskBoard, TaskError, TaskView
 from hub.thinking import Thinker, scope_for
 from hub.working_memory import estimate_tokens
@@ -166,6 +173,8 @@ class TaskRunner:
                     where,
                     task_id=task.id,
                     offline=offline,
+                    about=task_query(task),
+                    requester=task.requested_by,
                 ),
                 self._timeout(task),
             )

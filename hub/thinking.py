@@ -35,6 +35,20 @@ def scope_for(anima: str, targets: Sequence[Resolved]) -> RecallScope:
     return RecallScope(anima, None, None, False)
 
 
+def task_scope(
+    posted: RecallScope, requester: str | None, aliases: tuple[str, ...] = ()
+) -> RecallScope:
+    """What a task recalls, posted in `posted`: what is shared and what the place's own
+    conversations hold, and a person's DM memory only when the task is posted to that
+    person alone and they asked for it (`aliases`: the ids merged into them, one of which
+    may have asked). A task someone else gave (an admin, a manager) posted to a person's DM
+    recalls only what is shared: nobody's private memory is another's to put to work."""
+    person = posted.person_id
+    if posted.is_dm and person is not None and requester not in (person, *aliases):
+        return RecallScope(posted.anima, None, None, False)
+    return posted
+
+
 @dataclass(frozen=True, slots=True)
 class Thought:
     text: str
@@ -79,19 +93,29 @@ class Thinker:
         *,
         task_id: int | None = None,
         offline: bool = False,
+        about: str | None = None,
+        requester: str | None = None,
     ) -> Thought:
         """The Anima's answer to `text`; LLMError when the model fails. `offline`: no model
-        call, only what memory recalls (the caller writes the offline text)."""
+        call, only what memory recalls (the caller writes the offline text). `about`: what
+        to recall memory for, when not all of `text` (a task's own words, not the
+        instructions around them). A task (`task_id`) recalls a person's private memory
+        only when that person asked for it (`requester`) and it is posted to them alone
+        (`task_scope`)."""
         scope = (
             scope_for(anima.name, targets)
             if targets
             else RecallScope(anima.name, None, None, False)
         )
+        if task_id is not None:
+            asked_of, memory = scope.person_id, self._memory
+            merged = memory.aliases_of(asked_of) if memory is not None and asked_of else ()
+            scope = task_scope(scope, requester, merged)
         dm = targets[0] if len(groups(targets)) == 1 and targets[0].is_dm else None
         person = dm.person if dm is not None else None
         if person is not None and dm is not None and dm.address is not None:
             where += f"; what you write goes to {describe(dm.address)}"
-        rendered, lines = await self.recall(scope, text)
+        rendered, lines = await self.recall(scope, about or text)
         if offline:
             return Thought("", lines)
         ctx = TurnContext(

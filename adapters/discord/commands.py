@@ -1,5 +1,5 @@
-"""Slash commands: `/anima …`, `/whoami`, `/web`, `/link`, `/unlink` and `/forget-me` as
-Discord application commands.
+"""Slash commands: `/anima …`, `/whoami`, `/web`, `/link`, `/unlink`, `/forget-me` and
+`/share` as Discord application commands.
 
 Discord shows them as typed commands; the hub has one command handler for every platform,
 which reads `Inbound.command`. So each command is only registered here (and synced at start);
@@ -58,6 +58,7 @@ def build_tree(client: discord.Client, on_command: OnCommand) -> app_commands.Co
     tree.add_command(_link(on_command))
     tree.add_command(_unlink(on_command))
     tree.add_command(_forget_me(on_command))
+    tree.add_command(_share(on_command))
     return tree
 
 
@@ -90,6 +91,16 @@ def _forget_me(on_command: OnCommand) -> app_commands.Command[Any, Any, None]:
         name="forget-me",
         description="Delete what the Animas keep private to you",
         callback=forget_me,
+    )
+
+
+def _share(on_command: OnCommand) -> app_commands.Command[Any, Any, None]:
+    @app_commands.describe(text="What to share (none: your last message here)")
+    async def share(interaction: discord.Interaction, text: str | None = None) -> None:
+        await on_command(interaction)
+
+    return app_commands.Command(
+        name="share", description="Share what you said with the team", callback=share
     )
 
 

@@ -26,6 +26,7 @@ MENU = (
     ("link", "Link your other accounts: a code, or /link CODE from the other one"),
     ("unlink", "Unlink a platform: /unlink slack"),
     ("forget_me", "Delete what the Animas keep private to you"),
+    ("share", "Share your last message here (or /share TEXT) with the team"),
     (START, "Start talking to the Animas"),
 )
 WELCOME = "Welcome to AnimaHub. Write here to talk to the Animas."

@@ -43,6 +43,9 @@ _PERSON_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ("GET", r"/api/conversation"),
         # what a DM with them would recall (hub/api/memory_routes.py, memory_browser_routes.py)
         ("GET", r"/api/memory/[^/]+/(episodes|notes|graph|search|read)"),
+        # their own messages, and sharing one of them (hub/api/share_routes.py)
+        ("GET", r"/api/memory/[^/]+/mine"),
+        ("POST", r"/api/memory/[^/]+/share"),
         ("GET", r"/api/stats"),  # their own messages (hub/api/insight_routes.py)
         ("GET POST DELETE", r"/mcp"),  # every tool answers within the caller's own rights
     )

@@ -29,6 +29,10 @@ PATH = "/mcp"
 _ANIMA = Annotated[
     str, Field(description="which Anima's memory; empty: your default Anima (or the only one)")
 ]
+_SHARE = (
+    "true: share this note with the team (everyone the Anima talks with may recall it), as "
+    "your own words; forgetting you erases it. false (default): private to you"
+)
 _INSTRUCTIONS = (
     "The memory of an AnimaHub Anima, a persistent AI colleague: its past conversations "
     "(episodes), knowledge, procedures and skills, and what it learned about people. You see "
@@ -102,12 +106,20 @@ def build(hub: Hub) -> FastMCP:
 
     @server.tool()
     async def memory_write(
-        path: str, content: str, ctx: Context[Any, Any, Request], anima: _ANIMA = ""
+        path: str,
+        content: str,
+        ctx: Context[Any, Any, Request],
+        anima: _ANIMA = "",
+        share: Annotated[bool, Field(description=_SHARE)] = False,
     ) -> str:
         """Write (replace) a markdown note, e.g. "knowledge/release-process.md"; it is
-        indexed at once. A person's notes are private to them with this Anima."""
+        indexed at once. A person's notes are private to them with this Anima, unless
+        `share` is true: then everyone it talks with may recall it, as your words."""
         tools, who = reader(ctx, anima)
-        return await run(lambda: tools.write(who, path, content))
+        written = await run(lambda: tools.write(who, path, content, share))
+        if share:
+            hub.sharing.audit(who.person_id, "mcp", who.anima, path, "mcp")
+        return written
 
     @server.tool()
     async def memory_recent(

@@ -29,6 +29,7 @@ from hub.api import (
     memory_routes,
     people_routes,
     routes,
+    share_routes,
     signin,
     task_routes,
 )
@@ -144,6 +145,7 @@ def create_app(hub: Hub, on_ready: Callable[[Hub], None] | None = None) -> FastA
     app.include_router(routes.router)
     app.include_router(memory_routes.router)
     app.include_router(memory_browser_routes.router)
+    app.include_router(share_routes.router)
     app.include_router(insight_routes.router)
     app.include_router(people_routes.router)
     app.include_router(task_routes.router)

@@ -33,9 +33,10 @@ class AboutCommands:
         if [a.lower() for a in command.args] != ["confirm"]:
             total = sum(self._count(person).values())
             return (
-                f"This deletes the {total} memories the Animas keep private to you, the facts "
-                "they learned about you and your DM conversations, on every platform you are "
-                "linked on, for good. Send /forget-me confirm to go ahead."
+                f"This deletes the {total} memories the Animas keep private to you, what you "
+                "shared with the team, the facts they learned about you and your DM "
+                "conversations, on every platform you are linked on, for good. Send "
+                "/forget-me confirm to go ahead."
             )
         gone = await self._forget(person, f"person:{person.id}")
         return f"Forgotten: {gone.line()}. Who you are (your name and accounts) is kept."

@@ -26,6 +26,7 @@ from hub.animas import Anima, AnimaRegistry
 from hub.commands.about import FORGET_NAMES, AboutCommands
 from hub.commands.parse import USAGE, parse_command
 from hub.commands.people import PeopleCommands
+from hub.commands.share import ShareCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
 from hub.deliveries import as_utc
@@ -85,7 +86,9 @@ class CommandService:
         about: AboutCommands | None = None,
         tasks: TaskCommands | None = None,
         admission: Admission | None = None,
+        share: ShareCommands | None = None,
     ) -> None:
+        self._share = share
         self._admission = admission
         self._about = about
         self._tasks = tasks
@@ -149,6 +152,10 @@ class CommandService:
             if self._about is None:
                 return "This hub keeps no memory to forget."
             return await self._about.forget(command, person)
+        if command.name == "share":
+            if self._share is None:
+                return "Sharing is not available on this hub."
+            return self._share.answer(command, person, inbound)
         if command.name in ("link", "unlink"):
             if self._people is None:
                 return "Linking accounts is not available on this hub."

@@ -33,6 +33,7 @@ from typing import Protocol, runtime_checkable
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
 from hub.memory.handoff import HandoffNote, offline_handoff
 from hub.memory.lexical import tokenize
+from hub.memory.sharing import sharer
 from hub.memory.statements import said_of_them, stated
 from hub.memory.text import clip, is_placeholder
 from hub.plaintext import one_line
@@ -218,9 +219,14 @@ def said_lines(item: MemoryItem, anima: str) -> list[Line]:
     then `**anima**: reply`, as MemoryService.record_turn writes it) is those two lines
     whatever the message holds: a line in it shaped like another's label is still the
     person's, so a message cannot make a fact read as someone else's. Anything else (a
-    summary, an Anima's own note, a hand-written section) is read by its labels."""
+    summary, an Anima's own note, a hand-written section) is read by its labels. What a
+    person shared (`**name** (shared with the team): words`) is one line, theirs, whole."""
     reply_at = item.text.find(f"\n**{anima}**: ")
     first = _SPEAKER.match(item.text.split("\n", 1)[0])
+    if first is not None and item.person is not None and sharer(item.scope) == item.person:
+        # What a person shared (hub/memory/sharing.py) is their words and nothing else.
+        words = "\n".join([first.group("text"), *item.text.split("\n")[1:]]).strip()
+        return [Line(first.group("who").strip(), words)] if words else []
     if item.person is None or _HEADER.match(item.text) or first is None or reply_at < 0:
         return speaker_lines(item.text)
     said = item.text[:reply_at].split("\n", 1)

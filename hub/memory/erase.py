@@ -27,6 +27,7 @@ from hub.memory.documents import (
     rewrite_episodes,
     stable_id,
 )
+from hub.memory.sharing import with_shared
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,9 @@ log = logging.getLogger(__name__)
 def forget_in(folder: Path, scopes: set[str], until: datetime | None = None) -> list[str]:
     """Remove the items under `scopes` from an Anima's markdown, every copy of them; with
     `until`, only those written by then (a forget applied again at start spares what the
-    person said after it). The ids removed that the index may hold."""
+    person said after it). A person's scope takes what they shared with it
+    (hub/memory/sharing.py). The ids removed that the index may hold."""
+    scopes = with_shared(scopes)
     removed = _forget_sections(folder, scopes, until)
     recallable = tuple(LAYER_DIRS.values())
     for path in sorted(folder.glob("*/**/*.md")):

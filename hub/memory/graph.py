@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from hub.memory.documents import LAYER_DIRS, MemoryItem, read_item
+from hub.memory.sharing import audience
 from hub.memory.slugs import slug
 
 WIKILINK = re.compile(r"\[\[([^\]|#\n]+)(?:[|#][^\]\n]*)?\]\]")
@@ -79,7 +80,9 @@ class KnowledgeGraph:
         ranks = personalized_pagerank(sub, start)
         ranked = sorted((p for p in near if p not in start), key=lambda p: -ranks[p])
         visible = [
-            p for p in ranked if allowed_scopes is None or self.items[p].scope in allowed_scopes
+            p
+            for p in ranked
+            if allowed_scopes is None or audience(self.items[p].scope) in allowed_scopes
         ]
         return [(self.items[p], ranks[p]) for p in visible[:limit]]
 

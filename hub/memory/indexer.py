@@ -22,6 +22,7 @@ from hub.memory.embedder import Embedder
 from hub.memory.index import IndexPoint, SparseVec, VectorIndex
 from hub.memory.lexical import sparse_vector
 from hub.memory.reconcile import PAYLOAD_TEXT
+from hub.memory.sharing import audience
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +166,8 @@ def payload(anima: str, item: MemoryItem, prev: str | None = None) -> dict[str, 
         "prev": prev,
         "anima": anima,
         "layer": item.layer.value,
-        "scope": item.scope,
+        # Who may recall it: what a person shared is `shared` (hub/memory/sharing.py).
+        "scope": audience(item.scope),
         "person": item.person,
         "channel": item.channel,
         "ts": item.created.timestamp(),

@@ -417,11 +417,42 @@
     );
   }
 
+  /** Under a day: the signed-in person's own messages in it, each shared with the team at
+   * a click (what they said in a DM stays theirs until they do; docs/people.md). */
+  async function showMine(el, name, path) {
+    const data = await api(`/api/memory/${enc(name)}/mine?path=${enc(path)}`);
+    if (!data.messages.length) return;
+    const share = async (message, button) => {
+      button.disabled = true;
+      try {
+        const done = await api(`/api/memory/${enc(name)}/share`, { method: "POST", body: { path, id: message.id } });
+        button.replaceWith(h("span", { class: "muted" }, "shared with the team"));
+        flash(done.told);
+      } catch (e) {
+        button.disabled = false;
+        flash(e.message, "error");
+      }
+    };
+    el.append(
+      h("section", { class: "mine", "aria-label": "Your messages" },
+        h("h3", {}, "Your messages"),
+        h("p", { class: "muted" }, `What you said in a DM stays between you and ${name}. Share a message to let everyone ${name} talks with know it.`),
+        h("ul", { class: "list" }, data.messages.map((m) => {
+          const button = h("button", { type: "button", class: "share" }, "Share with the team");
+          button.onclick = () => share(m, button);
+          return h("li", {}, h("span", { class: "muted" }, m.section), md(m.text), m.shared ? h("span", { class: "muted" }, "shared with the team") : button);
+        })),
+      ),
+    );
+  }
+
   async function loadEpisodes(name) {
     const data = await api(`/api/memory/${enc(name)}/episodes`);
     const open = (day) => {
       state.episodeDay = { name, day };
-      return readInto($("episode-text"), name, `episodes/${day}.md`).catch((e) => flash(e.message, "error"));
+      return readInto($("episode-text"), name, `episodes/${day}.md`)
+        .then(() => showMine($("episode-text"), name, `episodes/${day}.md`))
+        .catch((e) => flash(e.message, "error"));
     };
     clear(
       $("episode-days"),

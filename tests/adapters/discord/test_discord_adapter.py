@@ -110,7 +110,9 @@ async def test_start_fails_clearly_when_the_message_content_intent_is_not_enable
 async def test_the_slash_commands_are_registered_at_start(h: DiscordHarness) -> None:
     (commands,) = h.fake.command_overwrites
     by_name = {command["name"]: command for command in commands}
-    assert set(by_name) == {"anima", "whoami", "web", "link", "unlink", "forget-me"}
+    assert set(by_name) == {"anima", "whoami", "web", "link", "unlink", "forget-me", "share"}
+    (text,) = by_name["share"]["options"]
+    assert (text["name"], text["type"], text.get("required", False)) == ("text", 3, False)
     (code,) = by_name["link"]["options"]
     assert (code["name"], code["type"], code.get("required", False)) == ("code", 3, False)
     (confirm,) = by_name["forget-me"]["options"]

@@ -145,7 +145,16 @@ async def test_the_platform_down_at_start_is_retried_until_it_is_up(tmp_path: Pa
 async def test_start_registers_commands_and_the_webhook_with_its_secret(tmp_path: Path) -> None:
     async with open_harness(tmp_path) as h:
         commands = [c["command"] for c in h.fake.commands]
-        assert commands == ["anima", "whoami", "web", "link", "unlink", "forget_me", "start"]
+        assert commands == [
+            "anima",
+            "whoami",
+            "web",
+            "link",
+            "unlink",
+            "forget_me",
+            "share",
+            "start",
+        ]
         hook = h.fake.calls_of("setWebhook")[-1].params
         assert hook["url"] == "https://hub.example.com/webhooks/telegram"
         assert hook["secret_token"] == SECRET
