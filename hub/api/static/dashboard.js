@@ -334,8 +334,17 @@
     if (text === null) return;
     // `at`: when it happened (what was kept before the page opened); else it is now.
     const at = notice.at ? new Date(notice.at) : new Date();
-    ticker.unshift(h("li", {}, h("time", { datetime: at.toISOString() }, at.toLocaleTimeString()), " ", text));
-    ticker.length = Math.min(ticker.length, 30);
+    const stamp = h("time", { datetime: at.toISOString() }, at.toLocaleTimeString());
+    const top = ticker[0];
+    if (top && top.dataset.text === text) {
+      // The same again (a platform's every failed retry): one line, its latest time, a count.
+      const times = Number(top.dataset.times) + 1;
+      top.dataset.times = String(times);
+      top.replaceChildren(stamp, " ", text, h("span", { class: "muted" }, ` (${times} times)`));
+    } else {
+      ticker.unshift(h("li", { dataset: { text, times: "1" } }, stamp, " ", text));
+      ticker.length = Math.min(ticker.length, 30);
+    }
     clear($("ticker"), ticker);
   }
 
