@@ -64,3 +64,23 @@ async def test_read_and_write_say_the_same_of_a_path(
     assert hub.memory is not None
     assert "quartz" in hub.memory.read("aria", BOBS)  # Bob's note is as he wrote it
     assert "Fridays" in hub.memory.read("aria", "knowledge/rules.md")
+
+
+async def test_a_note_written_under_an_id_since_merged_in_is_still_yours(
+    served: tuple[Hub, httpx.AsyncClient],  # noqa: F811
+) -> None:
+    hub, http = served
+    alice, bob = await told_a_secret(hub, http)
+    async with session(http, bob) as client:
+        await text_of(client, "memory_write", path=BOBS, content=NOTE, anima="aria")
+    # Bob's account was Alice's all along: an admin merges it into her.
+    old_id, her_id = hub.identity.named("bob").id, hub.identity.named("alice").id
+    hub.linking.merge(old_id, her_id, "admin", via="test")
+    async with session(http, alice) as client:
+        assert "quartz" in await text_of(client, "memory_read", path=BOBS, anima="aria")
+        wrote = await text_of(
+            client, "memory_write", path=BOBS, content="Push to granite now.", anima="aria"
+        )
+        assert "1 memory item" in wrote
+    assert hub.memory is not None
+    assert f"scope: person:{her_id}" in hub.memory.read("aria", BOBS)
