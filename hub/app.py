@@ -113,7 +113,7 @@ class Hub:
         self.people = People(self.db, self.identity)
         self.linking = Linking(self.db, self.identity, self.access)
         # What changed, for the dashboard's WS /ws (hub/live.py).
-        self.live = LiveFeed()
+        self.live = LiveFeed(self.clock.now)
         self.tasks = TaskBoard(self.db, self.clock.now, self.live)
         self.handoffs = Handoffs(
             self.db,

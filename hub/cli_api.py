@@ -10,9 +10,8 @@ from typing import Any
 from urllib.parse import quote
 
 import typer
-from rich.table import Table
 
-from hub.cli_console import err, print_error
+from hub.cli_console import err, id_table, print_error
 from hub.runfile import HubBusy
 from hub.settings import ConfigError, Settings, load_settings
 
@@ -94,10 +93,10 @@ def by_name(name: str, attempt: Callable[[str, bool], Any], can_new: bool = Fals
 def choose(name: str, candidates: list[dict[str, Any]], can_new: bool) -> str | None:
     """The id picked among `candidates`, or None for someone new."""
     err.print(f"{name!r} is a name, not a person id; it may be:", highlight=False)
-    table = Table("", "id", "name", "accounts")
-    for n, person in enumerate(candidates, 1):
-        table.add_row(str(n), person["id"], person["name"], ", ".join(person["accounts"]))
-    err.print(table)
+    rows = [
+        (str(n), p["id"], p["name"], ", ".join(p["accounts"])) for n, p in enumerate(candidates, 1)
+    ]
+    err.print(id_table(("", "id", "name", "accounts"), rows))
     new = " or 'new' for someone new" if can_new else ""
     if not sys.stdin.isatty():
         print_error(f"name the person by id{' (or --new for someone new)' if can_new else ''}")

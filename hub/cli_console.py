@@ -6,7 +6,7 @@ are. With it on, "[llm]" in a hint vanished and a memory containing "[/]" made
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Collection, Sequence
 from contextlib import aclosing
 from typing import Any, Final
 
@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.table import Table
 from rich.text import Text
 
 from hub.excerpt import closed
@@ -29,6 +30,24 @@ HELP_MARKUP: Final = "markdown"
 def styled(*parts: str | tuple[str, str]) -> Text:
     """Plain strings and (text, style) pairs, none of them read as markup."""
     return Text.assemble(*parts)
+
+
+def id_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], whole: Collection[str] = ("id",)
+) -> Table:
+    """A table whose `whole` columns (the ids the next command takes: `people revoke s-…`)
+    are never cut or wrapped, however narrow the terminal (80 columns is a default): the
+    other columns wrap, folding a long word, to make room."""
+    table = Table(*headers)
+    for row in rows:
+        table.add_row(*row)
+    for n, column in enumerate(table.columns):
+        if column.header in whole:
+            column.no_wrap = True
+            column.min_width = max((len(row[n]) for row in rows), default=0)
+        else:
+            column.overflow = "fold"
+    return table
 
 
 def print_error(message: str) -> None:

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from hub.cli_api import by_name, call, existing, quoted, ref
-from hub.cli_console import HELP_MARKUP, console, err, given, print_error, styled
+from hub.cli_console import HELP_MARKUP, console, err, given, id_table, print_error, styled
 
 people_app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
@@ -46,28 +46,30 @@ def _print_credentials(rows: list[dict[str, Any]], none: str) -> None:
 
 
 def _credential_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table("id", "person", "label", "created", "last used", "expires")
-    for row in rows:
-        table.add_row(
-            row["id"],
-            row["person"],
-            row["label"],
-            row["created_at"] or "",
-            row["last_used_at"] or "",
-            row["expires_at"] or "never",
-        )
-    return table
+    return id_table(
+        ("id", "person", "label", "created", "last used", "expires"),
+        [
+            (
+                row["id"],
+                row["person"],
+                row["label"],
+                short_time(row["created_at"]),
+                short_time(row["last_used_at"]),
+                short_time(row["expires_at"]) or "never",
+            )
+            for row in rows
+        ],
+    )
 
 
 @people_app.command("list")
 def people_list() -> None:
     """Everyone the hub knows, with their roles and the platforms they are on."""
-    table = Table("id", "name", "roles", "platforms")
-    for person in call("GET", "/api/people"):
-        table.add_row(
-            person["id"], person["name"], ", ".join(person["roles"]), ", ".join(person["platforms"])
-        )
-    console.print(table)
+    rows = [
+        (p["id"], p["name"], ", ".join(p["roles"]), ", ".join(p["platforms"]))
+        for p in call("GET", "/api/people")
+    ]
+    console.print(id_table(("id", "name", "roles", "platforms"), rows))
 
 
 def _print_person(person: dict[str, Any]) -> None:
@@ -75,10 +77,8 @@ def _print_person(person: dict[str, Any]) -> None:
     console.print(f"roles: {', '.join(person['roles']) or 'none'}", highlight=False)
     if person["aliases"]:
         console.print(f"merged in: {', '.join(person['aliases'])}", highlight=False)
-    table = Table("platform", "user id", "name")
-    for account in person["accounts"]:
-        table.add_row(account["platform"], account["user_id"], account["name"])
-    console.print(table)
+    rows = [(a["platform"], a["user_id"], a["name"]) for a in person["accounts"]]
+    console.print(id_table(("platform", "user id", "name"), rows, whole=("user id",)))
 
 
 @people_app.command("show")
@@ -230,17 +230,18 @@ def people_audit() -> None:
     if not found:
         console.print("no one took a name the hub's config or invites use", highlight=False)
         return
-    table = Table("id", "name", "accounts", "why", "split with")
-    for row in found:
-        split = [f"animahub people unlink person:{row['id']} {account}" for account in row["split"]]
-        table.add_row(
+    rows = [
+        (
             row["id"],
             row["name"],
             "\n".join(row["accounts"]),
             "\n".join(row["why"]),
-            "\n".join(split) or "nothing to split: name them by id",
+            "\n".join(f"animahub people unlink person:{row['id']} {a}" for a in row["split"])
+            or "nothing to split: name them by id",
         )
-    console.print(table)
+        for row in found
+    ]
+    console.print(id_table(("id", "name", "accounts", "why", "split with"), rows))
 
 
 @people_app.command("invite")

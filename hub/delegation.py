@@ -153,9 +153,19 @@ class Delegation:
         self._start(task)
         return Delegated(task, new=True)
 
+    def no_such(self, manager: str, to: str) -> str:
+        """The refusal of a task for a name no Anima has: which Animas there are, and how
+        the manager is asked for one."""
+        mine = self.subordinates(manager)
+        how = f"; ask as “have {mine[0]} …”" if mine else ""
+        return (
+            f"no Anima named {to!r} (the Animas here: {', '.join(self.animas())}); "
+            f"{self._yours(manager)}{how}"
+        )
+
     def _check(self, request: Request) -> None:
         if self._animas.get(request.to) is None:
-            raise Refused(f"no Anima named {request.to!r}; {self._yours(request.manager)}")
+            raise Refused(self.no_such(request.manager, request.to))
         if request.to == request.manager:
             raise Refused("an Anima cannot delegate to itself: do the work, or report back")
         if not request.by_admin:

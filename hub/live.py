@@ -8,20 +8,30 @@ and the public ones (an Anima's or a platform's state).
 
 Publishing never waits: each watcher has a bounded queue, and one that falls behind (a
 stalled browser tab) loses its oldest notices and is told to re-read everything (`resync`).
+
+The latest notices are kept (`KEPT`, in memory, since the hub started), so a page opened
+now shows what happened before it opened (`recent`), through the same `visible_to` as the
+live notices: one rule for what a person sees, then and now.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from hub.memory.redact import redact_json
+from hub.messages import utcnow
 
 # Enough for a burst of turns at once; past it a watcher re-reads instead of catching up.
 _QUEUE = 256
+# The notices kept for a page opened later: many, as a person sees only some of them.
+KEPT = 500
+SHOWN = 30  # of those a caller may see, the latest this many (the page's ticker holds 30)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,9 +66,12 @@ class Watcher:
 
 
 class LiveFeed:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], datetime] = utcnow) -> None:
         self._watchers: set[Watcher] = set()
         self._loop: asyncio.AbstractEventLoop | None = None  # the watchers' loop
+        self._clock = clock
+        self.since = clock()  # when the feed began keeping notices: the hub's start
+        self._kept: deque[tuple[datetime, Notice]] = deque(maxlen=KEPT)
 
     @property
     def watchers(self) -> int:
@@ -74,11 +87,21 @@ class LiveFeed:
             self._deliver(notice)
 
     def _deliver(self, notice: Notice) -> None:
+        # Kept here, on the watchers' loop: a watcher's `recent` then sees each notice
+        # either in what was kept or in its queue, never in both nor in neither.
+        self._kept.append((self._clock(), notice))
         for watcher in self._watchers:
             if watcher.queue.full():  # behind: drop what it missed, then say so
                 _drain(watcher.queue)
                 watcher.queue.put_nowait(RESYNC)
             watcher.queue.put_nowait(notice)
+
+    def recent(self, person_ids: Iterable[str], admin: bool) -> list[dict[str, Any]]:
+        """The latest notices the caller may see, oldest first, each with `at`. Taken with
+        no await after `watcher()` opens, so nothing is missed or told twice."""
+        ids = list(person_ids)
+        seen = [(at, n) for at, n in self._kept if n.visible_to(ids, admin)][-SHOWN:]
+        return [{**notice.as_json(), "at": at.isoformat()} for at, notice in seen]
 
     @contextmanager
     def watcher(self) -> Iterator[Watcher]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import frontmatter
 import yaml
@@ -142,7 +143,7 @@ class MemoryTools:
         except MemoryPathError as exc:
             raise ToolRefused(str(exc)) from None
         except (FileNotFoundError, IsADirectoryError):
-            raise ToolRefused(f"no memory file {path!r}") from None
+            raise ToolRefused(missing(reader, path)) from None
         except (AdminOnly, *UNREADABLE) as exc:
             raise ToolRefused(str(exc)) from None
         return stored(item_lines(visible), f"{path} is empty")
@@ -184,12 +185,10 @@ class MemoryTools:
         scope = theirs[1] if share else theirs[0]
         try:
             file = memory_path(folder, path)
-            if file.exists() and any(i.scope not in theirs for i in items_in(folder, file)):
-                raise ToolRefused(f"{path!r} is not your note: choose another path")
         except MemoryPathError as exc:
             raise ToolRefused(str(exc)) from None
-        except UNREADABLE:
-            raise ToolRefused(f"{path!r} is not your note: choose another path") from None
+        if file.exists():
+            self._free_for(reader, folder, file, path)
         try:
             # Secrets go before the text is given structure: a redaction of the written
             # file could span its front matter's end and let the body say the scope.
@@ -206,6 +205,34 @@ class MemoryTools:
         if [(i.scope, i.person) for i in items] != [(scope, reader.person_id)]:
             raise ToolRefused("that note would not read back as yours: write it as plain text")
         return written
+
+    def _free_for(self, reader: Reader, folder: Path, file: Path, path: str) -> None:
+        """A person may replace a file of their own notes only (under an id since merged
+        into theirs too). Refused, in the words `read` uses: a file they may read but that
+        is not theirs; one with nothing they may read, which `read` calls missing (paths
+        are one namespace per Anima: the refusal says the path is taken, never by whom or
+        with what); one that cannot be read item by item."""
+        try:
+            items = items_in(folder, file)
+        except UNREADABLE:
+            raise ToolRefused(
+                f"{path!r} cannot be read item by item with their privacy scopes: "
+                "choose another path for your note"
+            ) from None
+        aliases = self.memory.aliases_of(reader.person_id)
+        # their own words, private or shared by them (hub/memory/sharing.py)
+        mine = {reader.own_scope, shared_scope(reader.person_id)} | {
+            scope for a in aliases for scope in (f"person:{a}", shared_scope(a))
+        }
+        if all(item.scope in mine for item in items):
+            return
+        if any(self.visible(reader, item.scope) for item in items):
+            raise ToolRefused(
+                f"{path!r} is not your note (you may read it, not change it): choose another path"
+            )
+        raise ToolRefused(
+            f"{missing(reader, path)}, but the path is taken: choose another path for your note"
+        )
 
     def recent(self, reader: Reader, days: int, limit: int) -> str:
         folder = self.memory.anima_dir(reader.anima)
@@ -271,6 +298,15 @@ class MemoryTools:
             for t in unique
         ]
         return stored(lines, f"no tasks of {reader.anima} for you")
+
+
+def missing(reader: Reader, path: str) -> str:
+    """The answer for a path with nothing the reader may read. To a person, no file and a
+    file of others' notes read alike, so nothing of others leaks; `memory_write` says the
+    same words of such a path, with why it cannot be written."""
+    if reader.admin:
+        return f"no memory file {path!r}"
+    return f"no memory file {path!r} that you may read"
 
 
 def item_lines(items: list[MemoryItem]) -> list[str]:

@@ -291,6 +291,10 @@ class Outbox:
             log.exception("adapter %s raised while sending %s", adapter.name, row.id)
             return await self._backoff(row, f"{type(exc).__name__}: {exc}")
         row.status = DeliveryStatus.SENT
+        # The try that sent it counts too: `attempts` is the tries a delivery took (a failed
+        # one's count, with which it gave up), never 0 for one sent. A try the platform
+        # rate-limited is not counted: it waits for retry-after and uses no attempt up.
+        row.attempts += 1
         row.sent_at = self._clock()
         row.error = None
         await self._save(row)

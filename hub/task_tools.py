@@ -44,6 +44,86 @@ def plain_request(text: str, animas: list[str]) -> tuple[str, str] | None:
     return None
 
 
+# A request to someone who is no Anima: "have zed check the build", "ask zed to …" at the
+# start of the message (after an "@kai," or "kai," addressing the Anima, and "please").
+# "ask/tell/get" need "to", as "ask zed about it" is no request to do something.
+_REQUEST_START = re.compile(
+    r"^\s*(?:@[\w-]+[,:]?\s+|[\w-]+[,:]\s*)?(?:please\s+)?(?:have\s+@?(?P<have>[a-z][a-z0-9_-]{0,31})"
+    r"|(?:ask|tell|get)\s+@?(?P<to>[a-z][a-z0-9_-]{0,31})\s+to)\s+\S",
+    re.IGNORECASE,
+)
+# Words after "have", "ask", "tell" or "get" that name no one: "have a look", "have lunch
+# at noon", "tell me to…", "have to go".
+_NO_ONE = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "this",
+        "that",
+        "these",
+        "those",
+        "some",
+        "any",
+        "all",
+        "every",
+        "no",
+        "one",
+        "each",
+        "my",
+        "your",
+        "our",
+        "their",
+        "his",
+        "her",
+        "its",
+        "me",
+        "you",
+        "him",
+        "us",
+        "them",
+        "it",
+        "i",
+        "we",
+        "they",
+        "everyone",
+        "everybody",
+        "someone",
+        "somebody",
+        "anyone",
+        "anybody",
+        "nobody",
+        "people",
+        "team",
+        "to",
+        "not",
+        "been",
+        "had",
+        "got",
+        "fun",
+        "lunch",
+        "dinner",
+        "breakfast",
+        "coffee",
+        "tea",
+        "time",
+        "more",
+        "less",
+        "lots",
+    ]
+)
+
+
+def unknown_anima(text: str, animas: list[str]) -> str | None:
+    """The name a message asks to do something ("have zed check the build") when no Anima
+    is called that: said plainly rather than taken for a note."""
+    match = _REQUEST_START.match(text)
+    if match is None:
+        return None
+    name = (match.group("have") or match.group("to")).lower()
+    return None if name in animas or name in _NO_ONE else name
+
+
 def parse_due(text: str, now: datetime, zone: tzinfo = UTC) -> datetime | None:
     """`2026-12-03T17:00`, `2026-12-03` (its end), `in 2 hours`, `30m`; a time without an
     offset is in `zone`. ValueError for anything else, and for a time already past: a task
@@ -97,7 +177,8 @@ def offline_delegation(
         tasks = delegation()
         asked = plain_request(ctx.text, tasks.animas())
         if asked is None:
-            return None
+            stranger = unknown_anima(ctx.text, tasks.animas())
+            return None if stranger is None else f"error: {tasks.no_such(ctx.anima, stranger)}"
         to, title = asked
         if not tasks.subordinates(ctx.anima):  # no delegate_task to call: it manages nobody
             return f"error: {tasks.not_subordinate(ctx.anima, to)}"

@@ -77,10 +77,9 @@ def dashboard_animas(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
         )
     return {
         "animas": shown,
-        "platforms": {
-            name: {"state": status.state.value, "reason": status.reason}
-            for name, status in platforms.items()
-        },
+        # state, reason (redacted by hub/platforms.py), since, next_retry_at, failures: the
+        # page says why a platform is not up, and what happens next
+        "platforms": {name: status.as_dict() for name, status in platforms.items()},
         "model": _model_state(hub, caller),
     }
 

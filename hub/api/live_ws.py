@@ -7,7 +7,9 @@ token) or `{"page_key": "..."}`, which with the handshake's session cookie is th
 (hub/api/auth.py: the cookie alone is nobody). A handshake from another site's page is
 refused: cookies ride along with it (cross-site WebSocket hijacking).
 
-Frames the hub sends are JSON: `{"type": "hello", "name", "admin"}` once, then notices
+Frames the hub sends are JSON: `{"type": "hello", "name", "admin"}` once, `{"type":
+"history", "since", "notices"}` once (the latest notices the caller may see, each with its
+`at`, kept since `since`: hub/live.py), then notices
 (`{"type": "turn" | "anima" | "delivery" | "task" | "platform" | "resync", ...}`), and
 `{"type": "ping"}` when nothing happened for a while; the credential is checked again
 then, so a revoked session or token stops receiving within `RECHECK_S` (close code 4401).
@@ -159,6 +161,11 @@ async def _relay(
     closed = asyncio.ensure_future(_until_closed(socket))
     try:
         with hub.live.watcher() as watcher:
+            # What happened before the page opened, as it may see it; then live. No await
+            # between the watcher and `recent`: no notice is missed or told twice.
+            past = hub.live.recent(ids, admin)
+            since = hub.live.since.isoformat()
+            await socket.send_json({"type": "history", "since": since, "notices": past})
             while not closed.done():
                 got = asyncio.ensure_future(watcher.next(RECHECK_S))
                 await asyncio.wait((got, closed), return_when=asyncio.FIRST_COMPLETED)

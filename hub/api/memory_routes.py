@@ -17,7 +17,7 @@ from hub.adapter import Caller
 from hub.api.people_routes import CallerDep
 from hub.api.routes import HubDep
 from hub.app import Hub
-from hub.mcp_tools import MemoryTools, Reader, item_lines
+from hub.mcp_tools import MemoryTools, Reader, item_lines, missing
 from hub.memory.admin_search import recall, rows, scopes_and_layer, search_rows
 from hub.memory.consolidation import Consolidator
 from hub.memory.documents import UNREADABLE
@@ -99,7 +99,7 @@ def read(name: str, path: str, hub: HubDep, caller: CallerDep) -> dict[str, str]
     except MemoryPathError as exc:
         raise HTTPException(400, str(exc)) from None
     except (FileNotFoundError, IsADirectoryError):
-        raise HTTPException(404, f"no memory file {path!r}") from None
+        raise HTTPException(404, missing(reader, path)) from None
     except AdminOnly as exc:  # identity.md, crons, a file without scoped items
         raise HTTPException(403, str(exc)) from None
     except UNREADABLE as exc:

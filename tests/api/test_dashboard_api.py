@@ -79,9 +79,10 @@ async def test_the_animas_their_tree_schedule_heartbeat_and_turns_today(
     assert aria["supervisor"] == "mika" and aria["role"] == "researcher" and aria["title"]
     assert aria["paused"] is False and aria["state"] == "running"
     assert aria["platforms_down"] == []
-    assert body["platforms"] == {
-        "web": {"state": "up", "reason": ""},
-        "fake": {"state": "up", "reason": ""},
+    # each platform as health has it: state, reason, since, next_retry_at, failures
+    assert {name: (p["state"], p["reason"]) for name, p in body["platforms"].items()} == {
+        "web": ("up", ""),
+        "fake": ("up", ""),
     }
     assert aria["turns_today"] == 1 and mika["turns_today"] == 0
     assert aria["last_heartbeat"] == START.isoformat()
@@ -119,7 +120,9 @@ async def test_a_platform_down_shows_on_every_running_anima(
         "aria": ("platform down", ["fake"]),
         "kai": ("paused", ["fake"]),
     }
-    assert body["platforms"]["fake"] == {"state": "down", "reason": "unreachable"}
+    fake = body["platforms"]["fake"]  # the page says why, since when, what is next
+    assert fake.pop("since") is not None
+    assert fake == {"state": "down", "reason": "unreachable", "next_retry_at": None, "failures": 1}
 
 
 async def test_pause_and_resume_hold_and_answer_as_the_command_does(

@@ -158,7 +158,8 @@ async def test_a_persons_notes_are_their_own(served: tuple[Hub, httpx.AsyncClien
         taken = await refusal(
             client, "memory_write", path="knowledge/bob-deploy.md", content="mine", anima="aria"
         )
-        assert "not your note" in taken
+        # Bob's note is hidden from her: the path is taken, said as memory_read says it
+        assert "no memory file 'knowledge/bob-deploy.md' that you may read" in taken
     assert hub.memory is not None
     saved = hub.memory.read("aria", "knowledge/bob-deploy.md")
     assert f"scope: person:{hub.identity.named('bob').id}" in saved

@@ -56,7 +56,7 @@ async def test_long_text_is_split_and_sent_in_order(db: Database, clock: FakeClo
         (row.id, HERE, "aria", "parent-1")
     }
     assert stored.message_ids == [f"msg-{i + 1}" for i in range(len(stored.chunks))]
-    assert stored.attempts == 0
+    assert stored.attempts == 1  # the try that sent it
     assert stored.error is None
     assert stored.sent_at is not None and as_utc(stored.sent_at) == START
     assert seen == [row.id]

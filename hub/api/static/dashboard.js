@@ -236,16 +236,35 @@
     return h("span", { class: cls, title: `unreachable on ${down}; every other platform works` }, `${down} down`);
   }
 
+  // Why a platform is not up, in the page (not only in a chip's tooltip): what is wrong,
+  // since when, the hub's reason (redacted by the hub) and what happens next.
+  function platformProblem(name, p) {
+    const since = p.since ? ` since ${when(p.since)}` : "";
+    const reason = p.reason ? `: ${p.reason}` : "";
+    const tries = p.failures > 1 ? ` (${p.failures} tries failed)` : "";
+    const text = {
+      down: () => `${name} cannot be reached${since}${tries}${reason}. ${p.next_retry_at ? `The hub tries again ${ago(p.next_retry_at)}` : "The hub keeps trying"}; the Animas answer everywhere else meanwhile.`,
+      unauthorized: () => `${name} refused the hub's credentials${since}${reason}. Not retried: fix the token in hub.toml ([${name}]) and restart the hub.`,
+      starting: () => `${name} is connecting${since}…`,
+      stopped: () => `${name} is stopped.`,
+    }[p.state];
+    return text ? h("li", { class: `problem problem-${p.state}`, dataset: { platform: name } }, text()) : null;
+  }
+
   async function loadAnimas() {
     const data = await api("/api/dashboard/animas");
     state.animas = data.animas;
+    const platforms = Object.entries(data.platforms || {});
     clear(
       $("platforms"),
-      Object.entries(data.platforms || {}).map(([name, p]) =>
+      platforms.map(([name, p]) =>
         h("span", { class: `chip chip-${p.state}`, title: p.reason || "" }, `${name}: ${p.state}`),
       ),
     );
     showModelState(data.model);
+    const problems = platforms.filter(([, p]) => p.state !== "up").map(([name, p]) => platformProblem(name, p));
+    clear($("platform-problems"), problems);
+    $("platform-problems").hidden = !problems.length;
     const byName = new Map(data.animas.map((a) => [a.name, a]));
     const roots = data.animas.filter((a) => !a.supervisor || !byName.has(a.supervisor));
     const tree = (anima, depth) => [
@@ -319,7 +338,8 @@
   }
 
   const ticker = [];
-  function tick(notice) {
+  // A notice in words, or null for one the ticker does not show.
+  function noticeText(notice) {
     const what = {
       turn: (n) => `${n.anima}: turn ${n.state}${n.seconds !== undefined ? ` in ${n.seconds.toFixed(1)} s` : ""}${n.error ? ` (${n.error})` : ""}`,
       anima: (n) => `${n.name} ${n.paused ? "paused" : "resumed"}${n.by ? ` by ${n.by}` : ""}`,
@@ -329,10 +349,37 @@
       platform: (n) => `${n.name} is ${n.state}`,
       model: (n) => `model ${n.name} is ${n.state}${n.reason ? ` (${n.reason})` : ""}`,
     }[notice.type];
-    if (!what) return;
-    ticker.unshift(h("li", {}, h("time", {}, new Date().toLocaleTimeString()), " ", what(notice)));
-    ticker.length = Math.min(ticker.length, 30);
+    return what ? what(notice) : null;
+  }
+
+  function tick(notice) {
+    const text = noticeText(notice);
+    if (text === null) return;
+    // `at`: when it happened (what was kept before the page opened); else it is now.
+    const at = notice.at ? new Date(notice.at) : new Date();
+    const stamp = h("time", { datetime: at.toISOString() }, at.toLocaleTimeString());
+    const top = ticker[0];
+    if (top && top.dataset.text === text) {
+      // The same again (a platform's every failed retry): one line, its latest time, a count.
+      const times = Number(top.dataset.times) + 1;
+      top.dataset.times = String(times);
+      top.replaceChildren(stamp, " ", text, h("span", { class: "muted" }, ` (${times} times)`));
+    } else {
+      ticker.unshift(h("li", { dataset: { text, times: "1" } }, stamp, " ", text));
+      ticker.length = Math.min(ticker.length, 30);
+    }
     clear($("ticker"), ticker);
+  }
+
+  // The "history" frame, on every (re)connection: what happened before, as this caller may
+  // see it, oldest first. It replaces the ticker: a reconnection tells nothing twice.
+  function showHistory(frame) {
+    ticker.length = 0;
+    for (const notice of frame.notices) tick(notice);
+    if (!ticker.length) {
+      const since = new Date(frame.since).toLocaleTimeString();
+      clear($("ticker"), h("li", { class: "muted" }, `Nothing yet since the hub started (${since}): turns, heartbeats and other changes appear here as they happen.`));
+    }
   }
 
   // Conversations ------------------------------------------------------------------
@@ -708,6 +755,10 @@
         return;
       }
       if (notice.type === "ping") return;
+      if (notice.type === "history") {
+        showHistory(notice);
+        return;
+      }
       tick(notice);
       if ((AFFECTS[notice.type] || []).includes(state.view)) {
         clearTimeout(refreshTimer);
