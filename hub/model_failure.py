@@ -73,8 +73,9 @@ _FIX = {
     FailureKind.RATE_LIMITED: "the provider's rate limit was hit: lower [scheduler] "
     "max_model_calls or raise the account's limit",
     FailureKind.SERVER_ERROR: "the provider is failing: see its status page; the hub retries",
-    FailureKind.KEY_REFUSED: "set a valid key in [llm] api_key (or the provider's environment "
-    "variable); a local OpenAI-compatible server needs any placeholder key",
+    FailureKind.KEY_REFUSED: "set a valid key in [llm] api_key (as env:NAME) or the provider's "
+    "environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, …); a local server started with "
+    "--api-key needs that key (docs/models.md)",
     FailureKind.MODEL_UNKNOWN: "check the model name in [llm] model (or the Anima's model:) "
     "and its provider prefix, e.g. openai/…, anthropic/…, ollama_chat/…; for a server of your "
     "own also [llm] api_base, which ends in /v1 for the openai/ route (docs/models.md)",

@@ -219,10 +219,11 @@ async def test_an_unknown_model_is_down_with_its_fix(
 async def test_no_key_at_all_is_key_refused_and_nothing_is_sent(
     home: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A local server's README lines followed without `api_key`: litellm (the openai SDK)
-    refuses to send a request without one, and the checks cannot mend that either."""
+    """OpenAI's own route with no key anywhere (a local server at `api_base` gets a
+    placeholder, hub/model_routes.py): litellm (the openai SDK) refuses to send a request
+    without one, and the checks cannot mend that either."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    hub = await open_hub(home, fake_openai, api_key=None)
+    hub = await open_hub(home, fake_openai, api_key=None, api_base="")
     try:
         async for client in connected(hub):
             turn = send(client, "hello?")
@@ -234,8 +235,7 @@ async def test_no_key_at_all_is_key_refused_and_nothing_is_sent(
     finally:
         await hub.stop()
     assert model["state"] == "down" and model["reason"] == "key refused"
-    assert "placeholder key" in model["fix"]
-    assert fake_openai.requests == []  # neither the turn nor a check reached the server
+    assert "[llm] api_key" in model["fix"] and "OPENAI_API_KEY" in model["fix"]
 
 
 async def test_rate_limited_is_degraded_not_down(

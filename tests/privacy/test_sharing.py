@@ -158,7 +158,8 @@ async def test_nobody_shares_another_persons_words(served: Served) -> None:
         said = await refusal(
             client, "memory_write", path="knowledge/dana.md", content="mine now", share=True
         )
-        assert "not your note" in said
+        # what memory_read says of a path with nothing of hers (test_mcp_write_paths.py)
+        assert "that you may read, but the path is taken" in said
 
 
 async def test_a_forged_structure_in_shared_words_stays_text(served: Served) -> None:
