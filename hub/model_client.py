@@ -115,14 +115,21 @@ class LiteLLMCalls:
             response = await litellm.acompletion(
                 messages=messages, stream=True, stream_options={"include_usage": True}, **kwargs
             )
-            async for chunk in response:
-                chunks.append(chunk)
-                delta = chunk.choices[0].delta if chunk.choices else None
-                if delta is None:
-                    continue
-                wants_tools = wants_tools or bool(delta.tool_calls)
-                if delta.content:
-                    yield delta.content
+            try:
+                async for chunk in response:
+                    chunks.append(chunk)
+                    delta = chunk.choices[0].delta if chunk.choices else None
+                    if delta is None:
+                        continue
+                    wants_tools = wants_tools or bool(delta.tool_calls)
+                    if delta.content:
+                        yield delta.content
+            finally:
+                # Cut off by a deadline (hub/deadlines.py) or a caller that left: the HTTP
+                # stream is closed now, so the model server sees the request go.
+                close = getattr(response, "aclose", None)
+                if close is not None:
+                    await close()
         if wants_tools:
             # Rebuilding the message costs ~2 ms, so it is done only when tools were called.
             built: Any = litellm.stream_chunk_builder(chunks, messages=messages)
