@@ -12,6 +12,8 @@ process or in a model worker (leaving the stream early cancels the call there):
   that never returns).
 
 Either raises `LLMError(kind=TIMING_OUT)`: a transient failure, retried like an outage.
+The clock starts once the call can be sent (`ModelClient.warm`: litellm imported in this
+process, or a model worker ready), so the hub's own start-up is not counted as the model's.
 """
 
 from __future__ import annotations
@@ -33,9 +35,13 @@ class BoundedCalls:
         self._inner = inner
         self._settings = settings
 
+    async def warm(self, model: str) -> None:
+        await self._inner.warm(model)
+
     async def stream_round(
         self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> AsyncIterator[RoundPiece]:
+        await self._inner.warm(kwargs["model"])
         loop = asyncio.get_running_loop()
         started = loop.time()
         end = started + self._settings.timeout_s
@@ -60,6 +66,7 @@ class BoundedCalls:
                 yield piece
 
     async def complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+        await self._inner.warm(kwargs["model"])
         bound = asyncio.timeout(self._settings.timeout_s)
         try:
             async with bound:

@@ -83,6 +83,10 @@ class LLMError(Exception):
 
 
 class ModelClient(Protocol):
+    async def warm(self, model: str) -> None:
+        """Be ready to send a call (litellm imported, a worker up): the deadlines of a
+        call (hub/deadlines.py) count from the request, not from the hub's own start-up."""
+
     def stream_round(
         self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> AsyncIterator[RoundPiece]: ...
@@ -95,6 +99,9 @@ class LiteLLMCalls:
 
     def __init__(self) -> None:
         self._priced: set[str] = set()
+
+    async def warm(self, model: str) -> None:
+        self._litellm(model)
 
     def _litellm(self, model: str) -> tuple[Any, Any]:
         litellm, openai = _import()

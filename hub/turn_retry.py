@@ -24,7 +24,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlmodel import col, func, select
 
 from hub.adapter import TurnEvent
 from hub.events import EventBus
@@ -35,7 +38,7 @@ from hub.model_client import LLMError
 from hub.outbox import Outbox
 from hub.settings import RuntimeSection
 from hub.store.db import Database
-from hub.store.models import InboxStatus
+from hub.store.models import InboxItem, InboxStatus
 
 log = logging.getLogger("hub.runtime")
 
@@ -130,7 +133,8 @@ class TurnFailures:
                     reply_to=row.event_id,
                 )
         log.warning(
-            "turn %s: the model is %s (%s); attempt %d failed, trying again in %.1f s (fix: %s)",
+            "turn %s: the model call failed (%s: %s); attempt %d, trying again in %.1f s "
+            "(fix: %s)",
             row.id,
             kind.value,
             exc,
@@ -163,3 +167,26 @@ class TurnFailures:
         log.error("turn %s not answered: %s", row.id, error, extra={"anima": job.anima})
         self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
         self._tell(row, job, "failed", error=error)
+
+
+SHOWN_FOR = timedelta(days=1)  # how long health and `animahub status` name failed turns
+
+
+def recent_failures(db: Database, now: datetime) -> dict[str, Any]:
+    """Messages given up on in the last day, and the latest's Anima and error: the kind, the
+    provider's words and the fix, for the operator (`/api/system/health` `failed_turns`,
+    `animahub status`)."""
+    since = now - SHOWN_FOR
+    with db.session() as session:
+        query = select(InboxItem).where(
+            col(InboxItem.status) == InboxStatus.FAILED, col(InboxItem.finished_at) >= since
+        )
+        count = session.exec(select(func.count()).select_from(query.subquery())).one()
+        latest = session.exec(query.order_by(col(InboxItem.finished_at).desc()).limit(1)).first()
+    if latest is None:
+        return {"count": 0, "latest": None}
+    at = latest.finished_at.isoformat() if latest.finished_at else None
+    return {
+        "count": count,
+        "latest": {"anima": latest.anima, "at": at, "error": latest.error or ""},
+    }
