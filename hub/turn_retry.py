@@ -133,8 +133,7 @@ class TurnFailures:
                     reply_to=row.event_id,
                 )
         log.warning(
-            "turn %s: the model call failed (%s: %s); attempt %d, trying again in %.1f s "
-            "(fix: %s)",
+            "turn %s: the model call failed (%s: %s); attempt %d, trying again in %.1f s (fix: %s)",
             row.id,
             kind.value,
             exc,
