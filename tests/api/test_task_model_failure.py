@@ -8,7 +8,7 @@ from typing import Any
 
 from hub.app import Hub
 from hub.model_failure import FailureKind
-from hub.tasks import TaskState
+from hub.store.models import TaskState
 from tests.api.test_delegation import delegate, deliveries, mika, modelled, settled
 
 __all__ = ["modelled"]  # the fixture, from the delegation tests
