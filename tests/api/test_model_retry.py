@@ -21,6 +21,7 @@ from sqlmodel import col, select
 
 from hub.api.server import create_app
 from hub.app import Hub
+from hub.cli_status import _failed_turns_line
 from hub.llm import litellm_kwargs
 from hub.model_client import LLMError
 from hub.model_failure import FailureKind
@@ -201,6 +202,7 @@ async def test_a_refused_key_is_explained_once_and_not_retried(
     assert kind.fix in line
     failed = (await client.get("/api/system/health")).json()["failed_turns"]
     assert failed["count"] == 1 and failed["latest"]["error"] == row.error
+    assert kind.fix in _failed_turns_line(failed)  # `animahub status`'s "failed turns" row
 
 
 @pytest.mark.parametrize("deadlines", [SHORT])
