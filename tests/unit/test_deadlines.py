@@ -12,7 +12,7 @@ from hub.deadlines import BoundedCalls
 from hub.model_client import LiteLLMCalls, LLMError
 from hub.model_failure import FailureKind
 from hub.settings import LLMSection
-from tests.unit.test_model_pool import eventually
+from tests.contract.harness import eventually
 
 
 def kwargs(fake: Any) -> dict[str, Any]:
