@@ -173,6 +173,11 @@ class EditStreamer:
                         event = await events.get()
                 except TimeoutError:
                     event = TurnEvent("text", "", preview.anima or "")  # time to show it
+                if event is not None and event.type == "waiting":
+                    continue  # no first token yet: nothing to preview
+                if event is not None and event.type == "delayed":
+                    text = ""  # the model failed mid-way: the next attempt writes anew
+                    continue
                 if event is None or event.type != "text":
                     return
                 preview.anima = event.anima or preview.anima

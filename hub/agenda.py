@@ -315,7 +315,15 @@ class Agenda:
                 anima, task, group, "a scheduled moment of your own (a heartbeat or a cron task)"
             )
         except LLMError as exc:
-            log.error("model failed on a scheduled task: %s", exc, extra={"anima": anima.name})
+            # Its kind and fix for the operator; the run posts its offline text, and the next
+            # heartbeat or cron run asks the model again (its 429s pace the schedule).
+            log.error(
+                "model failed on a scheduled task (%s): %s; fix: %s",
+                exc.kind.value,
+                exc,
+                exc.kind.fix,
+                extra={"anima": anima.name},
+            )
             return None
         return thought
 

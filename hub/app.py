@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlmodel import select
+from sqlmodel import col, select
 
 from hub import failed_updates
 from hub.access import Access
@@ -37,6 +37,7 @@ from hub.commands.people import PeopleCommands
 from hub.commands.share import ShareCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
+from hub.deadlines import BoundedCalls
 from hub.delegation import Delegation
 from hub.dispatch import Dispatcher
 from hub.episodes import replay_recent
@@ -150,7 +151,8 @@ class Hub:
         self.memory = open_memory(home, settings.memory, self.clock.now)
         # Where litellm runs: worker processes, or this event loop when workers = 0.
         self.model_workers = ModelWorkers(settings.llm.workers) if settings.llm.workers else None
-        calls: ModelClient = self.model_workers or LiteLLMCalls()
+        # Every model call ends by the [llm] deadlines, wherever litellm runs (hub/deadlines.py).
+        calls: ModelClient = BoundedCalls(self.model_workers or LiteLLMCalls(), settings.llm)
         # Every model call goes through `self.model`, which reports to `model_health`.
         animas = self.animas
         self.model_health = ModelHealth(
@@ -394,13 +396,17 @@ class Hub:
     def _stored_outcome(self, inbox_id: str) -> list[TurnEvent]:
         with self.db.session() as session:
             row = session.get(InboxItem, inbox_id)
-            reply = session.exec(
-                select(DeliveryRow).where(DeliveryRow.inbox_id == inbox_id)
-            ).first()
+            sent = session.exec(
+                select(DeliveryRow)
+                .where(DeliveryRow.inbox_id == inbox_id)
+                .order_by(col(DeliveryRow.created_at))
+            ).all()
+        # A message may have a notice (its answer was delayed, hub/turn_retry.py) before its reply.
+        reply = next((d for d in sent if d.kind == DeliveryKind.REPLY), None)
         if reply is not None and row is not None and row.status == InboxStatus.DONE:
             return [TurnEvent("text", reply.text, reply.anima), TurnEvent("done", "", reply.anima)]
-        if reply is not None:
-            return [TurnEvent("error", reply.text, reply.anima)]
+        if sent:
+            return [TurnEvent("error", sent[-1].text, sent[-1].anima)]
         if row is not None and row.status in OPEN:
             return [TurnEvent("error", "still being answered; the reply will appear here")]
         reason = (row.error if row else None) or "no reply was recorded for this message"

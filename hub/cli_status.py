@@ -77,6 +77,7 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
         ("tasks", _task_line(health.get("tasks"))),
         ("credentials", _credential_lines(health.get("credentials", {}))),
         ("failed updates", _failed_line(health.get("failed_updates"))),
+        ("failed turns", _failed_turns_line(health.get("failed_turns"))),
     ]
     for key, value in rows:
         # What the hub sent is redacted there; this CLI knows the credentials too (it loaded
@@ -100,6 +101,14 @@ def _failed_line(failed: dict[str, Any] | None) -> str:
         f"{failed['count']} in the last day, kept and skipped; latest {latest['platform']} "
         f"update {latest['update']}: {latest['error']} (GET /api/audit?action=update.failed)"
     )
+
+
+def _failed_turns_line(failed: dict[str, Any] | None) -> str:
+    """Messages given up on in the last day, the latest's error and fix (hub/turn_retry.py)."""
+    if not failed or not failed.get("count"):
+        return "none"
+    latest = failed["latest"]
+    return f"{failed['count']} in the last day; latest ({latest['anima']}): {latest['error']}"
 
 
 def _task_line(tasks: dict[str, int] | None) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -127,6 +128,10 @@ async def stream_chat(
                 yield event["text"]
             elif event["type"] == "error":
                 raise ChatFailed(event.get("message", "unknown error"))
+            elif event["type"] in ("waiting", "delayed") and event.get("message"):
+                # The model is slow or failing; the reply still comes in this stream. Said
+                # beside it (stderr), so a script reading the reply reads only the reply.
+                print(event["message"], file=sys.stderr, flush=True)
             elif event["type"] == "done":
                 return
 

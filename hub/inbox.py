@@ -3,7 +3,7 @@
 Ingress inserts a row `received`. From there:
 
     received --claim--> processing --close--> done | failed
-    processing --release--> received            (the model was down: retried later)
+    processing --release--> received            (the model was down: retried later, in its lane)
     processing --mark_interrupted--> received   (the hub stopped mid-turn: on the next start)
     received | processing --hold--> held        (its Anima is paused)
     held --release_held--> received             (the Anima resumed)
@@ -52,6 +52,7 @@ class Claimed(NamedTuple):
     attempts: int
     interrupted: int
     attachments: list[dict[str, Any]]
+    failing_since: datetime | None
 
 
 class HeldRow(NamedTuple):
@@ -100,15 +101,21 @@ class Inbox:
             found = conn.execute(_CLAIM, values).first()
         return Claimed._make(found) if found is not None else None
 
-    def release(self, inbox_id: str, error: str) -> None:
-        """Give a claimed row back for a later attempt: this one failed (the model was
-        unavailable), and counts towards `runtime.max_turn_attempts`."""
-        with self._db.write() as conn:
-            conn.execute(
-                update(InboxItem)
-                .where(col(InboxItem.id) == inbox_id)
-                .values(status=InboxStatus.RECEIVED, error=error, attempts=InboxItem.attempts + 1)
+    def release(self, conn: Connection, inbox_id: str, error: str, since: datetime) -> None:
+        """Give a claimed row back for a later attempt, in the caller's transaction: this one
+        failed (the model was unavailable) and counts towards `runtime.max_turn_attempts`;
+        `since`: when this spell of failures began (`runtime.model_retry_for_s` counts from
+        it). The row stays open, so a restart picks it up with its attempts."""
+        conn.execute(
+            update(InboxItem)
+            .where(col(InboxItem.id) == inbox_id)
+            .values(
+                status=InboxStatus.RECEIVED,
+                error=error,
+                attempts=InboxItem.attempts + 1,
+                failing_since=since,
             )
+        )
 
     def close(
         self,

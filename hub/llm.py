@@ -98,8 +98,15 @@ def wrap_message(author: str, text: str) -> str:
 
 def litellm_kwargs(s: LLMSection, model: str) -> dict[str, Any]:
     """The arguments of every litellm call the hub makes, from the [llm] settings."""
-    # Retries are the hub's (runtime.max_turn_attempts), so litellm must not add its own.
-    kwargs: dict[str, Any] = {"model": model, "timeout": s.timeout_s, "num_retries": 0}
+    # Retries are the hub's (hub/turn_retry.py), so neither litellm nor the openai SDK under
+    # it (2 retries of its own by default) may add theirs. The deadlines are the hub's too
+    # (hub/deadlines.py); `timeout` only bounds each HTTP read.
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "timeout": s.timeout_s,
+        "num_retries": 0,
+        "max_retries": 0,
+    }
     if s.api_base:
         kwargs["api_base"] = s.api_base
     if key := (s.api_key.get_secret_value() if s.api_key is not None else ""):

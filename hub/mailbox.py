@@ -2,6 +2,11 @@
 
 Two kinds of work queue in it, in the same lanes and the same concurrency limit: a turn
 answering a message (`TurnJob`) and a run of a delegated task (`TaskJob`, its own lane).
+
+A handler may answer that its job must run again after a delay (the model failed and is
+retried, hub/turn_retry.py): the lane waits that long and runs the same job again before
+any later one, so a conversation's later messages never overtake it. The wait holds no
+concurrency slot; other conversations go on meanwhile.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ class TaskJob:
 
 
 Job = TurnJob | TaskJob
-TurnHandler = Callable[[Job], Awaitable[None]]
+# The handler's answer: None when the job is finished, or the seconds after which to run it again.
+TurnHandler = Callable[[Job], Awaitable[float | None]]
 
 
 class Mailbox:
@@ -64,21 +70,26 @@ class Mailbox:
         try:
             while not lane.empty():
                 job = lane.get_nowait()
-                async with self._slots:
-                    await self._run(job)
+                while True:
+                    async with self._slots:
+                        again = await self._run(job)
+                    if again is None:
+                        break
+                    await asyncio.sleep(again)  # the lane waits with it: order holds
         finally:
             # No await between the empty check and here, so no job can slip in unseen.
             del self._tasks[conversation]
             del self._lanes[conversation]
 
-    async def _run(self, job: Job) -> None:
+    async def _run(self, job: Job) -> float | None:
         try:
-            await self._handler(job)
+            return await self._handler(job)
         except asyncio.CancelledError:
             raise
         except Exception:
             # and its inbox row stays unfinished, so recovery retries it after a restart.
             log.exception("turn %s of %s crashed", job.inbox_id, self.anima)
+            return None
 
     async def close(self) -> None:
         tasks = list(self._tasks.values())

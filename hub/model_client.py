@@ -84,6 +84,10 @@ class LLMError(Exception):
 
 
 class ModelClient(Protocol):
+    async def warm(self, model: str) -> None:
+        """Be ready to send a call (litellm imported, a worker up): the deadlines of a
+        call (hub/deadlines.py) count from the request, not from the hub's own start-up."""
+
     def stream_round(
         self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> AsyncIterator[RoundPiece]: ...
@@ -96,6 +100,9 @@ class LiteLLMCalls:
 
     def __init__(self) -> None:
         self._priced: set[str] = set()
+
+    async def warm(self, model: str) -> None:
+        _import()  # what takes seconds; pricing the model waits for its call's api_base
 
     def _litellm(self, kwargs: dict[str, Any]) -> tuple[Any, Any]:
         litellm, openai = _import()
@@ -117,14 +124,21 @@ class LiteLLMCalls:
             response = await litellm.acompletion(
                 messages=messages, stream=True, stream_options={"include_usage": True}, **kwargs
             )
-            async for chunk in response:
-                chunks.append(chunk)
-                delta = chunk.choices[0].delta if chunk.choices else None
-                if delta is None:
-                    continue
-                wants_tools = wants_tools or bool(delta.tool_calls)
-                if delta.content:
-                    yield delta.content
+            try:
+                async for chunk in response:
+                    chunks.append(chunk)
+                    delta = chunk.choices[0].delta if chunk.choices else None
+                    if delta is None:
+                        continue
+                    wants_tools = wants_tools or bool(delta.tool_calls)
+                    if delta.content:
+                        yield delta.content
+            finally:
+                # Cut off by a deadline (hub/deadlines.py) or a caller that left: the HTTP
+                # stream is closed now, so the model server sees the request go.
+                close = getattr(response, "aclose", None)
+                if close is not None:
+                    await close()
         if wants_tools:
             # Rebuilding the message costs ~2 ms, so it is done only when tools were called.
             built: Any = litellm.stream_chunk_builder(chunks, messages=messages)

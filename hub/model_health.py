@@ -301,6 +301,9 @@ class WatchedModel:
         self._inner = inner
         self._health = health
 
+    async def warm(self, model: str) -> None:
+        await self._inner.warm(model)
+
     async def stream_round(
         self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> AsyncIterator[RoundPiece]:

@@ -95,6 +95,9 @@ class ModelWorkers:
 
     # ModelClient ------------------------------------------------------------------------
 
+    async def warm(self, model: str) -> None:
+        await self._pick()
+
     async def stream_round(
         self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> AsyncIterator[RoundPiece]:

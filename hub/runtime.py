@@ -41,10 +41,11 @@ from hub.store.db import Database
 from hub.store.models import InboxStatus, Person, Turn
 from hub.supervise import Backoff, Part
 from hub.tools import ToolContext
+from hub.turn_retry import TurnFailures
 from hub.working_memory import WorkingMemory, estimate_tokens
 
 log = logging.getLogger(__name__)
-_RETRY_DELAY_S = 5.0
+WAITING = "Still waiting for the AI model to answer…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,7 @@ class Runtime:
         self.mailboxes = Mailboxes(self._handle)
         self._health = health or Part("turns", now)
         self._db_backoff = Backoff(base_s=1.0, max_s=30.0)
+        self._failures = TurnFailures(db, settings.runtime, inbox, outbox, events, self._tell, now)
         # Runs a delegated task in the assignee's mailbox (hub/task_runner.py, set by app).
         self.run_task: Callable[[TaskJob], Awaitable[None]] | None = None
 
@@ -107,18 +109,20 @@ class Runtime:
         limit = anima.spec.limits.max_concurrent_turns if anima else 1
         self.mailboxes.put(job, min(limit, self._settings.runtime.max_concurrent_turns))
 
-    async def _handle(self, job: Job) -> None:
+    async def _handle(self, job: Job) -> float | None:
         if isinstance(job, TurnJob):
-            await self.handle(job)
-        elif self.run_task is not None:
+            return await self.handle(job)
+        if self.run_task is not None:
             await self.run_task(job)
+        return None
 
-    async def handle(self, job: TurnJob) -> None:
-        """Run one turn. If the database fails under it, the inbox row is still open (the
-        reply is committed with the row's close, or not at all), so the turn is simply run
-        again once the database is back: nothing lost, nothing doubled."""
+    async def handle(self, job: TurnJob) -> float | None:
+        """Run one turn; the seconds after which its lane runs it again, or None when it is
+        finished (answered, given up, held). If the database fails under it, the inbox row is
+        still open (the reply is committed with the row's close, or not at all), so the turn
+        is simply run again once the database is back: nothing lost, nothing doubled."""
         try:
-            await self._turn(job)
+            again = await self._turn(job)
         except DBAPIError as exc:
             failures = self._health.failing(f"the database failed a turn: {exc.orig}")
             delay = self._db_backoff.delay(failures)
@@ -129,7 +133,6 @@ class Runtime:
                 delay,
                 extra={"anima": job.anima},
             )
-            asyncio.get_running_loop().call_later(delay, self.submit, job)
             self._events.publish(
                 job.inbox_id,
                 TurnEvent(
@@ -139,33 +142,32 @@ class Runtime:
                     job.anima,
                 ),
             )
-            return
+            return delay  # run again in its lane: the conversation's later messages wait
         self._health.ok()
+        return again
 
-    async def _turn(self, job: TurnJob) -> None:
+    async def _turn(self, job: TurnJob) -> float | None:
         if self._hold is not None:
             notice = self._hold(job)
             if notice is not None:
                 self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
-                return
+                return None
         row = self._inbox.claim(job)
         if row is None:
-            return
+            return None
         began = time.monotonic()
         self._tell(row, job, "started")
         if row.attachments:  # described, never fetched: the turn and its memory say so
             row = row._replace(text=with_attachments(row.text, row.attachments))
         anima = self._animas.get(job.anima)
         if anima is None:
-            self._give_up(row, job, f"the Anima {job.anima!r} no longer exists")
-            return
+            return self._give_up(row, job, f"the Anima {job.anima!r} no longer exists")
         limits = self._settings.runtime
         if row.attempts >= limits.max_turn_attempts:  # the limit was lowered meanwhile
-            self._give_up(row, job, f"the turn failed {row.attempts} times")
-            return
+            return self._give_up(row, job, f"the turn failed {row.attempts} times")
         if row.interrupted > limits.max_turn_interruptions:
-            self._give_up(row, job, f"the hub stopped during this turn {row.interrupted} times")
-            return
+            reason = f"the hub stopped during this turn {row.interrupted} times"
+            return self._give_up(row, job, reason)
         person = self._identity.by_id(row.person_id or "")
         ctx = await self._recall(self._context(anima, person, row))
         offer = self._offer(row, person, anima.name)
@@ -178,8 +180,14 @@ class Runtime:
         used = Usage()
         # Streamed to the sender as it comes, never with a secret in it (hub/memory/redact.py).
         shown = StreamRedactor()
+        # A model slow to start is said to be waited for (the web chat shows it), not left
+        # as a blank "replying…" until the deadline (hub/deadlines.py) cuts it off.
+        waiting = asyncio.get_running_loop().call_later(
+            self._settings.llm.waiting_notice_s, self._waiting, row, job
+        )
         try:
             async for piece in responder.stream(ctx):
+                waiting.cancel()
                 if isinstance(piece, Usage):
                     used += piece
                     continue
@@ -188,15 +196,15 @@ class Runtime:
             self._show(job, shown.rest())
         except LLMError as exc:
             self._telling.discard(person.id)
-            self._model_failed(row, job, exc)
-            return
+            return self._failures.model_failed(row, job, exc)
         except Exception as exc:
             # A bug or an unexpected SDK error: the sender still hears about it, and the turn
             # is retried like a model outage, then given up visibly.
             self._telling.discard(person.id)
             log.exception("turn %s crashed", row.id, extra={"anima": job.anima})
-            self._model_failed(row, job, LLMError(f"internal error: {exc!r}", retryable=True))
-            return
+            return self._failures.model_failed(row, job, LLMError(f"internal error: {exc!r}"))
+        finally:
+            waiting.cancel()
         reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
         told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
         try:
@@ -213,6 +221,7 @@ class Runtime:
             row.id,
             extra={"anima": job.anima},
         )
+        return None
 
     def _tell(self, row: Claimed, job: TurnJob, state: str, **more: object) -> None:
         """A notice on the live feed, for the sender (and admins) only."""
@@ -225,6 +234,11 @@ class Runtime:
             inbox_id=row.id,
             **more,
         )
+
+    def _waiting(self, row: Claimed, job: TurnJob) -> None:
+        """No first token yet, `[llm] waiting_notice_s` into the call: say so."""
+        self._events.publish(job.inbox_id, TurnEvent("waiting", WAITING, job.anima))
+        self._tell(row, job, "waiting")
 
     def _show(self, job: TurnJob, text: str) -> None:
         if text:
@@ -394,46 +408,12 @@ class Runtime:
             )
         self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
 
-    def _model_failed(self, row: Claimed, job: TurnJob, exc: LLMError) -> None:
-        failed = row.attempts + 1  # this attempt included
-        if exc.retryable and failed < self._settings.runtime.max_turn_attempts:
-            self._inbox.release(row.id, str(exc))
-            delay = _RETRY_DELAY_S * failed
-            log.warning(
-                "turn %s: %s; retrying in %.0fs", row.id, exc, delay, extra={"anima": job.anima}
-            )
-            asyncio.get_running_loop().call_later(delay, self.submit, job)
-            self._events.publish(
-                job.inbox_id,
-                TurnEvent(
-                    "error",
-                    f"The model is unavailable ({exc}). I will retry and post "
-                    "the answer in this conversation.",
-                    job.anima,
-                ),
-            )
-            return
-        self._give_up(row, job, str(exc))
-
-    def _give_up(self, row: Claimed, job: TurnJob, reason: str) -> None:
-        """Tell the sender plainly, record why, and stop retrying."""
-        address = Address.parse(row.address, row.address_kind)
+    def _give_up(self, row: Claimed, job: TurnJob, reason: str) -> float | None:
+        """Tell the sender plainly, record why, and stop trying (no model failure: the hub's
+        own reasons, in words). None: the turn is finished."""
         notice = f"Sorry, I could not answer your message: {reason}."
-        with self._db.write() as conn:
-            self._outbox.enqueue(
-                conn,
-                address,
-                notice,
-                DeliveryKind.NOTICE,
-                job.anima,
-                f"notice:{row.id}",
-                inbox_id=row.id,
-                reply_to=row.event_id,
-            )
-            self._inbox.close(conn, row.id, InboxStatus.FAILED, text=row.text, error=reason)
-        log.error("turn %s failed: %s", row.id, reason, extra={"anima": job.anima})
-        self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
-        self._tell(row, job, "failed", error=reason)
+        self._failures.give_up(row, job, notice, reason)
+        return None
 
 
 # Built once: building the statement costs more than running it (bench/README.md).

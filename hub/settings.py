@@ -233,7 +233,13 @@ class LLMSection(SettingsSection):
     api_base: str = ""
     api_key: SecretStr | None = None
     temperature: float | None = Field(default=None, ge=0, le=2)
+    # A model call (one round of a turn, or one completion) with no first token within
+    # first_token_timeout_s, or not finished within timeout_s, is cut off by the hub as
+    # `timing out` (hub/deadlines.py), in the hub process and in a model worker alike.
     timeout_s: float = Field(default=120, gt=0)
+    first_token_timeout_s: float = Field(default=30, gt=0)
+    # The web chat (and the live feed) says "still waiting for the model" past this.
+    waiting_notice_s: float = Field(default=5, gt=0)
     max_tool_rounds: int = Field(default=6, ge=1, le=50)
     # After a model call fails, the model is checked again (hub/model_health.py) after
     # about this many seconds, doubling up to the max, until a call or a check succeeds.
@@ -250,7 +256,14 @@ class RuntimeSection(SettingsSection):
     history_token_budget: int = Field(default=3000, ge=100)
     history_max_turns: int = Field(default=50, ge=2, le=1000)
     max_message_bytes: int = Field(default=32 * 1024, ge=1024)
-    max_turn_attempts: int = Field(default=3, ge=1)
+    # A turn whose model call fails in a way a retry can mend (unreachable, timing out, rate
+    # limited, a 5xx) is tried again, `model_retry_base_s` later, doubling up to
+    # `model_retry_max_s` (or the provider's Retry-After), for up to `model_retry_for_s` since
+    # its first failure and at most `max_turn_attempts` attempts; then it is given up.
+    max_turn_attempts: int = Field(default=20, ge=1)
+    model_retry_for_s: float = Field(default=600, gt=0)
+    model_retry_base_s: float = Field(default=2, gt=0)
+    model_retry_max_s: float = Field(default=60, gt=0)
     # A turn the hub stopped in the middle of (a crash, a kill) this many times is given up:
     # its message may be what kills the hub.
     max_turn_interruptions: int = Field(default=10, ge=1)

@@ -179,7 +179,12 @@ class TaskRunner:
                 self._timeout(task),
             )
         except LLMError as exc:
-            self._fail(task, str(exc), final=not exc.retryable)
+            # The board and the log keep the provider's words and the fix; the people told
+            # of a failed task read the kind's plain sentence (hub/model_failure.py).
+            kind = exc.kind
+            reason = f"{kind.value}: {exc} (fix: {kind.fix})"
+            final = not exc.retryable
+            self._fail(task, reason, final=final, plain=kind.for_person, after=exc.retry_after)
             return
         except TimeoutError:
             self._fail(task, f"the run took longer than {self._timeout(task):.0f} s", final=False)
@@ -240,9 +245,19 @@ class TaskRunner:
         log.info("task %d done %s: %s", task.id, took, task.title, extra={"anima": task.assignee})
         self._notes(done, targets, "", posted)
 
-    def _fail(self, task: TaskView, reason: str, *, final: bool) -> None:
+    def _fail(
+        self,
+        task: TaskView,
+        reason: str,
+        *,
+        final: bool,
+        plain: str | None = None,
+        after: float | None = None,
+    ) -> None:
+        """`reason`: for the board and the log; `plain`: what people are told instead, if
+        given; `after`: the provider's Retry-After, the least wait before the next run."""
         if not final and task.attempts < self._limits.max_attempts:
-            delay = self._limits.retry_delay_s * task.attempts
+            delay = max(self._limits.retry_delay_s * task.attempts, after or 0.0)
             note = f"attempt {task.attempts} failed: {reason}; trying again in {delay:.0f} s"
             try:
                 self._board.move(task.id, TaskState.TODO, "hub", note)
@@ -252,7 +267,7 @@ class TaskRunner:
             self._queued.add(task.id)
             self._retries[task.id] = asyncio.get_running_loop().call_later(delay, self._retry, task)
             return
-        text = failed_text(task, reason, self._requester(task))
+        text = failed_text(task, plain or reason, self._requester(task))
         targets = self._resolve_origin(task)
 
         def escalate(conn: Connection, failed: TaskView) -> None:

@@ -179,7 +179,9 @@ class WebAdapter:
             data: dict[str, Any] = {"type": event.type}
             if event.type == "text":
                 data["text"] = event.text
-            elif event.type == "error":
+            elif event.type in ("error", "delayed", "waiting"):
+                # delayed: the model failed, the answer comes later in this stream (the text
+                # shown so far is dropped); waiting: no first token yet. Neither ends it.
                 data["message"] = event.text
             yield {"data": json.dumps(data, ensure_ascii=False)}
 

@@ -15,6 +15,7 @@ from hub.deliveries import Delivery
 from hub.memory.redact import fingerprint, redact_json
 from hub.settings import configured_secrets
 from hub.store.models import DeliveryRow
+from hub.turn_retry import recent_failures
 
 router = APIRouter(prefix="/api")
 
@@ -131,9 +132,10 @@ def health(hub: HubDep) -> dict[str, Any]:
         deliveries: dict[str, int] | None = hub.outbox.counts()
         tasks: dict[str, int] | None = hub.tasks.counts()
         failed: dict[str, Any] | None = failed_updates.recent(hub.db, hub.clock.now())
+        failed_turns: dict[str, Any] | None = recent_failures(hub.db, hub.clock.now())
         database_error = ""
     except DBAPIError as exc:
-        deliveries = tasks = failed = None
+        deliveries = tasks = failed = failed_turns = None
         database_error = f"{type(exc.orig).__name__}: {exc.orig}"
     platforms = {name: status.as_dict() for name, status in hub.platforms.status().items()}
     parts = {name: status.as_dict() for name, status in hub.supervisor.status().items()}
@@ -171,6 +173,9 @@ def health(hub: HubDep) -> dict[str, Any]:
         # platform updates the hub could not handle in the last day, kept and skipped
         # (hub/failed_updates.py; the audit log's `update.failed` entries hold them)
         "failed_updates": failed,
+        # messages given up on in the last day, the latest's error with its fix
+        # (hub/turn_retry.py: a model that refused, or failed past the retry bound)
+        "failed_turns": failed_turns,
         "mailboxes": hub.runtime.mailboxes.pending(),
         # messages from people sending faster than their rate, waiting for their slot
         "paced": hub.pacing.waiting,

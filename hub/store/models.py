@@ -165,6 +165,9 @@ class InboxItem(SQLModel, table=True):
     person_id: str | None = Field(default=None, max_length=64)
     attempts: int = 0  # failed attempts of its turn (the model was down, a bug)
     interrupted: int = 0  # times the hub stopped while its turn ran
+    # When its turn's model call first failed in this spell of retries (hub/turn_retry.py):
+    # the bound `runtime.model_retry_for_s` counts from it, across restarts.
+    failing_since: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     error: str | None = None
     received_at: datetime = _ts(nullable=False)
     finished_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))

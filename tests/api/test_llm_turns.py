@@ -12,6 +12,7 @@ import pytest
 
 from hub.api.server import create_app
 from hub.app import Hub
+from hub.model_failure import FailureKind
 from tests.api.test_chat_api import chat, sse_events
 from tests.conftest import add_demo_animas, make_settings, owner_headers
 
@@ -97,7 +98,10 @@ async def test_permanent_model_error_tells_the_sender(llm_client: Any, fake_open
     response = await chat(client, "aria", message="hello?")
     events = sse_events(response.text)
     assert events[-1]["type"] == "error"
-    assert "could not answer" in events[-1]["message"]
+    # one plain sentence, no provider text (issue 47: the kind's words, hub/model_failure.py)
+    assert events[-1]["message"] == (
+        "Sorry, I cannot answer your message. " + FailureKind.KEY_REFUSED.for_person
+    )
     health = (await client.get("/api/system/health")).json()
     assert health["llm"] == "openai/fake"
     ready = {"configured": 1, "running": 1, "ready": 1}
@@ -110,4 +114,4 @@ async def test_permanent_model_error_tells_the_sender(llm_client: Any, fake_open
         row = session.exec(select(InboxItem)).one()
         notice = session.exec(select(DeliveryRow)).one()
     assert row.status == "failed" and row.error
-    assert notice.kind == "notice" and "could not answer" in notice.text
+    assert notice.kind == "notice" and notice.text == events[-1]["message"]

@@ -98,12 +98,13 @@ async def _accepted_not_run(home: Path) -> str:
 
 async def test_a_turn_cut_off_by_a_crash_costs_no_attempt(home: Path) -> None:
     inbox_id = await _accepted_not_run(home)
-    # More kills than max_turn_attempts (3), each leaving the turn `processing`, and the
-    # next start makes it the most a turn may be cut off.
-    limit = make_settings(home).runtime.max_turn_interruptions
-    assert limit > make_settings(home).runtime.max_turn_attempts
+    # More kills than max_turn_attempts (3 here), each leaving the turn `processing`, and
+    # the next start makes it the most a turn may be cut off.
+    settings = make_settings(home, runtime={"max_turn_attempts": 3})
+    limit = settings.runtime.max_turn_interruptions
+    assert limit > settings.runtime.max_turn_attempts
     _cut_off(home, inbox_id, interrupted=limit - 1)
-    again = Hub(make_settings(home))
+    again = Hub(settings)
     await again.start()
     try:
         await settle(again)

@@ -46,6 +46,7 @@ from tests.fakes.openai_fake.control import make_control_routes
 from tests.fakes.openai_fake.errors import error_response
 from tests.fakes.openai_fake.outage import make_outage_routes
 from tests.fakes.openai_fake.script import JSON, Failure, Reply, ToolCall
+from tests.fakes.openai_fake.stalls import Stalls, make_stall_routes
 from tests.fakes.openai_fake.state import FakeState
 from tests.fakes.openai_fake.streaming import STREAM_PIECE_CHARS, chunk_jsons
 from tests.fakes.openai_fake.wire import SYSTEM_FINGERPRINT, completion_json, usage_json
@@ -79,14 +80,15 @@ SHUTDOWN_TIMEOUT_SECONDS = 10.0
 # --------------------------------------------------------------------------- HTTP app
 
 
-def build_app(state: FakeState) -> Starlette:
+def build_app(state: FakeState, stalls: Stalls | None = None) -> Starlette:
     """The Starlette app: chat completions (with and without ``/v1``) plus the controls."""
-    chat = make_chat_completions(state)
+    chat = make_chat_completions(state, stalls)
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
         *make_control_routes(state),
         *make_outage_routes(state),
+        *(make_stall_routes(stalls) if stalls is not None else []),
     ]
     return Starlette(routes=routes)
 
@@ -108,6 +110,7 @@ class FakeOpenAI:
 
     def __init__(self, port: int = 0) -> None:
         self.state = FakeState()
+        self.stalls = Stalls()  # streams that go quiet (openai_fake/stalls.py)
         self._port = port
         self._socket: socket.socket | None = None
         self._server: uvicorn.Server | None = None
@@ -134,7 +137,7 @@ class FakeOpenAI:
     def _make_server(self) -> uvicorn.Server:
         self._socket = _bind(self._port)
         config = uvicorn.Config(
-            build_app(self.state),
+            build_app(self.state, self.stalls),
             log_config=None,
             log_level="warning",
             access_log=False,
@@ -188,6 +191,7 @@ class FakeOpenAI:
     def stop(self) -> None:
         """Stop serving: held requests get a 503, the thread is joined, the port closed."""
         self.state.stopping()
+        self.stalls.release()
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
@@ -270,9 +274,20 @@ class FakeOpenAI:
         """Let held requests be answered (and cancel holds no request has taken yet)."""
         self.state.release()
 
+    def stall_next(self, after_chars: int = 0, model: str | None = None) -> None:
+        """Let the next streamed request (of ``model``) go quiet: with its headers sent and no
+        first chunk (``after_chars=0``), or after that many characters of its reply, until
+        :meth:`release_stalls` (openai_fake/stalls.py)."""
+        self.stalls.stall_next(after_chars, model)
+
+    def release_stalls(self) -> None:
+        """Let stalled streams finish (and forget stalls no request has taken yet)."""
+        self.stalls.release()
+
     def reset(self) -> None:
         """Forget queued replies, failures and logged requests; release held requests."""
         self.state.reset()
+        self.stalls.release()
 
     @property
     def requests(self) -> list[JSON]:

@@ -510,6 +510,8 @@
           el("span", { class: "dot" }),
         ),
       );
+      // The model has not started answering yet: said in words, not only by the dots.
+      if (item.waiting) bubble.append(el("span", { class: "typing-note", role: "status", text: item.waiting }));
     } else {
       const body = el("div", { class: "md" });
       body.innerHTML = renderMarkdown(item.text); // escaped inside renderMarkdown
@@ -973,9 +975,25 @@
         if (!piece) return;
         if (reply.typing) {
           reply.typing = false;
+          reply.waiting = "";
           reply.at = new Date().toISOString();
         }
         reply.text += piece;
+        schedulePaint();
+      } else if (type === "waiting") {
+        reply.waiting = formatDetail(payload.message) || "Still waiting for the model…";
+        schedulePaint();
+      } else if (type === "delayed") {
+        // The model failed; the hub tries again and the answer comes later in this stream.
+        // What was shown of this attempt goes; the notice (said once) stays above the reply.
+        reply.text = "";
+        reply.typing = true;
+        reply.waiting = "";
+        const notice = formatDetail(payload.message);
+        if (notice) {
+          const item = { key: `l:err:${uuid()}`, kind: "error", text: notice, local: true, rev: 0 };
+          conv.items.splice(conv.items.indexOf(reply), 0, item);
+        }
         schedulePaint();
       } else if (type === "done") {
         finished = true;

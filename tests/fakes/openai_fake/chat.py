@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from tests.fakes.openai_fake.errors import error_response
 from tests.fakes.openai_fake.outage import refused
 from tests.fakes.openai_fake.script import JSON, Failure
+from tests.fakes.openai_fake.stalls import Stalls
 from tests.fakes.openai_fake.state import FakeState, Hold
 from tests.fakes.openai_fake.streaming import sse_events
 from tests.fakes.openai_fake.wire import completion_json
@@ -37,7 +38,9 @@ async def _held_until_released(hold: Hold, request: Request) -> bool:
                 return False
 
 
-def make_chat_completions(state: FakeState) -> Callable[[Request], Awaitable[Response]]:
+def make_chat_completions(
+    state: FakeState, stalls: Stalls | None = None
+) -> Callable[[Request], Awaitable[Response]]:
     async def chat_completions(request: Request) -> Response:
         body = await json_body(request)
         if body is None:
@@ -57,6 +60,10 @@ def make_chat_completions(state: FakeState) -> Callable[[Request], Awaitable[Res
         if failure is not None:
             return error_response(failure)
         reply = state.next_reply(body)
+        stall = stalls.take(body) if stalls is not None else None
+        if stalls is not None and stall is not None:  # stalls.py: a stream that goes quiet
+            events = stalls.events(body, reply, stall)
+            return StreamingResponse(events, media_type="text/event-stream")
         if body.get("stream"):
             return StreamingResponse(sse_events(body, reply), media_type="text/event-stream")
         return JSONResponse(completion_json(body, reply))
