@@ -1,15 +1,15 @@
 """inbox: when a turn's model call first failed, for the bound on its retries
 
-Revision ID: 0015
-Revises: 0014
+Revision ID: 0016
+Revises: 0015
 Create Date: 2026-12-07 06:10:00
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = '0015'
-down_revision = '0014'
+revision = '0016'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 
