@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import typer
@@ -14,7 +14,9 @@ from rich.table import Table
 
 from hub.cli_console import err, print_error
 from hub.runfile import HubBusy
-from hub.settings import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from hub.settings import Settings
 
 
 def quoted(name: str) -> str:
@@ -23,6 +25,8 @@ def quoted(name: str) -> str:
 
 
 def cli_settings() -> Settings:
+    from hub.settings import ConfigError, load_settings
+
     try:
         return load_settings()
     except ConfigError as exc:

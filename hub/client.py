@@ -10,19 +10,18 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from httpx_sse import aconnect_sse
-from sqlmodel import select
 
-from hub.app import Hub
-from hub.logs import to_files
 from hub.messages import DeliveryStatus, clean_text
 from hub.owner_key import read_owner_key
 from hub.runfile import hold_data_root, hold_database, running_hub
-from hub.settings import Settings
-from hub.store.models import DeliveryRow
+
+if TYPE_CHECKING:
+    from hub.app import Hub
+    from hub.settings import Settings
 
 _DRAIN_TIMEOUT_S = 30.0
 
@@ -45,7 +44,11 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         ) as client:
             yield client
         return
+    # The whole hub, imported only when no hub runs: a command a running hub serves needs
+    # httpx alone (bench/startup.py).
     from hub.api.server import create_app
+    from hub.app import Hub
+    from hub.logs import to_files
 
     # A CLI command's short-lived hub does its command, not the schedule: due heartbeats,
     # consolidation and delegated tasks wait for `animahub start`.
@@ -92,6 +95,9 @@ def _leaves(error: BaseException) -> Iterator[BaseException]:
 
 async def _drain(hub: Hub) -> None:
     """Let the outbox send what this command produced before the in-process hub stops."""
+    from sqlmodel import select
+
+    from hub.store.models import DeliveryRow
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + _DRAIN_TIMEOUT_S
