@@ -276,8 +276,9 @@ class Hub:
             log.warning("%d turns were cut off by the last stop; running them again", interrupted)
         for problem in self.animas.load():
             log.error("Anima not loaded: %s", problem)
-        if self.model_workers is not None and self._uses_a_model():
-            self.model_workers.start()  # litellm imports in the workers while the hub starts
+        # The model workers start with the first model call (hub/model_pool.py), not here:
+        # each holds litellm (~200 MB) and its import took a core for 2-3 s of the start,
+        # which an idle hub, or one in offline mode, never needs (issue 47).
         if self.memory is not None:
             await self.memory.start(self.animas.names())
             await reapply_forgets(self.db, self.identity, self.memory, self.settings.home)
@@ -312,9 +313,6 @@ class Hub:
     @property
     def catching_up(self) -> bool:
         return self._catch_up is not None and not self._catch_up.done()
-
-    def _uses_a_model(self) -> bool:
-        return bool(self.settings.llm.model) or any(anima.spec.model for anima in self.animas.all())
 
     async def on_tick(self) -> None:
         """Each scheduler tick: re-plan when Animas or crons changed, close idle sessions."""

@@ -49,6 +49,8 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
     model = health["llm"]
     if model == "offline":  # no worker is started: there is nothing for one to call
         model = "offline mode (no language model configured: set [llm] model in hub.toml)"
+    elif workers and not workers["running"]:  # an idle hub holds none (hub/model_pool.py)
+        model += " (no model worker running: one starts with the next model call)"
     elif workers:
         model += f" ({workers['ready']} of {workers['configured']} model workers ready)"
     deliveries = health["deliveries"]
