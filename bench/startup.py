@@ -11,9 +11,15 @@ Measured, each the median of `--runs` runs:
 * *--help*: `animahub --help`;
 * *status, hub down* (exit code 3) and *status, hub up*;
 * *served*: `animahub people list`, answered by the running hub over HTTP;
-* *idle RSS*: `--settle` seconds after health (the model worker and the embedder's warm-up
-  have finished by then), the resident and proportional set sizes of the hub's process and
-  all its descendants (from /proc), and how many processes that is.
+* *chat*: `animahub chat kai …` with no hub running (an in-process hub), then against the
+  running hub twice: its first model call starts the model worker;
+* *idle RSS*: `--settle` seconds after health (the embedder's warm-up has finished by
+  then), the resident and proportional set sizes of the hub's process and all its
+  descendants (from /proc), and how many processes that is; again `--settle` seconds after
+  the two chats (the model worker running, the turns indexed).
+
+Each figure is given as wall seconds and as CPU seconds (user + system) of the command, or
+of the hub's processes until health: on a machine others load, CPU moves less.
 
     .venv/bin/python bench/startup.py [--runs 5] [--settle 15]
 """
@@ -185,11 +191,17 @@ def main() -> None:
             for _ in range(args.runs):
                 record(figures, "--help", timed(["--help"], env))
                 record(figures, "status, hub down", timed(["status"], env, expect=3))
+                record(figures, "chat, hub down", timed(["chat", "kai", "hello"], env))
                 hub, health, cpu = start_hub(env, home, free_port())
                 try:
                     record(figures, "health", (health, cpu))
                     record(figures, "status, hub up", timed(["status"], env))
                     record(figures, "served (people list)", timed(["people", "list"], env))
+                    time.sleep(args.settle)
+                    memory.append(idle_memory(hub.pid))
+                    first = timed(["chat", "kai", "hello"], env)
+                    record(figures, "first chat, hub up", first)
+                    record(figures, "next chat, hub up", timed(["chat", "kai", "again"], env))
                     time.sleep(args.settle)
                     memory.append(idle_memory(hub.pid))
                 finally:
@@ -199,10 +211,11 @@ def main() -> None:
     print(f"load average at the end: {os.getloadavg()}")
     for name, values in figures.items():
         print(f"{name:32} {median(values)}")
-    rss = [m[0] for m in memory]
-    pss = [m[1] for m in memory]
-    print(f"{'idle RSS MB':32} {median(rss)} in {memory[-1][2]} processes")
-    print(f"{'idle PSS MB':32} {median(pss)}")
+    for name, taken in (("idle", memory[0::2]), ("idle after two chats", memory[1::2])):
+        rss = [m[0] for m in taken]
+        pss = [m[1] for m in taken]
+        print(f"{name + ' RSS MB':32} {median(rss)} in {taken[-1][2]} processes")
+        print(f"{name + ' PSS MB':32} {median(pss)}")
 
 
 if __name__ == "__main__":

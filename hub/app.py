@@ -314,6 +314,10 @@ class Hub:
     def catching_up(self) -> bool:
         return self._catch_up is not None and not self._catch_up.done()
 
+    def uses_a_model(self) -> bool:
+        """Whether any Anima is answered by a language model (else offline mode)."""
+        return bool(self.settings.llm.model) or any(anima.spec.model for anima in self.animas.all())
+
     async def on_tick(self) -> None:
         """Each scheduler tick: re-plan when Animas or crons changed, close idle sessions."""
         names = tuple(self.animas.names())

@@ -314,7 +314,7 @@ def heartbeat(
     known_anima(settings, name)
 
     async def run() -> dict[str, Any]:
-        async with hub_client(settings) as client:
+        async with hub_client(settings, calls_the_model=True) as client:
             response = await client.post(f"/api/animas/{name}/heartbeat")
             if response.status_code != 200:
                 raise fail(response.json().get("detail", response.text))

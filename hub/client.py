@@ -36,7 +36,12 @@ def auth_headers(settings: Settings) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+async def hub_client(
+    settings: Settings, calls_the_model: bool = False
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the running hub, else of an in-process one. `calls_the_model`: the
+    command will (a chat, a heartbeat), so an in-process hub starts its model worker with
+    its own start, for litellm's import to overlap it, instead of at the first call."""
     running = running_hub(settings.home)
     if running is not None:
         async with httpx.AsyncClient(
@@ -64,6 +69,8 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         app = create_app(hub)
         try:
             async with app.router.lifespan_context(app):  # the hub's start and stop, /mcp's
+                if calls_the_model and hub.model_workers is not None and hub.uses_a_model():
+                    hub.model_workers.start()
                 transport = httpx.ASGITransport(app=app)
                 async with httpx.AsyncClient(
                     transport=transport,
