@@ -468,7 +468,10 @@ class AdapterFactory(Protocol):
 class AdapterPlugin:
     """What an `animahub.adapters` entry point names: the model of the adapter's own
     settings section (`[slack]` for the entry point `slack`) and its factory, which reads
-    that section with `settings.platform(name, model)`."""
+    that section with `settings.platform(name, model)`. Every settings load imports the
+    module holding the plugin: it imports the settings model alone, and the factory imports
+    the adapter and its platform SDK only when the section is enabled (adapters/web/
+    __init__.py; docs/architecture.md, "Boundaries")."""
 
     settings: type[SettingsSection]
     build: AdapterFactory

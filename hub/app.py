@@ -296,8 +296,9 @@ class Hub:
             log.warning("%d turns were cut off by the last stop; running them again", interrupted)
         for problem in self.animas.load():
             log.error("Anima not loaded: %s", problem)
-        if self.model_workers is not None and self._uses_a_model():
-            self.model_workers.start()  # litellm imports in the workers while the hub starts
+        # The model workers start with the first model call (hub/model_pool.py), not here:
+        # each holds litellm (~200 MB) and its import took a core for 2-3 s of the start,
+        # which an idle hub, or one in offline mode, never needs (issue 47).
         for problem in hub_model_problems(
             self.settings.llm, (a.spec.model for a in self.animas.all())
         ):
@@ -337,7 +338,8 @@ class Hub:
     def catching_up(self) -> bool:
         return self._catch_up is not None and not self._catch_up.done()
 
-    def _uses_a_model(self) -> bool:
+    def uses_a_model(self) -> bool:
+        """Whether any Anima is answered by a language model (else offline mode)."""
         return bool(self.settings.llm.model) or any(anima.spec.model for anima in self.animas.all())
 
     async def on_tick(self) -> None:

@@ -17,11 +17,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
-from sqlalchemy.exc import OperationalError
 
-from hub.animas import AnimaError, AnimaRegistry
 from hub.cli_chat import chat
 from hub.cli_console import (
     HELP_MARKUP,
@@ -34,21 +30,22 @@ from hub.cli_console import (
     styled,
 )
 from hub.cli_mcp import mcp
-from hub.cli_memory import consolidate, known_anima, memory_app
+from hub.cli_memory import consolidate, known_anima, memory_app, registry_of
 from hub.cli_people import pairing_app, people_app, token_app
 from hub.cli_status import status
 from hub.cli_tasks import task_app
-from hub.identity import os_user
-from hub.logs import anima_log_path
-from hub.owner_key import OwnerKeyError, ensure_owner_key
-from hub.roles import bundled_config_dir, load_roles
+from hub.owner_key import OwnerKeyError
 from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
-from hub.settings import CONFIG_NAME, Settings
 
+# Everything else is imported by the command that uses it: defining the commands must stay
+# cheap, since `--help`, a usage error and every command pay for it (issue 47; what
+# `--help` may import is tests/unit/test_lazy_imports.py).
 if TYPE_CHECKING:
-    import uvicorn  # imported when the hub starts: other commands start faster
+    import uvicorn
+    from sqlalchemy.exc import OperationalError
 
     from hub.app import Hub
+    from hub.settings import Settings
 
 app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
@@ -79,6 +76,10 @@ def init(
     ] = None,
 ) -> None:
     """Create the data folder and its hub.toml; with --demo, three Animas (idempotent)."""
+    from hub.owner_key import ensure_owner_key
+    from hub.roles import bundled_config_dir
+    from hub.settings import CONFIG_NAME
+
     settings = settings_or_exit()
     home = settings.home
     for sub in ("animas", "shared/users", "logs"):
@@ -101,6 +102,8 @@ def init(
 
 def _ask_owner() -> str:
     """Who owns the hub: the web chat's person on this machine (docs/people.md)."""
+    from hub.identity import os_user
+
     default = os_user()
     if not sys.stdin.isatty():
         return default
@@ -108,9 +111,7 @@ def _ask_owner() -> str:
 
 
 def _ensure_anima(settings: Settings, name: str, role: str, supervisor: str | None) -> None:
-    registry = AnimaRegistry(settings.home / "animas", load_roles())
-    registry.load()
-    if name in registry:
+    if name in registry_of(settings):
         return
     _create_anima(settings, name, role, supervisor)
 
@@ -130,9 +131,10 @@ def _create_anima(settings: Settings, name: str, role: str, supervisor: str | No
         if response.status_code != 201:
             raise fail(refusal_line(response))
     else:
+        from hub.animas import AnimaError
+
         with hold_data_root(settings.home):
-            registry = AnimaRegistry(settings.home / "animas", load_roles())
-            registry.load()
+            registry = registry_of(settings)
             try:
                 registry.create(name, role, supervisor)
             except AnimaError as exc:
@@ -280,6 +282,12 @@ def anima_create(
 @anima_app.command("list")
 def anima_list() -> None:
     """List the Animas of this data folder."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from hub.animas import AnimaRegistry
+    from hub.roles import load_roles
+
     settings = settings_or_exit()
     registry = AnimaRegistry(settings.home / "animas", load_roles())
     for problem in registry.load():
@@ -306,7 +314,7 @@ def heartbeat(
     known_anima(settings, name)
 
     async def run() -> dict[str, Any]:
-        async with hub_client(settings) as client:
+        async with hub_client(settings, calls_the_model=True) as client:
             response = await client.post(f"/api/animas/{name}/heartbeat")
             if response.status_code != 200:
                 raise fail(response.json().get("detail", response.text))
@@ -349,6 +357,8 @@ def logs(
     """Show an Anima's log: turns answered, failures, consolidation runs, schedule problems."""
     if lines < 0:  # sliced, -n -5 printed all the lines but five
         raise fail(f"-n {lines}: the number of lines must be 0 or more", code=2)
+    from hub.logs import anima_log_path
+
     settings = settings_or_exit()
     path = anima_log_path(settings.home, name)
     if not (settings.home / "animas" / name).is_dir():  # one whose anima.toml broke has logs
@@ -379,10 +389,18 @@ def _memory_settings(ctx: typer.Context) -> None:
     ctx.obj = settings_or_exit()
 
 
+def _database_errors() -> tuple[type[OperationalError], ...]:
+    """SQLAlchemy's OperationalError, once something imported SQLAlchemy: a command that did
+    not cannot have raised it, and importing it here would cost every command its import.
+    An `except` clause evaluates this only when an exception reaches it."""
+    errors = sys.modules.get("sqlalchemy.exc")
+    return (errors.OperationalError,) if errors is not None else ()
+
+
 def main() -> None:
     try:
         app()
-    except OperationalError as exc:  # no database server, wrong password, ...: one line
+    except _database_errors() as exc:  # no database server, wrong password, ...: one line
         detail = str(exc.orig or exc).strip().splitlines()[0]
         print_error(f"the database cannot be reached ({detail}); check [storage] database_url")
         raise SystemExit(1) from None

@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import typer
 
 from hub.cli_console import err, id_table, print_error
 from hub.runfile import HubBusy
-from hub.settings import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from hub.settings import Settings
 
 
 def quoted(name: str) -> str:
@@ -22,6 +24,8 @@ def quoted(name: str) -> str:
 
 
 def cli_settings() -> Settings:
+    from hub.settings import ConfigError, load_settings
+
     try:
         return load_settings()
     except ConfigError as exc:

@@ -60,7 +60,7 @@ def chat(
         payload["user"] = user
 
     async def run() -> None:
-        async with hub_client(settings) as client:
+        async with hub_client(settings, calls_the_model=True) as client:
             if user:
                 payload["user"] = await _known_person(client, user, new)
             await show_reply(stream_chat(client, name, payload))

@@ -8,17 +8,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Collection, Sequence
 from contextlib import aclosing
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import typer
 from rich.console import Console
-from rich.live import Live
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
-from hub.excerpt import closed
-from hub.settings import ConfigError, Settings, load_settings
+if TYPE_CHECKING:
+    from hub.settings import Settings
 
 console = Console(markup=False)
 err = Console(stderr=True, soft_wrap=True, markup=False)
@@ -56,6 +54,10 @@ def print_error(message: str) -> None:
 
 def settings_or_exit(**overrides: Any) -> Settings:
     """The settings, or a one-line config error (exit code 2)."""
+    # Imported here, as the CLI's other heavy modules are where they are used: `--help`
+    # and a command's own usage errors need none of them (tests/unit/test_lazy_imports.py).
+    from hub.settings import ConfigError, load_settings
+
     try:
         return load_settings(**{k: v for k, v in overrides.items() if v is not None})
     except ConfigError as exc:
@@ -82,6 +84,11 @@ async def show_reply(pieces: AsyncGenerator[str, None]) -> None:
     lists and code), the text as it came when piped, so scripts read what the hub sent.
     The stream is closed here even when printing stops it (`| head` closing the pipe): left
     to the garbage collector, it closed outside its task and printed two tracebacks."""
+    from rich.live import Live
+    from rich.markdown import Markdown
+
+    from hub.excerpt import closed
+
     async with aclosing(pieces):
         if not console.is_terminal:
             async for piece in pieces:

@@ -1,69 +1,21 @@
 """`animahub mcp NAME`: an Anima's memory for an MCP client over stdio (docs/mcp.md).
 
-It relays every request to the hub's own /mcp endpoint (hub/api/mcp_server.py): the running
-hub's if there is one, else an in-process hub for as long as the client stays, so the tools,
-their rights and their answers are the same on both transports. It authenticates as the
-config's admin token, the owner (the data folder's owner.key, hub/owner_key.py), or
-`--token` / `ANIMAHUB_TOKEN` (a person's own token: then it sees what that person may see).
+The relay itself is hub/mcp_relay.py, imported when the command runs: the MCP SDK is
+heavy, and every other command (and `--help`) imports this module.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from mcp import ClientSession, types
-from mcp.client.streamable_http import streamable_http_client
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
-from hub import __version__
 from hub.cli_api import cli_settings
-from hub.cli_console import fail, given, print_error
+from hub.cli_console import given, print_error
 from hub.cli_memory import known_anima
 from hub.runfile import HubBusy
-
-
-async def relay(upstream: ClientSession, anima: str) -> Server[Any, Any]:
-    """A stdio-side server whose tools are the upstream's, each call pinned to `anima`."""
-    init = await upstream.initialize()
-    server: Server[Any, Any] = Server(
-        "animahub", version=__version__, instructions=init.instructions
-    )
-
-    @server.list_tools()  # type: ignore[no-untyped-call, untyped-decorator]
-    async def list_tools() -> list[types.Tool]:
-        return (await upstream.list_tools()).tools
-
-    # The upstream validates the arguments, and says what failed.
-    @server.call_tool(validate_input=False)  # type: ignore[untyped-decorator]
-    async def call_tool(name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return await upstream.call_tool(name, {**arguments, "anima": anima})
-
-    return server
-
-
-async def serve(anima: str, token: str | None) -> None:
-    from hub.client import hub_client, refusal
-
-    async with hub_client(cli_settings()) as http:
-        if token:
-            http.headers["Authorization"] = f"Bearer {token}"
-        # Asked first: refused inside the MCP session, it was a page of traceback.
-        me = await http.get("/api/me")
-        if me.status_code != 200:
-            whose = "the token" if token else "this command"
-            raise fail(f"the hub refused {whose}: {refusal(me)} (HTTP {me.status_code})")
-        url = f"{str(http.base_url).rstrip('/')}/mcp"
-        async with (
-            streamable_http_client(url, http_client=http) as (read, write, _session_id),
-            ClientSession(read, write) as upstream,
-        ):
-            server = await relay(upstream, anima)
-            async with stdio_server() as (stdin, stdout):
-                await server.run(stdin, stdout, server.create_initialization_options())
 
 
 def mcp(
@@ -77,6 +29,8 @@ def mcp(
 ) -> None:
     """Serve an Anima's memory to an MCP client over stdio (Claude Code, Codex, Cursor)."""
     known_anima(cli_settings(), name)
+    from hub.mcp_relay import serve
+
     try:
         asyncio.run(serve(name, token or os.environ.get("ANIMAHUB_TOKEN")))
     except HubBusy as exc:

@@ -13,33 +13,21 @@ from contextlib import asynccontextmanager
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
-from rich.console import Group
-from rich.markdown import Markdown
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
-from rich.text import Text
 
-from hub.animas import AnimaRegistry
-from hub.cli_console import HELP_MARKUP, console, fail, given
-from hub.client import auth_headers, refusal_line
-from hub.logs import to_files
-from hub.roles import load_roles
+from hub.cli_console import HELP_MARKUP, console, fail, given, settings_or_exit
 from hub.runfile import HubBusy, hold_data_root, running_hub
-from hub.settings import ConfigError, Settings, load_settings
 
+# The rest is imported where it is used: every command imports this module, and `--help`
+# needs none of the memory, the database, httpx or the hub (tests/unit/test_lazy_imports.py).
 if TYPE_CHECKING:
+    import httpx
+
+    from hub.animas import AnimaRegistry
     from hub.identity import IdentityService
     from hub.memory.consolidation import Consolidator
     from hub.memory.service import MemoryService
+    from hub.settings import Settings
 
 memory_app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
@@ -48,10 +36,18 @@ memory_app = typer.Typer(
 )
 
 
-def animas_in(settings: Settings) -> list[str]:
+def registry_of(settings: Settings) -> AnimaRegistry:
+    """The data folder's Animas, loaded."""
+    from hub.animas import AnimaRegistry
+    from hub.roles import load_roles
+
     registry = AnimaRegistry(settings.home / "animas", load_roles())
     registry.load()
-    return registry.names()
+    return registry
+
+
+def animas_in(settings: Settings) -> list[str]:
+    return registry_of(settings).names()
 
 
 def known_anima(settings: Settings, name: str) -> None:
@@ -70,6 +66,7 @@ async def local_memory(settings: Settings) -> AsyncIterator[MemoryService]:
 async def local_hub(settings: Settings) -> AsyncIterator[tuple[MemoryService, IdentityService]]:
     """The data root's memory, and its people, with no hub running (holding its lock)."""
     from hub.identity import IdentityService  # heavy (the database): only when used
+    from hub.logs import to_files
     from hub.memory.service import MemoryService
     from hub.store.db import Database
 
@@ -96,6 +93,10 @@ def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
         known_anima(settings, anima)
     running = running_hub(settings.home)
     if running is not None:
+        import httpx
+
+        from hub.client import auth_headers
+
         for name in targets:
             with console.status(f"re-indexing {name} through the running hub…"):
                 response = httpx.post(
@@ -111,6 +112,15 @@ def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
 
 
 async def _repair_locally(settings: Settings, targets: list[str], everything: bool) -> None:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     async with local_memory(settings) as memory:
         if everything:  # points of Animas that no longer exist go too
             memory.index.clear()
@@ -149,6 +159,11 @@ def memory_search(
     limit: Annotated[int, typer.Option(min=1, max=100, help="How many results.")] = 10,
 ) -> None:
     """Search an Anima's memory as an admin (every privacy scope unless --scope says)."""
+    from rich.console import Group
+    from rich.markdown import Markdown
+    from rich.table import Table
+    from rich.text import Text
+
     from hub.excerpt import excerpt, inline
     from hub.memory.admin_search import scopes_and_layer
     from hub.memory.documents import layer_name
@@ -164,6 +179,10 @@ def memory_search(
     known_anima(settings, name)
     running = running_hub(settings.home)
     if running is not None:
+        import httpx
+
+        from hub.client import auth_headers
+
         response = httpx.get(
             f"{running.url}/api/memory/{name}/search",
             params={
@@ -207,6 +226,8 @@ async def _search_locally(
 
 def _answer(response: httpx.Response) -> dict[str, Any]:
     """The JSON of a hub's answer, or the hub's error message as a CLI error."""
+    from hub.client import refusal_line
+
     if response.is_success:
         body: dict[str, Any] = response.json()
         return body
@@ -219,8 +240,7 @@ async def local_consolidator(settings: Settings) -> AsyncIterator[Consolidator]:
     from hub.memory.consolidation import Consolidator
     from hub.memory.distill_llm import anima_distillers
 
-    registry = AnimaRegistry(settings.home / "animas", load_roles())
-    registry.load()
+    registry = registry_of(settings)
     async with local_memory(settings) as memory:
         yield Consolidator(memory, anima_distillers(settings.llm, registry))
 
@@ -246,10 +266,7 @@ def consolidate(
     """Run memory consolidation stages now: daily, weekly, monthly, in that order.
 
     The scheduler runs them by itself: daily at midnight, weekly on Sundays, monthly."""
-    try:
-        settings = load_settings()
-    except ConfigError as exc:
-        raise fail(f"config: {exc}", code=2) from None
+    settings = settings_or_exit()
     daily = daily or today or day is not None
     stages = [s for s, on in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if on]
     if not stages:
@@ -261,6 +278,10 @@ def consolidate(
     known_anima(settings, name)
     running = running_hub(settings.home)
     if running is not None:
+        import httpx
+
+        from hub.client import auth_headers
+
         for stage in stages:
             with console.status(f"{name}: {stage} consolidation through the running hub…"):
                 response = httpx.post(
@@ -284,9 +305,7 @@ async def _consolidate_locally(
 ) -> list[str]:
     from hub.memory.consolidation import STAGES
 
-    registry = AnimaRegistry(settings.home / "animas", load_roles())
-    registry.load()
-    anima = registry.get(name)
+    anima = registry_of(settings).get(name)
     timezone = (anima.spec.timezone if anima else "") or settings.hub.timezone
     summaries = []
     async with local_consolidator(settings) as consolidator:
@@ -314,6 +333,10 @@ def memory_restore(
     known_anima(settings, name)
     running = running_hub(settings.home)
     if running is not None:
+        import httpx
+
+        from hub.client import auth_headers
+
         response = httpx.post(
             f"{running.url}/api/memory/{name}/restore",
             json={"path": path},

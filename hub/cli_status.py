@@ -9,16 +9,11 @@ import typer
 from rich.table import Table
 
 from hub.cli_console import console, fail, settings_or_exit
-from hub.memory.redact import redact
 from hub.runfile import HubBusy, running_hub
 
 
 def status() -> None:
     """Whether a hub runs on this data folder, and its health (exit code 3 when none runs)."""
-    import httpx
-
-    from hub.client import auth_headers, refusal_line
-
     settings = settings_or_exit()
     try:
         running = running_hub(settings.home)
@@ -27,6 +22,10 @@ def status() -> None:
     if running is None:
         console.print(f"No hub is running on {settings.home}.", highlight=False)
         raise typer.Exit(3)
+    import httpx  # only to ask a running hub
+
+    from hub.client import auth_headers, refusal_line
+
     try:
         response = httpx.get(
             f"{running.url}/api/system/health", headers=auth_headers(settings), timeout=5
@@ -39,6 +38,8 @@ def status() -> None:
 
 
 def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Table:
+    from hub.memory.redact import redact  # its rule set: only when there is a table to print
+
     table = Table(
         title=f"AnimaHub {health['version']} at {url} (pid {pid}, data {home})",
         show_header=False,
@@ -48,6 +49,8 @@ def _status_table(url: str, pid: int, home: Path, health: dict[str, Any]) -> Tab
     model = health["llm"]
     if model == "offline":  # no worker is started: there is nothing for one to call
         model = "offline mode (no language model configured: set [llm] model in hub.toml)"
+    elif workers and not workers["running"]:  # an idle hub holds none (hub/model_pool.py)
+        model += " (no model worker running: one starts with the next model call)"
     elif workers:
         model += f" ({workers['ready']} of {workers['configured']} model workers ready)"
     if lines := _model_lines(health.get("model")):

@@ -10,10 +10,8 @@ from rich.table import Table
 from hub.cli_api import call, cli_settings
 from hub.cli_console import HELP_MARKUP, console, given, styled
 from hub.cli_people import short_time
-from hub.delegation import STARTS_WITH_THE_HUB
 from hub.runfile import running_hub
 
-WAITS = f" (no hub is running: it {STARTS_WITH_THE_HUB})"
 task_app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
     help="The task board: what managers delegated.",
@@ -75,9 +73,12 @@ def task_delegate(
     """Give an Anima a task for its supervisor; it starts at once."""
     body = {"to": name, "title": title, "details": details, "due": due}
     task = call("POST", "/api/tasks", {**body, "report_to": report_to or []}, ok=201)
+    from hub.delegation import STARTS_WITH_THE_HUB  # the task model: only when one was given
+
+    waits = f" (no hub is running: it {STARTS_WITH_THE_HUB})"
     console.print(
         f"task {task['id']} for {task['assignee']} (reports to {task['manager']}): "
-        f"{task['title']}" + ("" if running_hub(cli_settings().home) else WAITS),
+        f"{task['title']}" + ("" if running_hub(cli_settings().home) else waits),
         highlight=False,
     )
 

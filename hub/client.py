@@ -11,19 +11,18 @@ import json
 import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from httpx_sse import aconnect_sse
-from sqlmodel import select
 
-from hub.app import Hub
-from hub.logs import to_files
 from hub.messages import DeliveryStatus, clean_text
 from hub.owner_key import read_owner_key
 from hub.runfile import hold_data_root, hold_database, running_hub
-from hub.settings import Settings
-from hub.store.models import DeliveryRow
+
+if TYPE_CHECKING:
+    from hub.app import Hub
+    from hub.settings import Settings
 
 _DRAIN_TIMEOUT_S = 30.0
 
@@ -38,7 +37,12 @@ def auth_headers(settings: Settings) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+async def hub_client(
+    settings: Settings, calls_the_model: bool = False
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the running hub, else of an in-process one. `calls_the_model`: the
+    command will (a chat, a heartbeat), so an in-process hub starts its model worker with
+    its own start, for litellm's import to overlap it, instead of at the first call."""
     running = running_hub(settings.home)
     if running is not None:
         async with httpx.AsyncClient(
@@ -46,7 +50,11 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         ) as client:
             yield client
         return
+    # The whole hub, imported only when no hub runs: a command a running hub serves needs
+    # httpx alone (bench/startup.py).
     from hub.api.server import create_app
+    from hub.app import Hub
+    from hub.logs import to_files
 
     # A CLI command's short-lived hub does its command, not the schedule: due heartbeats,
     # consolidation and delegated tasks wait for `animahub start`.
@@ -62,6 +70,8 @@ async def hub_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         app = create_app(hub)
         try:
             async with app.router.lifespan_context(app):  # the hub's start and stop, /mcp's
+                if calls_the_model and hub.model_workers is not None and hub.uses_a_model():
+                    hub.model_workers.start()
                 transport = httpx.ASGITransport(app=app)
                 async with httpx.AsyncClient(
                     transport=transport,
@@ -93,6 +103,9 @@ def _leaves(error: BaseException) -> Iterator[BaseException]:
 
 async def _drain(hub: Hub) -> None:
     """Let the outbox send what this command produced before the in-process hub stops."""
+    from sqlmodel import select
+
+    from hub.store.models import DeliveryRow
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + _DRAIN_TIMEOUT_S

@@ -84,6 +84,12 @@ class ModelWorkers:
                 worker.process.kill()
         await asyncio.gather(*self._supervisors, return_exceptions=True)
 
+    @property
+    def started(self) -> bool:
+        """Whether the workers were started: by the first call (the hub does not start them
+        ahead of it: an idle hub holds no litellm), or by `start()`."""
+        return bool(self._supervisors)
+
     def pids(self) -> list[int]:
         return [w.process.pid for w in self._workers if w is not None]
 

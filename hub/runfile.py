@@ -19,9 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from sqlalchemy import create_engine, make_url, text
-from sqlalchemy.pool import NullPool
-
 LOCK_NAME = "hub.lock"
 RUN_NAME = "hub.json"
 
@@ -74,6 +71,10 @@ PG_LOCK_KEY = 0x616E696D61
 def hold_database(url: str) -> Iterator[None]:
     """Hold the database for this process: a PostgreSQL session advisory lock, or a lock
     file beside a SQLite file. HubBusy if another hub holds it."""
+    # Here, not at the top: every CLI command imports this module, few hold the database.
+    from sqlalchemy import create_engine, make_url, text
+    from sqlalchemy.pool import NullPool
+
     parsed = make_url(url)
     backend = parsed.get_backend_name()
     if backend == "sqlite":

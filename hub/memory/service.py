@@ -103,6 +103,7 @@ class MemoryService:
         # Who a text names, and the text with their names as "I" / "my"
         # (IdentityService.names_in, set by the hub).
         self.names_in: Callable[[str], Named] = lambda text: Named((), text)
+        self._warming: asyncio.Task[None] | None = None
 
     @classmethod
     def from_settings(
@@ -129,13 +130,17 @@ class MemoryService:
     async def start(self, animas: Sequence[str]) -> None:
         """Open the index. A new embedding model means every vector is rebuilt, never mixed;
         an Anima whose index is empty while its markdown is not (a deleted or replaced
-        index) is rebuilt from the markdown. The embedder warms up meanwhile, off the loop,
-        and start returns once it has."""
-        warm_up = asyncio.create_task(asyncio.to_thread(self._warm_up))
-        try:
-            await self._open(animas)
-        finally:
-            await warm_up
+        index) is rebuilt from the markdown. The embedder warms up off the loop, started
+        here and not awaited: loading it took 1-2 s of a start on two cores, and the hub
+        answers meanwhile (issue 47); a turn that comes first waits for the load as the
+        warm-up does (`warmed`)."""
+        self._warming = asyncio.create_task(asyncio.to_thread(self._warm_up), name="warm-up")
+        await self._open(animas)
+
+    async def warmed(self) -> None:
+        """Once the embedder's warm-up, begun by `start`, is over (at once if none was)."""
+        if self._warming is not None:
+            await asyncio.shield(self._warming)
 
     async def _open(self, animas: Sequence[str]) -> None:
         model = f"{self.embedder.model_id}+{PASSAGE_FORMAT}"
@@ -216,6 +221,7 @@ class MemoryService:
         """Finish queued indexing if that takes under `grace_s`, else stop after the batch
         in flight: what is left is in the markdown, and start-up indexes it
         (hub/memory/reconcile.py). Then write the access counts and close the index."""
+        await self.warmed()  # a thread cannot be cancelled: the index closes after it
         if behind := await self.indexer.stop(grace_s):
             log.warning("stopping with %d memory items not yet indexed: start-up does it", behind)
         else:

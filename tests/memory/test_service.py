@@ -208,12 +208,14 @@ class WatchedEmbedder(HashEmbedder):
 
 async def test_start_warms_the_embedder_up_off_the_event_loop(tmp_path: Path) -> None:
     """The first embedding after a start loads the model and starts its threads (bench/
-    README.md): start does it, on a thread of its own, so the first turn's priming does not."""
+    README.md): start begins it, on a thread of its own, so the first turn's priming does
+    not; the hub answers meanwhile (issue 47), so start does not wait for it."""
     embedder = WatchedEmbedder("m1")
     service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), embedder)
     await service.start(["aria"])
     try:
-        [(texts, thread)] = embedder.queries  # done when start returns
+        await service.warmed()
+        [(texts, thread)] = embedder.queries
         assert len(texts) == 1 and thread != threading.get_ident()  # not on the loop
     finally:
         await service.stop()
