@@ -255,7 +255,10 @@ class Hub:
             self.memory,
             self.consolidator,
         )
-        self.scheduler = Scheduler(self.db, self.clock, self.agenda.run)
+        # Room for every capped model call and four runs besides (quiet heartbeats, command
+        # crons), so that runs waiting for the model do not hold up runs that need none.
+        runs = settings.scheduler.max_model_calls + 4
+        self.scheduler = Scheduler(self.db, self.clock, self.agenda.run, runs)
         self._planned: tuple[str, ...] | None = None
         self._sessions_checked: datetime | None = None
         self._catch_up: asyncio.Task[None] | None = None

@@ -32,6 +32,7 @@ from apscheduler.job import Job
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
 from hub.clock import Clock
 from hub.store.db import Database
@@ -139,9 +140,9 @@ class Scheduler:
         now = self._clock.now()
         for key, spec in wanted.items():
             job = stored.get(key)
-            if job is not None and str(job.trigger) == str(spec.trigger):
+            if job is not None and _same_trigger(job.trigger, spec.trigger):
                 continue
-            first = spec.trigger.get_next_fire_time(None, now)
+            first = _first_time(spec.trigger, job, now)
             self._aps.add_job(
                 _not_run_by_apscheduler,
                 trigger=spec.trigger,
@@ -233,6 +234,28 @@ class Scheduler:
             self._aps.remove_job(job.id, jobstore=_STORE)
         else:
             self._aps.modify_job(job.id, jobstore=_STORE, next_run_time=following)
+
+
+def _same_trigger(stored: BaseTrigger, wanted: BaseTrigger) -> bool:
+    """Whether a stored job already has the wanted trigger. An interval's start is its
+    phase (hub/spread.py), so it counts: a heartbeat planned before offsets existed (at
+    "one interval from now") is re-planned once, onto its own phase."""
+    if str(stored) != str(wanted):
+        return False
+    if isinstance(stored, IntervalTrigger) and isinstance(wanted, IntervalTrigger):
+        return bool(stored.start_date == wanted.start_date)
+    return True
+
+
+def _first_time(trigger: BaseTrigger, stored: Job | None, now: datetime) -> datetime | None:
+    """A new or changed job's first run time. An interval job that was already due (missed
+    while the hub was down, then re-planned onto a new phase) runs now, at its latest time
+    on the new phase, rather than skipping what it missed until its next time."""
+    first: datetime | None = trigger.get_next_fire_time(None, now)
+    due = stored is not None and stored.next_run_time is not None and stored.next_run_time <= now
+    if due and first is not None and isinstance(trigger, IntervalTrigger) and first > now:
+        return first - trigger.interval
+    return first
 
 
 def _run_times(job: Job, now: datetime, limit: int | None) -> list[datetime]:

@@ -38,7 +38,8 @@ class Recorder:
 
 
 def heartbeat(clock: ManualClock, minutes: int = 30) -> JobSpec:
-    start = clock.now() + timedelta(minutes=minutes)  # as the agenda does: not at once
+    # A fixed phase, the same at every plan, as the agenda's are (hub/spread.py).
+    start = T0 + timedelta(minutes=minutes)
     trigger = IntervalTrigger(minutes=minutes, start_date=start, timezone="UTC")
     return JobSpec("heartbeat:aria", JobKind.HEARTBEAT, "aria", trigger)
 
@@ -208,5 +209,5 @@ async def test_plan_adds_changes_and_removes_jobs(db: Database, clock: ManualClo
     clock.advance(timedelta(minutes=10))
     scheduler.plan([heartbeat(clock, minutes=60)])  # interval changed, daily gone
     assert scheduler.job_ids() == ["heartbeat:aria"]
-    assert scheduler.next_run("heartbeat:aria") == T0 + timedelta(minutes=70)
+    assert scheduler.next_run("heartbeat:aria") == T0 + timedelta(minutes=60)
     await scheduler.close()
