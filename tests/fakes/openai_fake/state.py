@@ -9,6 +9,7 @@ import threading
 from collections import deque
 from typing import Any
 
+from tests.fakes.openai_fake.ratelimit import StandingLimit
 from tests.fakes.openai_fake.script import JSON, Failure, Reply, ToolCall
 from tests.fakes.openai_fake.wire import last_user_text, usage_json
 
@@ -43,6 +44,7 @@ class FakeState:
         self._abandoned = 0  # held requests whose client went away
         self._stopping = threading.Event()
         self.latency_s = 0.0  # every answer waits this long first (a slow model)
+        self.limit = StandingLimit()  # a standing rate limit (ratelimit.py); none by default
 
     # ---- scripting (test side)
 
