@@ -162,6 +162,11 @@ class Scheduler:
     def job_ids(self) -> list[str]:
         return sorted(job.id for job in self._aps.get_jobs(jobstore=_STORE))
 
+    @property
+    def running(self) -> int:
+        """How many runs are under way (started, not finished)."""
+        return len(self._running)
+
     def upcoming(self) -> list[Fire]:
         """Every planned job's next run (UTC), soonest first."""
         runs = [

@@ -82,7 +82,7 @@ def build_app(state: FakeState) -> Starlette:
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
         *make_control_routes(state),
-        *make_rate_limit_routes(state.limit),
+        *make_rate_limit_routes(state.limit, lambda s: setattr(state, "latency_s", s)),
     ]
     return Starlette(routes=routes)
 

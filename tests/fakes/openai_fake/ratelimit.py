@@ -103,9 +103,13 @@ def limited(limit: StandingLimit, handler: Handler) -> Handler:
     return guarded
 
 
-def make_rate_limit_routes(limit: StandingLimit) -> list[Route]:
+def make_rate_limit_routes(
+    limit: StandingLimit, set_latency: Callable[[float], None]
+) -> list[Route]:
     async def set_limit(request: Request) -> Response:
         body = await request.json()  # (not chat.json_body: chat imports the state, and this)
+        if "latency_s" in body:  # how long each answer takes, for a load test in a process
+            set_latency(float(body["latency_s"]))
         limit.set(
             body.get("per_second"),
             float(body.get("burst", 1.0)),
