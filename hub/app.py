@@ -55,6 +55,7 @@ from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls, ModelClient
+from hub.model_gate import GatedModelClient, LocalGate
 from hub.model_pool import ModelWorkers
 from hub.offline import OfflineResponder
 from hub.outbox import Outbox
@@ -146,8 +147,14 @@ class Hub:
         # Where litellm runs: worker processes, or this event loop when workers = 0.
         self.model_workers = ModelWorkers(settings.llm.workers) if settings.llm.workers else None
         self.model: ModelClient = self.model_workers or LiteLLMCalls()
+        # The cap on scheduled model calls (heartbeats, crons, consolidation), hub-wide.
+        paced_by = settings.scheduler
+        self.model_gate = LocalGate(
+            paced_by.max_model_calls, self.clock, paced_by.rate_limit_pause_s
+        )
+        distill_with = GatedModelClient(self.model, self.model_gate)
         self.consolidator = (
-            Consolidator(self.memory, anima_distillers(settings.llm, self.animas, self.model))
+            Consolidator(self.memory, anima_distillers(settings.llm, self.animas, distill_with))
             if self.memory is not None
             else None
         )
@@ -254,6 +261,7 @@ class Hub:
             self.live,
             self.memory,
             self.consolidator,
+            self.model_gate,
         )
         # Room for every capped model call and four runs besides (quiet heartbeats, command
         # crons), so that runs waiting for the model do not hold up runs that need none.

@@ -26,10 +26,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from hub.clock import Clock
-from hub.model_client import LLMError
+from hub.model_client import LLMError, ModelClient, RoundPiece
 from hub.model_failure import FailureKind
 
 log = logging.getLogger(__name__)
@@ -174,3 +174,26 @@ async def paced(gate: ModelCallGate, call: Callable[[], Awaitable[T]]) -> T:
             slot.succeeded()
             return result
     raise AssertionError("unreachable: the last try returns or raises")
+
+
+class GatedModelClient:
+    """A ModelClient whose calls go through the gate: for scheduled work that calls the
+    model below a turn (consolidation's distillers, session summaries). Nobody watches
+    those calls stream, so a round is collected whole before it is handed on, and a 429,
+    which always comes before the first piece, is asked again after the pause."""
+
+    def __init__(self, client: ModelClient, gate: ModelCallGate) -> None:
+        self._client = client
+        self._gate = gate
+
+    async def stream_round(
+        self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
+    ) -> AsyncIterator[RoundPiece]:
+        async def whole() -> list[RoundPiece]:
+            return [piece async for piece in self._client.stream_round(messages, kwargs)]
+
+        for piece in await paced(self._gate, whole):
+            yield piece
+
+    async def complete(self, messages: list[dict[str, Any]], kwargs: dict[str, Any]) -> str:
+        return await paced(self._gate, lambda: self._client.complete(messages, kwargs))

@@ -13,9 +13,11 @@ import pytest
 
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.model_client import LLMError
+from hub.memory.distill_llm import LLMDistiller
+from hub.model_client import LiteLLMCalls, LLMError
 from hub.model_failure import FailureKind
-from hub.model_gate import LocalGate, paced
+from hub.model_gate import GatedModelClient, LocalGate, paced
+from hub.settings import load_settings
 from tests.contract.harness import eventually
 from tests.fakes.openai_server import FakeOpenAI
 from tests.schedule.conftest import deliveries, open_life, say
@@ -147,3 +149,24 @@ async def test_a_run_rate_limited_every_time_fails_as_a_model_failure_at_last(
         await run
     assert failed.value.kind is FailureKind.RATE_LIMITED
     assert gate.state.limit == 1
+
+
+async def test_consolidation_waits_out_a_429_instead_of_falling_back_to_the_rules(
+    clock: ManualClock, fake: FakeOpenAI
+) -> None:
+    """The distillers (consolidation, session summaries) ask through the same gate."""
+    settings = load_settings(
+        home=Path("/nonexistent"),
+        llm={"model": "openai/fake", "api_base": f"{fake.url}/v1", "api_key": "x"},
+    )
+    gate = LocalGate(2, clock, pause_s=30)
+    distiller = LLMDistiller(settings.llm, "openai/fake", GatedModelClient(LiteLLMCalls(), gate))
+    fake.fail_next(429, retry_after=None)
+    fake.queue_reply('{"summary": "The build was fixed."}')
+    ask = asyncio.create_task(distiller._ask("session summary", "Sum up.", "The build."))
+    await eventually(lambda: len(fake.requests) == 1, timeout_s=60.0)
+    await eventually(lambda: gate.state.paused_until is not None)
+    assert not ask.done()
+    clock.advance(timedelta(seconds=30))
+    assert await asyncio.wait_for(ask, 60) == {"summary": "The build was fixed."}
+    assert len(fake.requests) == 2
