@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import re
 import subprocess
@@ -142,16 +143,24 @@ def give_news(hub: Hub, names: list[str], now: datetime) -> None:
         conn.execute(insert(InboxItem), rows)
 
 
+async def workers_ready(hub: Hub) -> None:
+    """Wait for the model workers to have imported litellm (seconds on a busy machine):
+    heartbeats due before then would all wait for them, and start the window bunched."""
+    workers = hub.model_workers
+    while workers is not None and workers.status()["ready"] < workers.status()["configured"]:  # noqa: ASYNC110
+        await asyncio.sleep(0.2)
+
+
 class Sampler:
     def __init__(self, hub: Hub, fake_pid: int) -> None:
         self.hub, self.fake_pid = hub, fake_pid
         self.peak_rss_kb = 0
-        self.lowest_limit = hub.agenda.gate.state.max_calls
+        self.lowest_limit = hub.model_gate.state.max_calls
 
     def sample(self) -> None:
         total = sum(rss_kb(pid) for pid in hub_processes(self.fake_pid))
         self.peak_rss_kb = max(self.peak_rss_kb, total)
-        self.lowest_limit = min(self.lowest_limit, self.hub.agenda.gate.state.limit)
+        self.lowest_limit = min(self.lowest_limit, self.hub.model_gate.state.limit)
 
 
 async def drive_real(hub: Hub, names: list[str], args: argparse.Namespace, s: Sampler) -> None:
@@ -182,7 +191,7 @@ async def drive_virtual(hub: Hub, names: list[str], args: argparse.Namespace, s:
         hub.scheduler.tick()
         # As fast as the hub goes: the second ends when every run is done or waits out a
         # pause (which only the clock's next step can end).
-        while hub.scheduler.running and hub.agenda.gate.state.paused_until is None:  # noqa: ASYNC110
+        while hub.scheduler.running and hub.model_gate.state.paused_until is None:  # noqa: ASYNC110
             await asyncio.sleep(0.005)
         s.sample()
     while hub.scheduler.running:  # the last second's runs finish
@@ -227,9 +236,11 @@ def measure(
     want = expected(names, interval, begin, end)
     seconds = max(1.0, (end - begin).total_seconds())
     mean = len(want) / seconds
+    missed = sorted(want - set(runs), key=lambda slot: slot[1])
     return {
         "heartbeats_expected": len(want),
-        "missed": len(want - set(runs)),
+        "missed": len(missed),
+        "missed_first": [f"{name}@{(at - begin).total_seconds():.0f}s" for name, at in missed[:5]],
         "doubled": sum(1 for n in runs.values() if n > 1),
         "posted": sum(runs.values()),
         "mean_per_s": round(mean, 2),
@@ -254,6 +265,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             clock: Clock = ManualClock(start) if args.virtual else SystemClock()
             hub = make_hub(Path(tmp), url, args, clock)
             await hub.start()
+            await workers_ready(hub)
             began_setup = time.perf_counter()
             names = add_copies(hub, args.animas, args.interval)
             setup_s = time.perf_counter() - began_setup
@@ -267,9 +279,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             else:
                 await drive_real(hub, names, args, sampler)
             result = measure(hub, names, args, begin)
+            async with httpx.AsyncClient() as control:  # as the posts were counted
+                stats = (await control.get(f"{url}/_control/rate_limit_stats")).json()
             await hub.stop()
-        async with httpx.AsyncClient() as control:
-            stats = (await control.get(f"{url}/_control/rate_limit_stats")).json()
     finally:
         fake.terminate()
         fake.wait(10)
@@ -303,14 +315,19 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--retry-after", type=float, default=1.0)
     parser.add_argument("--model-s", type=float, default=0.05, help="the model's answer time")
     parser.add_argument("--workers", type=int, default=1, help="[llm] workers")
-    parser.add_argument("--tail-s", type=float, default=15.0, help="end of the window left out")
+    parser.add_argument("--tail-s", type=float, default=60.0, help="end of the window left out")
     parser.add_argument("--virtual", action="store_true", help="a manual clock, stepped")
     parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument("--log", type=Path, help="the hub's log (INFO) goes here")
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
     parsed = parse()
+    if parsed.log:
+        logging.basicConfig(
+            filename=parsed.log, level=logging.INFO, format="%(asctime)s %(name)s %(message)s"
+        )
     figures = asyncio.run(main(parsed))
     print(json.dumps(figures, indent=2))
     if parsed.json:

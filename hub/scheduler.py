@@ -92,6 +92,7 @@ class Scheduler:
         self._aps = AsyncIOScheduler(timezone="UTC")
         self._aps.add_jobstore(self._store, _STORE)
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
         # Paces catch-up: after a pause fifty heartbeats may be due at once, and running
         # them all together would starve the rest of the hub (chat turns, health).
         self._slots = asyncio.Semaphore(max_parallel)
@@ -120,6 +121,10 @@ class Scheduler:
             await self._clock.sleep(tick_s)
 
     async def close(self) -> None:
+        # The tick loop may tick again before the hub stops it: a run started now would
+        # call a model whose workers are stopping, and record a failure for a heartbeat
+        # that the next start runs anyway.
+        self._closed = True
         tasks = list(self._running.values())
         for task in tasks:
             task.cancel()
@@ -181,7 +186,9 @@ class Scheduler:
     def tick(self) -> list[asyncio.Task[None]]:
         """Start every due job that is not still running; return the started runs."""
         now = self._clock.now()
-        started = []
+        started: list[asyncio.Task[None]] = []
+        if self._closed:
+            return started
         for job in self._store.get_due_jobs(now):
             if job.id in self._running:
                 continue
@@ -259,7 +266,8 @@ def _first_time(trigger: BaseTrigger, stored: Job | None, now: datetime) -> date
     first: datetime | None = trigger.get_next_fire_time(None, now)
     due = stored is not None and stored.next_run_time is not None and stored.next_run_time <= now
     if due and first is not None and isinstance(trigger, IntervalTrigger) and first > now:
-        return first - trigger.interval
+        interval: timedelta = trigger.interval
+        return first - interval
     return first
 
 

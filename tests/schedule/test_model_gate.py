@@ -81,7 +81,7 @@ async def test_a_429_pauses_the_heartbeat_and_it_posts_after_the_pause(
             await asyncio.sleep(0.2)
             assert not run.done()  # waiting out the provider's Retry-After, not failed
             assert deliveries(hub, "heartbeat") == []
-            assert hub.agenda.gate.state.limit == 2  # and the cap halved
+            assert hub.model_gate.state.limit == 2  # and the cap halved
             clock.advance(timedelta(seconds=20))
             await asyncio.wait_for(run, 60)
         (post,) = deliveries(hub, "heartbeat")

@@ -211,3 +211,18 @@ async def test_plan_adds_changes_and_removes_jobs(db: Database, clock: ManualClo
     assert scheduler.job_ids() == ["heartbeat:aria"]
     assert scheduler.next_run("heartbeat:aria") == T0 + timedelta(minutes=60)
     await scheduler.close()
+
+
+async def test_a_closed_scheduler_starts_no_run_although_its_tick_loop_ticks_once_more(
+    db: Database, clock: ManualClock
+) -> None:
+    """The hub stops the tick loop after closing the scheduler (and its model workers): a
+    run started in between would fail for want of a model and be recorded as done."""
+    rec = Recorder()
+    scheduler = Scheduler(db, clock, rec)
+    scheduler.open()
+    scheduler.plan([heartbeat(clock)])
+    await scheduler.close()
+    clock.advance(timedelta(minutes=30))
+    assert scheduler.tick() == []
+    assert rec.fires == []
