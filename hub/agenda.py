@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.cron import CronTrigger
-from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy.exc import IntegrityError
 
 from hub import heartbeat as hb
@@ -29,10 +28,12 @@ from hub.llm import spent
 from hub.logs import one_line
 from hub.messages import Address, Command, DeliveryKind
 from hub.model_client import LLMError, Usage
+from hub.model_gate import LocalGate, ModelCallGate, paced
 from hub.outbox import Outbox
 from hub.runtime import Responders
 from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
+from hub.spread import heartbeat_trigger
 from hub.store.db import Database
 from hub.targets import Resolved, TargetResolver, groups, scope_of
 from hub.thinking import Thinker, Thought
@@ -96,6 +97,7 @@ class Agenda:
         live: LiveFeed,
         memory: MemoryService | None = None,
         consolidator: Consolidator | None = None,
+        gate: ModelCallGate | None = None,
     ) -> None:
         self._db = db
         self._settings = settings
@@ -110,6 +112,10 @@ class Agenda:
         self._books: dict[str, CronBook] = {}
         self._targets = TargetResolver(db)
         self._thinker = Thinker(settings, responders, memory)
+        paced_by = settings.scheduler
+        self.gate: ModelCallGate = gate or LocalGate(
+            paced_by.max_model_calls, clock, paced_by.rate_limit_pause_s
+        )
 
     def timezone(self, anima: Anima) -> str:
         return self._thinker.timezone(anima)
@@ -135,16 +141,11 @@ class Agenda:
 
     def specs(self) -> list[JobSpec]:
         specs: list[JobSpec] = []
-        now = self._clock.now()
         for anima in self._animas.all():
             tz = self.timezone(anima)
-            interval = timedelta(minutes=anima.spec.heartbeat.interval_minutes)
-            # The first beat one interval from now, not at once: a restart is not news.
-            every = IntervalTrigger(
-                minutes=anima.spec.heartbeat.interval_minutes,
-                start_date=now + interval,
-                timezone=tz,
-            )
+            # At the Anima's own phase of its interval (hub/spread.py), so that many Animas'
+            # heartbeats do not all beat in the same second.
+            every = heartbeat_trigger(anima.name, anima.spec.heartbeat.interval_minutes, tz)
             specs.append(JobSpec(f"heartbeat:{anima.name}", JobKind.HEARTBEAT, anima.name, every))
             book = self._books.get(anima.name)
             for job in book.jobs if book else []:
@@ -311,8 +312,15 @@ class Agenda:
         """A turn with no one asking, in the scope of the targets it will be posted to.
         None when the model fails (logged), so the caller falls back to offline text."""
         try:
-            thought = await self._thinker.think(
-                anima, task, group, "a scheduled moment of your own (a heartbeat or a cron task)"
+            # Under the cap on scheduled model calls; a 429 waits and asks again (model_gate).
+            thought = await paced(
+                self.gate,
+                lambda: self._thinker.think(
+                    anima,
+                    task,
+                    group,
+                    "a scheduled moment of your own (a heartbeat or a cron task)",
+                ),
             )
         except LLMError as exc:
             # Its kind and fix for the operator; the run posts its offline text, and the next

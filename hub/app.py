@@ -59,6 +59,7 @@ from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls, ModelClient
 from hub.model_health import ModelHealth, WatchedModel, configured_models, live_notices
+from hub.model_gate import GatedModelClient, LocalGate
 from hub.model_pool import ModelWorkers
 from hub.model_routes import hub_model_problems
 from hub.offline import OfflineResponder
@@ -164,8 +165,14 @@ class Hub:
         )
         self.model_health.on_change(live_notices(self.live))
         self.model: ModelClient = WatchedModel(calls, self.model_health)
+        # The cap on scheduled model calls (heartbeats, crons, consolidation), hub-wide.
+        paced_by = settings.scheduler
+        self.model_gate = LocalGate(
+            paced_by.max_model_calls, self.clock, paced_by.rate_limit_pause_s
+        )
+        distill_with = GatedModelClient(self.model, self.model_gate)
         self.consolidator = (
-            Consolidator(self.memory, anima_distillers(settings.llm, self.animas, self.model))
+            Consolidator(self.memory, anima_distillers(settings.llm, self.animas, distill_with))
             if self.memory is not None
             else None
         )
@@ -274,8 +281,12 @@ class Hub:
             self.live,
             self.memory,
             self.consolidator,
+            self.model_gate,
         )
-        self.scheduler = Scheduler(self.db, self.clock, self.agenda.run)
+        # Room for every capped model call and four runs besides (quiet heartbeats, command
+        # crons), so that runs waiting for the model do not hold up runs that need none.
+        runs = settings.scheduler.max_model_calls + 4
+        self.scheduler = Scheduler(self.db, self.clock, self.agenda.run, runs)
         self._planned: tuple[str, ...] | None = None
         self._sessions_checked: datetime | None = None
         self._catch_up: asyncio.Task[None] | None = None

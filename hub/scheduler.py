@@ -32,6 +32,7 @@ from apscheduler.job import Job
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
 from hub.clock import Clock
 from hub.store.db import Database
@@ -91,6 +92,7 @@ class Scheduler:
         self._aps = AsyncIOScheduler(timezone="UTC")
         self._aps.add_jobstore(self._store, _STORE)
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
         # Paces catch-up: after a pause fifty heartbeats may be due at once, and running
         # them all together would starve the rest of the hub (chat turns, health).
         self._slots = asyncio.Semaphore(max_parallel)
@@ -119,6 +121,10 @@ class Scheduler:
             await self._clock.sleep(tick_s)
 
     async def close(self) -> None:
+        # The tick loop may tick again before the hub stops it: a run started now would
+        # call a model whose workers are stopping, and record a failure for a heartbeat
+        # that the next start runs anyway.
+        self._closed = True
         tasks = list(self._running.values())
         for task in tasks:
             task.cancel()
@@ -139,9 +145,9 @@ class Scheduler:
         now = self._clock.now()
         for key, spec in wanted.items():
             job = stored.get(key)
-            if job is not None and str(job.trigger) == str(spec.trigger):
+            if job is not None and _same_trigger(job.trigger, spec.trigger):
                 continue
-            first = spec.trigger.get_next_fire_time(None, now)
+            first = _first_time(spec.trigger, job, now)
             self._aps.add_job(
                 _not_run_by_apscheduler,
                 trigger=spec.trigger,
@@ -161,6 +167,11 @@ class Scheduler:
     def job_ids(self) -> list[str]:
         return sorted(job.id for job in self._aps.get_jobs(jobstore=_STORE))
 
+    @property
+    def running(self) -> int:
+        """How many runs are under way (started, not finished)."""
+        return len(self._running)
+
     def upcoming(self) -> list[Fire]:
         """Every planned job's next run (UTC), soonest first."""
         runs = [
@@ -175,7 +186,9 @@ class Scheduler:
     def tick(self) -> list[asyncio.Task[None]]:
         """Start every due job that is not still running; return the started runs."""
         now = self._clock.now()
-        started = []
+        started: list[asyncio.Task[None]] = []
+        if self._closed:
+            return started
         for job in self._store.get_due_jobs(now):
             if job.id in self._running:
                 continue
@@ -233,6 +246,29 @@ class Scheduler:
             self._aps.remove_job(job.id, jobstore=_STORE)
         else:
             self._aps.modify_job(job.id, jobstore=_STORE, next_run_time=following)
+
+
+def _same_trigger(stored: BaseTrigger, wanted: BaseTrigger) -> bool:
+    """Whether a stored job already has the wanted trigger. An interval's start is its
+    phase (hub/spread.py), so it counts: a heartbeat planned before offsets existed (at
+    "one interval from now") is re-planned once, onto its own phase."""
+    if str(stored) != str(wanted):
+        return False
+    if isinstance(stored, IntervalTrigger) and isinstance(wanted, IntervalTrigger):
+        return bool(stored.start_date == wanted.start_date)
+    return True
+
+
+def _first_time(trigger: BaseTrigger, stored: Job | None, now: datetime) -> datetime | None:
+    """A new or changed job's first run time. An interval job that was already due (missed
+    while the hub was down, then re-planned onto a new phase) runs now, at its latest time
+    on the new phase, rather than skipping what it missed until its next time."""
+    first: datetime | None = trigger.get_next_fire_time(None, now)
+    due = stored is not None and stored.next_run_time is not None and stored.next_run_time <= now
+    if due and first is not None and isinstance(trigger, IntervalTrigger) and first > now:
+        interval: timedelta = trigger.interval
+        return first - interval
+    return first
 
 
 def _run_times(job: Job, now: datetime, limit: int | None) -> list[datetime]:

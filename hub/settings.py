@@ -314,6 +314,11 @@ class SchedulerSection(SettingsSection):
     tick_s: float = Field(default=1.0, gt=0)
     # A conversation idle this long has its session summarized into the episode log.
     session_idle_minutes: int = Field(default=10, ge=1)
+    # Scheduled model calls (heartbeats, crons) at once, hub-wide (hub/model_gate.py): the
+    # rest wait their turn. A provider's 429 halves it for a while; successes grow it back.
+    max_model_calls: int = Field(default=4, ge=1, le=256)
+    # How long scheduled model calls pause after a 429 whose answer names no Retry-After.
+    rate_limit_pause_s: float = Field(default=10.0, gt=0, le=3600)
 
 
 class TasksSection(SettingsSection):

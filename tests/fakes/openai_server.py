@@ -45,6 +45,7 @@ from tests.fakes.openai_fake.chat import make_chat_completions
 from tests.fakes.openai_fake.control import make_control_routes
 from tests.fakes.openai_fake.errors import error_response
 from tests.fakes.openai_fake.outage import make_outage_routes
+from tests.fakes.openai_fake.ratelimit import limited, make_rate_limit_routes
 from tests.fakes.openai_fake.script import JSON, Failure, Reply, ToolCall
 from tests.fakes.openai_fake.stalls import Stalls, make_stall_routes
 from tests.fakes.openai_fake.state import FakeState
@@ -82,13 +83,14 @@ SHUTDOWN_TIMEOUT_SECONDS = 10.0
 
 def build_app(state: FakeState, stalls: Stalls | None = None) -> Starlette:
     """The Starlette app: chat completions (with and without ``/v1``) plus the controls."""
-    chat = make_chat_completions(state, stalls)
+    chat = limited(state.limit, make_chat_completions(state, stalls))
     routes = [
         Route("/v1/chat/completions", chat, methods=["POST"]),
         Route("/chat/completions", chat, methods=["POST"]),
         *make_control_routes(state),
         *make_outage_routes(state),
         *(make_stall_routes(stalls) if stalls is not None else []),
+        *make_rate_limit_routes(state.limit, lambda s: setattr(state, "latency_s", s)),
     ]
     return Starlette(routes=routes)
 
@@ -264,6 +266,22 @@ class FakeOpenAI:
     ) -> None:
         """Answer the next request (of ``model``) with an OpenAI-style error."""
         self.state.fail_next(status, retry_after, message, model)
+
+    def rate_limit(
+        self,
+        per_second: float | None = None,
+        burst: float = 1.0,
+        max_in_flight: int | None = None,
+        retry_after: float | None = 1.0,
+    ) -> None:
+        """A standing rate limit: 429 past `per_second` (a bucket of `burst`) or past
+        `max_in_flight` requests at once, until changed (None: no limit)."""
+        self.state.limit.set(per_second, burst, max_in_flight, retry_after)
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most requests the fake has been answering at once."""
+        return self.state.limit.peak_in_flight
 
     def hold_next(self, model: str | None = None) -> None:
         """Keep the next request (of ``model``) waiting, unanswered, until :meth:`release`

@@ -9,6 +9,7 @@ import threading
 from collections import deque
 from typing import Any
 
+from tests.fakes.openai_fake.ratelimit import StandingLimit
 from tests.fakes.openai_fake.script import JSON, Failure, Reply, ToolCall
 from tests.fakes.openai_fake.wire import last_user_text, usage_json
 
@@ -47,6 +48,7 @@ class FakeState:
         # for every request (None); and how many times the list of models was asked for.
         self._refusals: dict[str | None, Failure] = {}
         self._model_lists = 0
+        self.limit = StandingLimit()  # a standing rate limit (ratelimit.py); none by default
 
     # ---- scripting (test side)
 
