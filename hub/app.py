@@ -58,8 +58,8 @@ from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
 from hub.model_client import LiteLLMCalls, ModelClient
-from hub.model_health import ModelHealth, WatchedModel, configured_models, live_notices
 from hub.model_gate import GatedModelClient, LocalGate
+from hub.model_health import ModelHealth, WatchedModel, configured_models, live_notices
 from hub.model_pool import ModelWorkers
 from hub.model_routes import hub_model_problems
 from hub.offline import OfflineResponder

@@ -186,6 +186,9 @@ class GatedModelClient:
         self._client = client
         self._gate = gate
 
+    async def warm(self, model: str) -> None:
+        await self._client.warm(model)
+
     async def stream_round(
         self, messages: list[dict[str, Any]], kwargs: dict[str, Any]
     ) -> AsyncIterator[RoundPiece]:
