@@ -28,10 +28,10 @@ $(UV): requirements-uv.lock | $(BIN)/python
 
 # Each lock installs with --no-deps: the lock is the whole closure (tests/unit/test_locks.py),
 # and the project itself builds with the lock's hatchling (--no-build-isolation), not one
-# fetched unpinned.
+# fetched unpinned. --compile-bytecode as pip does, so the first start does not compile.
 $(VENV)/.installed-%: $(UV) pyproject.toml
 	@echo "==> make: installing $(LOCK) with uv, hashes checked ($(WHAT))"
-	$(UV_PIP) --require-hashes --no-deps -r $(LOCK)
+	$(UV_PIP) --require-hashes --no-deps --compile-bytecode -r $(LOCK)
 	@echo "==> make: installing animahub itself into $(VENV) (editable)"
 	$(UV_PIP) --no-deps --no-build-isolation -e .
 	@touch $@
@@ -83,11 +83,16 @@ postgres:
 # constrained by the runtime one, so the packages they share have the same versions and hashes.
 # pyproject.toml never admits litellm 1.82.7 or 1.82.8 (tests/unit/test_locks.py checks all three).
 LOCK_FLAGS := --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_28
+# (-q: uv would print each lock whole besides writing it.)
 lock: $(UV)
-	$(UV) pip compile --group installer $(LOCK_FLAGS) $(LOCK_ARGS) -o requirements-uv.lock
-	$(UV) pip compile pyproject.toml --group build $(LOCK_FLAGS) $(LOCK_ARGS) -o requirements.lock
-	$(UV) pip compile pyproject.toml --extra dev -c requirements.lock $(LOCK_FLAGS) $(LOCK_ARGS) \
+	@echo "==> make: resolving requirements-uv.lock (the installer)"
+	$(UV) pip compile -q --group installer $(LOCK_FLAGS) $(LOCK_ARGS) -o requirements-uv.lock
+	@echo "==> make: resolving requirements.lock (runtime)"
+	$(UV) pip compile -q pyproject.toml --group build $(LOCK_FLAGS) $(LOCK_ARGS) -o requirements.lock
+	@echo "==> make: resolving requirements-dev.lock (development, within requirements.lock)"
+	$(UV) pip compile -q pyproject.toml --extra dev -c requirements.lock $(LOCK_FLAGS) $(LOCK_ARGS) \
 	  -o requirements-dev.lock
+	@grep -c '==' requirements-uv.lock requirements.lock requirements-dev.lock
 
 bench: install
 	$(BIN)/python bench/hub_overhead.py
