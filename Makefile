@@ -28,7 +28,8 @@ $(UV): requirements-uv.lock | $(BIN)/python
 
 # Each lock installs with --no-deps: the lock is the whole closure (tests/unit/test_locks.py),
 # and the project itself builds with the lock's hatchling (--no-build-isolation), not one
-# fetched unpinned. --compile-bytecode as pip does, so the first start does not compile.
+# fetched unpinned. --compile-bytecode, as pip does: the first start does not compile, and a
+# venv the hub cannot write (deploy/animahub.service, ProtectSystem=strict) never has to.
 $(VENV)/.installed-%: $(UV) pyproject.toml
 	@echo "==> make: installing $(LOCK) with uv, hashes checked ($(WHAT))"
 	$(UV_PIP) --require-hashes --no-deps --compile-bytecode -r $(LOCK)

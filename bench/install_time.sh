@@ -37,20 +37,23 @@ for installer in "${installers[@]}"; do
             *) echo "LOCKS: run and/or dev, not $lock" >&2; exit 2 ;;
         esac
         work=$(mktemp -d "${TMPDIR:-/tmp}/animahub-install.XXXXXX")
-        started=$(date +%s.%N)
-        (
+        # wall time, and the CPU time of everything the install ran (user + system): the
+        # network and the machine's other load show in the first, much less in the second
+        TIMEFORMAT='%R %U %S'
+        { time (
             unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_CONSTRAINT
             unset UV_INDEX_URL UV_EXTRA_INDEX_URL UV_FIND_LINKS
             export PIP_CONFIG_FILE=/dev/null PIP_CACHE_DIR="$work/pip-cache" \
                 UV_CACHE_DIR="$work/uv-cache" UV_NO_CONFIG=1
             "install_$installer" "$work/venv" "$lockfile"
-        ) >"$work/log" 2>&1 || { echo "failed: $installer $lockfile, see $work/log" >&2; exit 1; }
-        ended=$(date +%s.%N)
+        ) >"$work/log" 2>&1; } 2>"$work/time" \
+            || { echo "failed: $installer $lockfile, see $work/log" >&2; exit 1; }
+        read -r wall user system <"$work/time"
         packages=$("$work/venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null \
             | tail -n +3 | wc -l)
         size=$(du -sm "$work/venv" | cut -f1)
-        printf '%-3s %-22s %6.1f s  %3d packages  %5d MB venv\n' \
-            "$installer" "$lockfile" "$(echo "$ended - $started" | bc)" "$packages" "$size"
+        printf '%-3s %-22s %6.1f s wall %6.1f s cpu  %3d packages  %5d MB venv\n' "$installer" \
+            "$lockfile" "$wall" "$(echo "$user + $system" | bc)" "$packages" "$size"
         rm -rf "$work"
     done
 done
