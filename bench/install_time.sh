@@ -40,14 +40,15 @@ for installer in "${installers[@]}"; do
         # wall time, and the CPU time of everything the install ran (user + system): the
         # network and the machine's other load show in the first, much less in the second
         TIMEFORMAT='%R %U %S'
-        { time (
-            exec >"$work/log" 2>&1  # inside: a redirection of the timed command takes time's own
+        # (time's report goes where the timed command's stderr goes: so the install's own
+        # output is redirected one level further in, and the report to $work/time)
+        { time { (
             unset PIP_FIND_LINKS PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_CONSTRAINT
             unset UV_INDEX_URL UV_EXTRA_INDEX_URL UV_FIND_LINKS
             export PIP_CONFIG_FILE=/dev/null PIP_CACHE_DIR="$work/pip-cache" \
                 UV_CACHE_DIR="$work/uv-cache" UV_NO_CONFIG=1
             "install_$installer" "$work/venv" "$lockfile"
-        ); } 2>"$work/time" \
+        ) >"$work/log" 2>&1; }; } 2>"$work/time" \
             || { echo "failed: $installer $lockfile, see $work/log" >&2; exit 1; }
         read -r wall user system <"$work/time"
         packages=$("$work/venv/bin/python" -m pip list --disable-pip-version-check 2>/dev/null \
