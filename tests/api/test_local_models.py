@@ -40,7 +40,7 @@ TOML = re.compile(r"```toml\n(?P<toml>.*?)```", re.DOTALL)
 
 def model_section() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    start = text.index("## Giving the Animas a language model")
+    start = text.index("### A model on your own machine")
     end = text.index("\n## ", start + 1)
     return text[start:end]
 
