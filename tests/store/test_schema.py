@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +18,7 @@ from sqlmodel import SQLModel, col, select
 import hub.store.models  # noqa: F401  (registers every table on SQLModel.metadata)
 from hub.deliveries import as_utc
 from hub.messages import DeliveryKind
-from hub.store.db import MIGRATIONS, Database
+from hub.store.db import _HEAD, MIGRATIONS, Database
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Person
 
 VERSION_TABLE = "alembic_version"
@@ -227,3 +230,21 @@ def test_datetime_order_follows_the_instant(db: Database) -> None:
     with db.session() as session:
         ids = session.exec(select(Person.id).order_by(col(Person.created_at))).all()
     assert list(ids) == ["earlier", "later"]
+
+
+def test_the_hubs_own_reading_of_the_head_is_alembics() -> None:
+    """A start skips alembic when the database is at `_HEAD`: it must be alembic's head."""
+    assert ScriptDirectory(str(MIGRATIONS)).get_current_head() == _HEAD
+
+
+def test_a_database_at_the_head_is_opened_without_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'hub.db'}"
+    Database(url).migrate()  # first: alembic makes the schema
+    program = (
+        "import sys; from hub.store.db import Database; "
+        f"Database({url!r}).migrate(); print('alembic' in sys.modules)"
+    )
+    again = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert again.stdout.strip() == "False"
