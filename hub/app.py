@@ -151,7 +151,11 @@ class Hub:
         )
         self.memory = open_memory(home, settings.memory, self.clock.now)
         # Where litellm runs: worker processes, or this event loop when workers = 0.
-        self.model_workers = ModelWorkers(settings.llm.workers) if settings.llm.workers else None
+        self.model_workers = (
+            ModelWorkers(settings.llm.workers, idle_s=settings.llm.worker_idle_s or None)
+            if settings.llm.workers
+            else None
+        )
         # Every model call ends by the [llm] deadlines, wherever litellm runs (hub/deadlines.py).
         calls: ModelClient = BoundedCalls(self.model_workers or LiteLLMCalls(), settings.llm)
         # Every model call goes through `self.model`, which reports to `model_health`.

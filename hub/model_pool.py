@@ -10,7 +10,9 @@ worker makes one round of the loop at a time.
 Each worker takes many calls at once; a call goes to the ready worker with the fewest in
 flight. A worker that exits fails its calls as retryable (the runtime retries the turn) and
 is started again after a backoff. The pool starts its workers on first use, or ahead of it
-with `start()`; `stop()` closes their stdin, which ends them.
+with `start()`; `stop()` closes their stdin, which ends them. With `idle_s`, workers that
+took no call for that long are ended the same way, and the next call starts them again:
+each holds litellm (about 300 MB), which a hub asked twice an hour need not keep.
 """
 
 from __future__ import annotations
@@ -45,7 +47,9 @@ class _Worker:
 class ModelWorkers:
     """A `ModelClient` whose calls run in `count` worker processes."""
 
-    def __init__(self, count: int, ready_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self, count: int, ready_timeout_s: float = 60.0, idle_s: float | None = None
+    ) -> None:
         if count < 1:
             raise ValueError("a worker pool needs at least one worker")
         self._count = count
@@ -56,20 +60,32 @@ class ModelWorkers:
         self._stopped = asyncio.Event()
         self._ids = itertools.count(1)
         self._stopping = False
+        self._idle_s = idle_s
+        self._last_used = 0.0  # the loop's time when a call last began or ended
+        self._retiring = False  # the workers are being ended for idleness
+        self._idle_watch: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._supervisors or self._stopping:
+        if self._supervisors or self._stopping or self._retiring:
             return
         self._supervisors = [
             asyncio.create_task(self._supervise(slot), name=f"model-worker-{slot}")
             for slot in range(self._count)
         ]
+        if self._idle_s is not None:
+            self._touch()
+            self._idle_watch = asyncio.create_task(self._retire_when_idle(), name="model-idle")
 
     async def stop(self) -> None:
         self._stopping = True
         self._stopped.set()
         self._changed.set()  # callers waiting for a worker give up now
-        workers = [w for w in self._workers if w is not None]
+        if self._idle_watch is not None:
+            self._idle_watch.cancel()
+        await self._end([w for w in self._workers if w is not None])
+        await asyncio.gather(*self._supervisors, return_exceptions=True)
+
+    async def _end(self, workers: list[_Worker]) -> None:
         for worker in workers:
             if worker.process.stdin is not None:
                 worker.process.stdin.close()  # end of input: the worker exits
@@ -82,7 +98,36 @@ class ModelWorkers:
             except TimeoutError:
                 log.warning("model worker %d did not exit; killing it", worker.slot)
                 worker.process.kill()
-        await asyncio.gather(*self._supervisors, return_exceptions=True)
+
+    def _touch(self) -> None:
+        self._last_used = asyncio.get_running_loop().time()
+
+    async def _retire_when_idle(self) -> None:
+        """End the workers once no call has begun or ended for `idle_s`, and none runs.
+        Only workers that are all up are ended: one in its restart backoff is left alone."""
+        assert self._idle_s is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            wait = self._last_used + self._idle_s - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            workers = [w for w in self._workers if w is not None and w.ready.done()]
+            if len(workers) < self._count or any(w.calls for w in workers):
+                self._touch()
+                continue
+            break
+        # From here to the stdin's close no await: no call can pick a worker meanwhile.
+        self._retiring = True
+        log.info("model workers idle for %.0f s: ended until the next model call", self._idle_s)
+        try:
+            await self._end(workers)
+            await asyncio.gather(*self._supervisors, return_exceptions=True)
+        finally:
+            self._supervisors = []
+            self._idle_watch = None
+            self._retiring = False
+            self._changed.set()  # a call that came meanwhile starts them again
 
     @property
     def started(self) -> bool:
@@ -130,6 +175,7 @@ class ModelWorkers:
     ) -> AsyncGenerator[dict[str, Any], None]:
         """The worker's events for one call, up to its end; its error raised as LLMError."""
         worker = await self._pick()
+        self._touch()
         call = next(self._ids)
         queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._write(worker, {"id": call, "op": op, "messages": messages, "kwargs": kwargs})
@@ -144,16 +190,18 @@ class ModelWorkers:
                 yield event
         finally:
             worker.calls.pop(call, None)
+            self._touch()
             if not finished:  # the caller stopped listening: the worker drops the call
                 with contextlib.suppress(LLMError):
                     self._write(worker, {"id": call, "op": "cancel"})
 
     async def _pick(self) -> _Worker:
-        self.start()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._ready_timeout_s
         while True:
+            self.start()  # again after each wait: the workers may have been ended as idle
             ready = [w for w in self._workers if w is not None and w.ready.done()]
+            ready = [] if self._retiring else ready
             ready = [w for w in ready if w.ready.exception() is None]
             if ready:
                 return min(ready, key=lambda w: len(w.calls))
@@ -189,7 +237,7 @@ class ModelWorkers:
                 code = await self._serve(worker)
                 self._workers[slot] = None
                 started = worker.ready.done() and worker.ready.exception() is None
-            if self._stopping:
+            if self._stopping or self._retiring:
                 return
             # A worker that ran and died restarts quickly; one that cannot start backs off.
             failures = 1 if started else failures + 1

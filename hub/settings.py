@@ -248,6 +248,10 @@ class LLMSection(SettingsSection):
     # Worker processes that make the litellm calls (hub/model_pool.py); 0: on the hub's own
     # event loop. Each holds ~300 MB (litellm); litellm's ~5 ms of CPU per call moves off the hub.
     workers: int = Field(default=1, ge=0, le=32)
+    # Workers that took no call for this long are ended, and the next call starts them again
+    # (about 2 s for litellm's import): a hub asked twice an hour need not hold ~300 MB.
+    # 0: never.
+    worker_idle_s: float = Field(default=600.0, ge=0)
     # litellm's mock_response: answers without any request (benchmarks, smoke tests).
     mock_response: str = ""
 

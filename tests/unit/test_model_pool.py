@@ -136,3 +136,36 @@ async def test_stop_ends_the_workers() -> None:
             os.kill(pid, 0)
     with pytest.raises(LLMError):
         await workers.complete(ask("hi"), {"model": "openai/x"})
+
+
+async def test_idle_workers_are_ended_and_the_next_call_starts_them_again(
+    fake_openai: Any,
+) -> None:
+    workers = ModelWorkers(1, idle_s=0.5)
+    try:
+        fake_openai.queue_reply("first")
+        assert text_of(await collect(workers.stream_round(ask("hi"), kwargs(fake_openai)))) == (
+            "first"
+        )
+        await eventually(lambda: not workers.started, timeout_s=30)
+        assert workers.status()["running"] == 0 and workers.pids() == []
+        fake_openai.queue_reply("second")
+        assert text_of(await collect(workers.stream_round(ask("hi"), kwargs(fake_openai)))) == (
+            "second"
+        )
+        assert workers.status()["running"] == 1
+    finally:
+        await workers.stop()
+
+
+async def test_a_worker_with_a_call_in_flight_is_not_ended_as_idle(fake_openai: Any) -> None:
+    workers = ModelWorkers(1, idle_s=0.2)
+    try:
+        call = await held_call(workers, fake_openai)
+        pid = workers.pids()
+        await asyncio.sleep(1.0)  # five idle spans: the call holds the worker
+        assert workers.pids() == pid
+        fake_openai.release()
+        assert text_of(await call).startswith("echo")
+    finally:
+        await workers.stop()
