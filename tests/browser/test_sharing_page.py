@@ -5,7 +5,7 @@ that day's episodes; then another person's DM with kai recalls it."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Route, expect
 
 from tests.browser.conftest import BrowserPages, RunningHub, Screenshot
 from tests.browser.test_dashboard import open_view
@@ -32,7 +32,20 @@ def test_a_message_shared_from_the_dashboard_reaches_another_person(
     owner.click('[data-mem="episodes"]')
     mine = owner.locator("#episode-text .mine")
     expect(mine).to_contain_text("The guest wifi is called Larkspurvale")
+    held: list[Route] = []
+    # The share waits while the page re-reads itself.
+    owner.route("**/share", lambda route: held.append(route))
     mine.get_by_role("button", name="Share with the team").click()
+    for _ in range(200):  # the handler runs as Playwright dispatches events
+        if held:
+            break
+        owner.wait_for_timeout(50)
+    mine.evaluate("section => section.classList.add('before')")
+    owner.click('[data-mem="episodes"]')  # as a live notice would: the section is drawn anew
+    expect(owner.locator("#episode-text .mine.before")).to_have_count(0)
+    expect(mine).to_have_count(1)
+    expect(mine.get_by_role("button", name="Share with the team")).to_be_disabled()
+    held[0].continue_()
     expect(mine).to_contain_text("shared with the team")
     expect(owner.locator("#flash")).to_contain_text("Shared with the team")
     screenshot("shared", page=owner)

@@ -246,6 +246,7 @@ async def test_a_query_naming_someone_is_embedded_in_their_first_person(tmp_path
     service = MemoryService(tmp_path, MemorySection(), EdgeIndex(tmp_path / "index"), embedder)
     service.names_in = Mentions([(("dana",), "Dana Scully")]).find
     await service.start(["aria"])
+    await service.warmed()  # its "warm-up" query is embedded before, not between, these
     try:
         scope = RecallScope("aria", None, None, is_dm=False)
         await service.search(scope, "What did Dana Scully say about Dana's budget?")

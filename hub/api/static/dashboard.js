@@ -84,7 +84,7 @@
   // The API
   // ---------------------------------------------------------------------------
 
-  const state = { token: "", me: null, admin: false, animas: [], view: "", memView: "episodes", charts: {}, graph: null, episodeDay: null };
+  const state = { token: "", me: null, admin: false, animas: [], view: "", memView: "episodes", charts: {}, graph: null, episodeDay: null, sharing: new Map() };
 
   try {
     state.token = window.localStorage.getItem(TOKEN_KEY) || "";
@@ -465,30 +465,42 @@
   }
 
   /** Under a day: the signed-in person's own messages in it, each shared with the team at
-   * a click (what they said in a DM stays theirs until they do; docs/people.md). */
+   * a click (what they said in a DM stays theirs until they do; docs/people.md). The page
+   * re-reads itself on live notices, so a share's outcome is kept in `state.sharing` by
+   * message and shown on whichever copy of its button is on the page when it lands. */
   async function showMine(el, name, path) {
     const data = await api(`/api/memory/${enc(name)}/mine?path=${enc(path)}`);
     if (!data.messages.length) return;
-    const share = async (message, button) => {
-      button.disabled = true;
+    const key = (m) => `${name}\n${path}\n${m.id}`;
+    const sharedMark = () => h("span", { class: "muted" }, "shared with the team");
+    const buttonFor = (m) => document.querySelector(`button.share[data-key="${CSS.escape(key(m))}"]`);
+    const share = async (message) => {
+      state.sharing.set(key(message), "pending");
+      buttonFor(message)?.setAttribute("disabled", "");
       try {
         const done = await api(`/api/memory/${enc(name)}/share`, { method: "POST", body: { path, id: message.id } });
-        button.replaceWith(h("span", { class: "muted" }, "shared with the team"));
+        state.sharing.set(key(message), "shared");
+        buttonFor(message)?.replaceWith(sharedMark());
         flash(done.told);
       } catch (e) {
-        button.disabled = false;
+        state.sharing.delete(key(message));
+        buttonFor(message)?.removeAttribute("disabled");
         flash(e.message, "error");
       }
+    };
+    const item = (m) => {
+      const now = m.shared ? "shared" : state.sharing.get(key(m));
+      if (now === "shared") return h("li", {}, h("span", { class: "muted" }, m.section), md(m.text), sharedMark());
+      const button = h("button", { type: "button", class: "share", "data-key": key(m) }, "Share with the team");
+      if (now === "pending") button.disabled = true;
+      button.onclick = () => share(m);
+      return h("li", {}, h("span", { class: "muted" }, m.section), md(m.text), button);
     };
     el.append(
       h("section", { class: "mine", "aria-label": "Your messages" },
         h("h3", {}, "Your messages"),
         h("p", { class: "muted" }, `What you said in a DM stays between you and ${name}. Share a message to let everyone ${name} talks with know it.`),
-        h("ul", { class: "list" }, data.messages.map((m) => {
-          const button = h("button", { type: "button", class: "share" }, "Share with the team");
-          button.onclick = () => share(m, button);
-          return h("li", {}, h("span", { class: "muted" }, m.section), md(m.text), m.shared ? h("span", { class: "muted" }, "shared with the team") : button);
-        })),
+        h("ul", { class: "list" }, data.messages.map(item)),
       ),
     );
   }
