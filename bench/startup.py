@@ -9,7 +9,8 @@ Measured, each the median of `--runs` runs:
 
 * *health*: from spawning `animahub start` to the first 200 from `/api/system/health`;
 * *--help*: `animahub --help`;
-* *status, hub down* (exit code 3) and *status, hub up*;
+* *status, hub down* (exit code 3), *status, hub up* (right after health, as the embedder
+  warms up on the same cores) and *status, hub settled* (`--settle` seconds later);
 * *served*: `animahub people list`, answered by the running hub over HTTP;
 * *chat*: `animahub chat kai …` with no hub running (an in-process hub), then against the
   running hub twice: its first model call starts the model worker;
@@ -199,6 +200,8 @@ def main() -> None:
                     record(figures, "served (people list)", timed(["people", "list"], env))
                     time.sleep(args.settle)
                     memory.append(idle_memory(hub.pid))
+                    # Right after health the embedder warms up on the same cores; now not.
+                    record(figures, "status, hub settled", timed(["status"], env))
                     first = timed(["chat", "kai", "hello"], env)
                     record(figures, "first chat, hub up", first)
                     record(figures, "next chat, hub up", timed(["chat", "kai", "again"], env))
