@@ -50,7 +50,7 @@ from sqlmodel import col, select
 from hub.app import Hub
 from hub.clock import Clock, ManualClock, SystemClock
 from hub.settings import load_settings
-from hub.spread import ANCHOR, offset
+from hub.spread import ANCHOR, offsets
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,8 +214,9 @@ def news_after(first: datetime, last: datetime, interval: timedelta) -> datetime
 def expected(names: list[str], interval: timedelta, begin: datetime, end: datetime) -> set[Any]:
     """Every (Anima, phase time) in (begin, end]: what must have run exactly once."""
     slots = set()
+    phases = offsets(names, interval)
     for name in names:
-        at = ANCHOR + offset(name, interval)
+        at = ANCHOR + phases[name]
         at += interval * max(0, (begin - at) // interval)
         while at <= end:
             if at > begin:

@@ -33,7 +33,7 @@ from hub.outbox import Outbox
 from hub.runtime import Responders
 from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
-from hub.spread import heartbeat_trigger
+from hub.spread import heartbeat_trigger, offsets
 from hub.store.db import Database
 from hub.targets import Resolved, TargetResolver, groups, scope_of
 from hub.thinking import Thinker, Thought
@@ -141,11 +141,14 @@ class Agenda:
 
     def specs(self) -> list[JobSpec]:
         specs: list[JobSpec] = []
-        for anima in self._animas.all():
+        animas = self._animas.all()
+        phases = self._phases(animas)
+        for anima in animas:
             tz = self.timezone(anima)
             # At the Anima's own phase of its interval (hub/spread.py), so that many Animas'
             # heartbeats do not all beat in the same second.
-            every = heartbeat_trigger(anima.name, anima.spec.heartbeat.interval_minutes, tz)
+            minutes = anima.spec.heartbeat.interval_minutes
+            every = heartbeat_trigger(phases[anima.name], minutes, tz)
             specs.append(JobSpec(f"heartbeat:{anima.name}", JobKind.HEARTBEAT, anima.name, every))
             book = self._books.get(anima.name)
             for job in book.jobs if book else []:
@@ -155,6 +158,17 @@ class Agenda:
             if self._consolidator is not None:
                 specs.extend(self._consolidation_specs(anima.name, tz))
         return specs
+
+    @staticmethod
+    def _phases(animas: list[Anima]) -> dict[str, timedelta]:
+        """Each Anima's heartbeat phase, spread among the Animas that share its interval."""
+        by_interval: dict[int, list[str]] = {}
+        for anima in animas:
+            by_interval.setdefault(anima.spec.heartbeat.interval_minutes, []).append(anima.name)
+        phases: dict[str, timedelta] = {}
+        for minutes, names in by_interval.items():
+            phases.update(offsets(names, timedelta(minutes=minutes)))
+        return phases
 
     @staticmethod
     def _consolidation_specs(name: str, tz: str) -> list[JobSpec]:

@@ -15,7 +15,7 @@ from sqlmodel import select
 from hub.adapter import CallerKind, PlatformState
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.spread import heartbeat_trigger
+from hub.spread import heartbeat_trigger, offsets
 from hub.store.models import InboxItem, InboxStatus
 from tests.api.dashboard_hub import (
     ADMIN,
@@ -89,8 +89,10 @@ async def test_the_animas_their_tree_schedule_heartbeat_and_turns_today(
     assert aria["last_heartbeat"] == START.isoformat()
     assert aria["last_heartbeat_outcome"] == beat.json()["outcome"].removeprefix("aria: ")
     assert mika["last_heartbeat"] is None and mika["last_heartbeat_outcome"] is None
-    # Within the half hour, at aria's own phase of it (hub/spread.py).
-    beat = heartbeat_trigger("aria", 30, "UTC").get_next_fire_time(None, START)
+    # Within the half hour, at aria's own phase of it among the Animas (hub/spread.py).
+    every = [a.name for a in hub.animas.all() if a.spec.heartbeat.interval_minutes == 30]
+    phase = offsets(every, timedelta(minutes=30))["aria"]
+    beat = heartbeat_trigger(phase, 30, "UTC").get_next_fire_time(None, START)
     assert START < beat <= START + timedelta(minutes=30)
     shown = beat.replace(microsecond=0).isoformat()  # the API shows whole seconds
     assert aria["next_heartbeat"] == shown
