@@ -293,8 +293,7 @@ class MemoryService:
             importance=importance_of(user_text, 0.0),
             section=turn.at.strftime("%H:%M"),
         )
-        if append_episode(self.anima_dir(turn.anima), item):
-            self.indexer.later(turn.anima, [item])
+        self.add_episode(turn.anima, item)
         if turn.learn_self_statements and turn.person_id:
             for fact in self_statements(user_text):
                 self.profiles.add(
@@ -330,9 +329,16 @@ class MemoryService:
             importance=importance_of(clean, 0.0),
             section=at.strftime("%H:%M"),
         )
-        if append_episode(self.anima_dir(anima), item):
-            self.indexer.later(anima, [item])
+        self.add_episode(anima, item)
         return item
+
+    def add_episode(self, anima: str, item: MemoryItem) -> bool:
+        """Append `item` to the Anima's episodes and queue it for the index; False when its
+        day already holds it (an item's id makes each record idempotent)."""
+        if not append_episode(self.anima_dir(anima), item):
+            return False
+        self.indexer.later(anima, [item])
+        return True
 
     async def index_items(
         self, anima: str, items: Sequence[MemoryItem], progress: Progress | None = None
