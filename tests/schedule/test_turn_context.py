@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.llm import TurnContext
@@ -55,6 +57,8 @@ async def test_a_heartbeat_is_thought_as_the_anima_its_role_says(
     assert beat.identity == turn.identity and beat.model == turn.model
 
 
+# The index on qdrant-client's local mode (":memory:"), which has no payload indexes to make.
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
 async def test_a_failing_index_costs_a_heartbeat_its_recall_not_its_answer(
     home: Path, clock: ManualClock
 ) -> None:
