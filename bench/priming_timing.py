@@ -12,30 +12,29 @@ import statistics
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from hub.memory.documents import MemoryItem
 from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import (
     Boost,
     Hit,
-    IndexPoint,
     MemoryFilter,
     SearchMode,
     SparseVec,
-    VectorIndex,
 )
+from hub.memory.index_edge import EdgeIndex
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
 
 # ------------------------------------------------------------------ the priming's parts
 
 
-class TimedIndex:
-    """The real index, with the time spent in `query` added up per priming section."""
+class TimedIndex(EdgeIndex):
+    """The real (embedded) index, with the time spent in `query` added up per priming
+    section."""
 
-    def __init__(self, inner: VectorIndex) -> None:
-        self.inner = inner
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
         self.spent: dict[str, float] = {}
         self.calls = 0
 
@@ -53,7 +52,7 @@ class TimedIndex:
         own_terms: SparseVec | None = None,
     ) -> list[Hit]:
         start = time.perf_counter()
-        hits = self.inner.query(
+        hits = super().query(
             dense, sparse, flt, limit, mode, candidates, boost, people, span, own_terms
         )
         section = "recent" if flt.since else "important" if flt.min_importance else "related"
@@ -61,39 +60,6 @@ class TimedIndex:
         self.spent[key] = self.spent.get(key, 0.0) + time.perf_counter() - start
         self.calls += 1
         return hits
-
-    def ensure(self, dim: int, model_id: str) -> bool:
-        return self.inner.ensure(dim, model_id)
-
-    def upsert(self, points: Sequence[IndexPoint]) -> None:
-        self.inner.upsert(points)
-
-    def delete(self, ids: Sequence[str]) -> None:
-        self.inner.delete(ids)
-
-    def delete_where(self, flt: MemoryFilter) -> None:
-        self.inner.delete_where(flt)
-
-    def count(self, flt: MemoryFilter | None = None) -> int:
-        return self.inner.count(flt)
-
-    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        return self.inner.payloads(ids)
-
-    def clear(self) -> None:
-        self.inner.clear()
-
-    def optimize(self) -> None:
-        self.inner.optimize()
-
-    def unindexed(self) -> int:
-        return self.inner.unindexed()
-
-    def purge(self) -> None:
-        self.inner.purge()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class TimedGraph(KnowledgeGraph):

@@ -55,7 +55,8 @@ from locomo_data import CATEGORIES, Conversation, Question, Turn, load_all
 
 from hub.memory.documents import Layer, MemoryItem, episode_path, stable_id
 from hub.memory.embedder import Embedder, make_embedder
-from hub.memory.index import SearchMode, open_index
+from hub.memory.index import SearchMode
+from hub.memory.index_open import open_index
 from hub.memory.recall import RECENCY_HALF_LIFE_DAYS, RecallScope
 from hub.memory.service import MemoryService
 from hub.mentions import Mentions

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -155,35 +155,46 @@ class TimedEmbedder:
         return rows
 
 
-class TimedIndex:
-    """The hub's index, every call timed in thread CPU (whatever the index's methods are)."""
+# What the hub calls of an index.
+INDEX_CALLS = tuple(
+    name for name, attr in vars(VectorIndex).items() if callable(attr) and name[0] != "_"
+)
 
-    def __init__(self, inner: VectorIndex, probe: Probe) -> None:
-        self.inner, self.probe = inner, probe
 
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self.inner, name)
-        if not callable(attr):
-            return attr
+def time_index(index: VectorIndex, probe: Probe) -> None:
+    """Time every call of the hub's index (each of `VectorIndex`'s public methods) in thread
+    CPU, on the instance itself: the runtime and the indexer share it. A call the index
+    makes of its own public methods (`clear` closes it) counts once, in the outer call."""
+    inside = threading.local()
+    for name in INDEX_CALLS:
+        setattr(index, name, _timed(getattr(index, name), name, probe, inside))
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            cpu = time.thread_time()
-            try:
-                return attr(*args, **kwargs)
-            finally:
-                spent = time.thread_time() - cpu
-                with self.probe.lock:
-                    self.probe.index_cpu += spent
-                    self.probe.index_calls[name] = self.probe.index_calls.get(name, 0) + 1
 
-        return timed
+def _timed(
+    call: Callable[..., Any], name: str, probe: Probe, inside: threading.local
+) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        if getattr(inside, "busy", False):
+            return call(*args, **kwargs)
+        inside.busy = True
+        cpu = time.thread_time()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            inside.busy = False
+            spent = time.thread_time() - cpu
+            with probe.lock:
+                probe.index_cpu += spent
+                probe.index_calls[name] = probe.index_calls.get(name, 0) + 1
+
+    return timed
 
 
 def instrument(memory: MemoryService, probe: Probe) -> None:
     """Time the service's embedder, index, `embed_query` and `prime` (instance attributes:
     the runtime calls the same object; its indexer shares the embedder and the index)."""
     memory.embedder = memory.indexer.embedder = TimedEmbedder(memory.embedder, probe)
-    memory.index = memory.indexer.index = TimedIndex(memory.index, probe)
+    time_index(memory.index, probe)
     embed_query, prime = memory.embed_query, memory.prime
 
     async def timed_embed_query(text: str) -> list[float]:

@@ -13,11 +13,11 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from hub.commands.parse import parse_command
 from hub.messages import Address, Inbound, OutboundChunk, PlatformUser, mentioned
+from hub.plugins import ENTRY_POINT_GROUP, load_plugins
 from hub.settings import Settings, SettingsSection
 
 if TYPE_CHECKING:
@@ -60,8 +60,6 @@ __all__ = [
     "mentioned",
     "parse_command",
 ]
-
-ENTRY_POINT_GROUP = "animahub.adapters"
 
 log = logging.getLogger(__name__)
 
@@ -478,16 +476,11 @@ class AdapterPlugin:
 
 
 def discover(names: Sequence[str] | None = None) -> dict[str, AdapterPlugin]:
-    """Adapter plugins registered under the entry point group, by platform name."""
+    """Adapter plugins registered under the entry point group, by platform name; LookupError
+    naming those of `names` no adapter registers."""
     found: dict[str, AdapterPlugin] = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if names is None or ep.name in names:
-            plugin = ep.load()
-            if not isinstance(plugin, AdapterPlugin):
-                raise TypeError(f"entry point {ep.value!r} is not an AdapterPlugin")
-            found[ep.name] = plugin
-    if names is not None:
-        missing = sorted(set(names) - set(found))
-        if missing:
-            raise LookupError(f"no adapter registered for: {', '.join(missing)}")
+    for name, plugin in load_plugins(names).items():
+        if not isinstance(plugin, AdapterPlugin):
+            raise TypeError(f"the {ENTRY_POINT_GROUP} entry point {name!r} is not an AdapterPlugin")
+        found[name] = plugin
     return found

@@ -111,7 +111,7 @@ class Agenda:
         self._live = live
         self._books: dict[str, CronBook] = {}
         self._targets = TargetResolver(db)
-        self._thinker = Thinker(settings, responders, memory)
+        self._thinker = Thinker(settings, responders, memory, animas.roles)
         paced_by = settings.scheduler
         self.gate: ModelCallGate = gate or LocalGate(
             paced_by.max_model_calls, clock, paced_by.rate_limit_pause_s

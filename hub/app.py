@@ -212,7 +212,7 @@ class Hub:
             self.db,
             self.tasks,
             self.animas,
-            Thinker(settings, responders, self.memory),
+            Thinker(settings, responders, self.memory, self.animas.roles),
             self.outbox,
             self.memory,
             settings.tasks,

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from hub.identity import PersonView
 from hub.model_client import ModelClient, Usage
-from hub.model_routes import model_setup, placeholder_key
+from hub.model_routes import litellm_kwargs
 from hub.settings import LLMSection
 from hub.tools import ToolContext, ToolRegistry
 
@@ -94,30 +94,6 @@ def wrap_message(author: str, text: str) -> str:
     name = " ".join("".join(" " if c in '"<>' else c for c in author).split())
     text = _inert(text, _TAG)
     return f'<message from="{name}">\n{text}\n</message>'
-
-
-def litellm_kwargs(s: LLMSection, model: str) -> dict[str, Any]:
-    """The arguments of every litellm call the hub makes, from the [llm] settings."""
-    # Retries are the hub's (hub/turn_retry.py), so neither litellm nor the openai SDK under
-    # it (2 retries of its own by default) may add theirs. The deadlines are the hub's too
-    # (hub/deadlines.py); `timeout` only bounds each HTTP read.
-    kwargs: dict[str, Any] = {
-        "model": model,
-        "timeout": s.timeout_s,
-        "num_retries": 0,
-        "max_retries": 0,
-    }
-    if s.api_base:
-        kwargs["api_base"] = s.api_base
-    if key := (s.api_key.get_secret_value() if s.api_key is not None else ""):
-        kwargs["api_key"] = key
-    elif placeholder := placeholder_key(model_setup(s, model)):
-        kwargs["api_key"] = placeholder  # a local OpenAI-compatible server (model_routes)
-    if s.temperature is not None:
-        kwargs["temperature"] = s.temperature
-    if s.mock_response:
-        kwargs["mock_response"] = s.mock_response
-    return kwargs
 
 
 class LiteLLMResponder:

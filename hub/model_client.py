@@ -96,7 +96,8 @@ class ModelClient(Protocol):
 
 
 class LiteLLMCalls:
-    """litellm on the caller's event loop. `kwargs` are `hub.llm.litellm_kwargs` (+ tools)."""
+    """litellm on the caller's event loop. `kwargs` are `hub.model_routes.litellm_kwargs`
+    (+ tools)."""
 
     def __init__(self) -> None:
         self._priced: set[str] = set()

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from hub.settings import LLMSection
@@ -57,6 +58,30 @@ def model_setup(s: LLMSection, model: str) -> ModelSetup:
     """`model` as the [llm] settings will call it."""
     has_key = s.api_key is not None and bool(s.api_key.get_secret_value())
     return ModelSetup(model, s.api_base, has_key)
+
+
+def litellm_kwargs(s: LLMSection, model: str) -> dict[str, Any]:
+    """The arguments of every litellm call the hub makes, from the [llm] settings."""
+    # Retries are the hub's (hub/turn_retry.py), so neither litellm nor the openai SDK under
+    # it (2 retries of its own by default) may add theirs. The deadlines are the hub's too
+    # (hub/deadlines.py); `timeout` only bounds each HTTP read.
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "timeout": s.timeout_s,
+        "num_retries": 0,
+        "max_retries": 0,
+    }
+    if s.api_base:
+        kwargs["api_base"] = s.api_base
+    if key := (s.api_key.get_secret_value() if s.api_key is not None else ""):
+        kwargs["api_key"] = key
+    elif placeholder := placeholder_key(model_setup(s, model)):
+        kwargs["api_key"] = placeholder  # a local OpenAI-compatible server
+    if s.temperature is not None:
+        kwargs["temperature"] = s.temperature
+    if s.mock_response:
+        kwargs["mock_response"] = s.mock_response
+    return kwargs
 
 
 def placeholder_key(setup: ModelSetup, environ: Mapping[str, str] | None = None) -> str | None:

@@ -29,18 +29,18 @@ from hub.inbox import Claimed, Inbox
 from hub.live import LiveFeed
 from hub.llm import Responder, TurnContext, spent, wrap_message
 from hub.mailbox import Job, Mailboxes, TaskJob, TurnJob
-from hub.memory.recall import PROFILE, RecallScope
+from hub.memory.recall import RecallScope
 from hub.memory.redact import StreamRedactor, redact
 from hub.memory.service import MemoryService
 from hub.messages import Address, AddressKind, DeliveryKind, utcnow, with_attachments
 from hub.model_client import LLMError, Usage
 from hub.outbox import Outbox
-from hub.roles import Role
 from hub.settings import Settings
 from hub.store.db import Database
 from hub.store.models import InboxStatus, Person, Turn
 from hub.supervise import Backoff, Part
 from hub.tools import ToolContext
+from hub.turn_context import TurnContexts
 from hub.turn_retry import TurnFailures
 from hub.working_memory import WorkingMemory, estimate_tokens
 
@@ -83,6 +83,7 @@ class Runtime:
         self._inbox = inbox
         self._working = WorkingMemory(db)
         self._memory = memory
+        self._contexts = TurnContexts(settings, animas.roles, memory)
         self._handoffs = handoffs
         self._telling: set[str] = set()  # people a running turn explains offline mode to
         # Asked before every turn: holds the message of a paused Anima and returns the
@@ -169,7 +170,8 @@ class Runtime:
             reason = f"the hub stopped during this turn {row.interrupted} times"
             return self._give_up(row, job, reason)
         person = self._identity.by_id(row.person_id or "")
-        ctx = await self._recall(self._context(anima, person, row))
+        ctx = self._context(anima, person, row)
+        ctx = await self._contexts.recalled(ctx, RecallScope.of(ctx.tools))
         offer = self._offer(row, person, anima.name)
         if offer is not None:
             ctx = replace(ctx, handoff=tuple(offer.lines()))
@@ -244,25 +246,6 @@ class Runtime:
         if text:
             self._events.publish(job.inbox_id, TurnEvent("text", text, job.anima))
 
-    async def _recall(self, ctx: TurnContext) -> TurnContext:
-        """Prime the turn with memory. A failing index costs the turn its recall, not its
-        answer: the error is logged and `animahub repair-rag` rebuilds the index."""
-        if self._memory is None:
-            return ctx
-        try:
-            priming = await self._memory.prime(RecallScope.of(ctx.tools), ctx.text)
-        except (OSError, RuntimeError, ValueError) as exc:
-            log.error("recall failed: %s", exc, extra={"anima": ctx.anima})
-            return ctx
-        if priming.empty:
-            return ctx
-        return replace(
-            ctx,
-            recalled=priming.render(),
-            recalled_lines=priming.memories(),
-            about_person=tuple(priming.sections.get(PROFILE, ())),
-        )
-
     def _first_offline(self, person_id: str) -> bool:
         """Whether this turn explains the offline mode to its person: never told before, and
         no turn of theirs in another conversation (those run in parallel) is telling them now.
@@ -293,16 +276,22 @@ class Runtime:
         turns = self._working.recent(
             row.conversation, budget, self._settings.runtime.history_max_turns
         )
-        role: Role | None = self._animas.roles.get(anima.spec.role)
         address = Address.parse(row.address, row.address_kind)
-        return TurnContext(
-            anima=anima.name,
-            anima_title=role.title if role else anima.spec.role,
-            anima_summary=role.summary if role else "",
-            identity=anima.identity,
-            model=anima.spec.model or self._settings.llm.model,
-            person=person,
-            where=describe(address),
+        return self._contexts.build(
+            anima,
+            person,
+            describe(address),
+            row.text,
+            ToolContext(
+                anima=anima.name,
+                person_id=person.id,
+                person_is_admin=person.is_admin,
+                conversation=row.conversation,
+                timezone=self._contexts.timezone(anima),
+                channel_key=row.channel_key,
+                is_dm=row.address_kind == AddressKind.DM.value,
+                turn=row.id,
+            ),
             # What people said earlier is labelled like the message itself (tests/privacy).
             history=[
                 {"role": t.role, "content": wrap_message(t.author, t.text)}
@@ -310,17 +299,6 @@ class Runtime:
                 else {"role": t.role, "content": t.text}
                 for t in turns
             ],
-            text=row.text,
-            tools=ToolContext(
-                anima=anima.name,
-                person_id=person.id,
-                person_is_admin=person.is_admin,
-                conversation=row.conversation,
-                timezone=anima.spec.timezone or self._settings.hub.timezone,
-                channel_key=row.channel_key,
-                is_dm=row.address_kind == AddressKind.DM.value,
-                turn=row.id,
-            ),
             earlier_from_person=[
                 t.text for t in turns if t.role == "user" and t.person_id == person.id
             ],

@@ -40,6 +40,7 @@ from pydantic_settings import (
 )
 
 from hub.memory.redact import remember_secrets
+from hub.plugins import load_plugins
 
 DEFAULT_PORT = 18500
 CONFIG_NAME = "hub.toml"
@@ -556,10 +557,16 @@ def _settings_class(sections: tuple[tuple[str, type[SettingsSection]], ...]) -> 
 
 
 def installed_sections() -> dict[str, type[SettingsSection]]:
-    """The settings models of the adapters registered as entry points."""
-    from hub.adapter import discover  # the registry lives with the contract
+    """The settings models of the adapters registered as entry points (each plugin's
+    `settings`; `hub.adapter.discover` checks the rest of the plugin when it builds them)."""
+    return {name: _section_model(name, plugin) for name, plugin in load_plugins().items()}
 
-    return {name: plugin.settings for name, plugin in discover().items()}
+
+def _section_model(name: str, plugin: object) -> type[SettingsSection]:
+    model = getattr(plugin, "settings", None)
+    if not (isinstance(model, type) and issubclass(model, SettingsSection)):
+        raise TypeError(f"the adapter {name!r} has no settings model (a SettingsSection)")
+    return model
 
 
 def load_settings(

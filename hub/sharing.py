@@ -30,7 +30,7 @@ from hub.memory.distill import said_lines
 from hub.memory.documents import UNREADABLE, MemoryItem, is_episode_file, items_in, stable_id
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.service import MemoryService
-from hub.memory.sharing import record_shared, shared_id, shared_item
+from hub.memory.sharing import shared_id, shared_item
 from hub.store.db import Database
 from hub.store.models import AuditEntry, Turn
 
@@ -152,7 +152,7 @@ class Sharing:
                 f"That is too long to share ({len(words)} characters, at most {MAX_WORDS})."
             )
         item = shared_item(person.id, person.display_name, words, key, self._now())
-        new = not memory.index.payloads([item.id]) and record_shared(memory, anima, item)
+        new = not memory.index.payloads([item.id]) and memory.add_episode(anima, item)
         self.audit(person.id, where, anima, item.id, via, new)
         return Shared(anima, words, item.id, new)
 

@@ -7,8 +7,8 @@ places: only what is shared), so nothing private reaches a place it does not bel
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hub.animas import Anima
@@ -17,10 +17,12 @@ from hub.identity import PersonView
 from hub.llm import TurnContext, spent
 from hub.memory.recall import RecallScope
 from hub.model_client import Usage
+from hub.roles import Role
 from hub.runtime import Responders
 from hub.settings import Settings
 from hub.targets import Resolved, groups, scope_of
 from hub.tools import ToolContext
+from hub.turn_context import TurnContexts
 
 if TYPE_CHECKING:
     from hub.memory.service import MemoryService
@@ -63,26 +65,21 @@ class Thought:
 
 class Thinker:
     def __init__(
-        self, settings: Settings, responders: Responders, memory: MemoryService | None
+        self,
+        settings: Settings,
+        responders: Responders,
+        memory: MemoryService | None,
+        roles: Mapping[str, Role],
     ) -> None:
-        self._settings = settings
         self._responders = responders
         self._memory = memory
+        self._contexts = TurnContexts(settings, roles, memory)
 
     def model(self, anima: Anima) -> str:
-        return anima.spec.model or self._settings.llm.model
+        return self._contexts.model(anima)
 
     def timezone(self, anima: Anima) -> str:
-        return anima.spec.timezone or self._settings.hub.timezone
-
-    async def recall(self, scope: RecallScope, text: str) -> tuple[str, tuple[str, ...]]:
-        """The rendered priming for `text` and its lines; empty with memory off."""
-        if self._memory is None:
-            return "", ()
-        priming = await self._memory.prime(scope, text)
-        if priming.empty:
-            return "", ()
-        return priming.render(), tuple(priming.memories())
+        return self._contexts.timezone(anima)
 
     async def think(
         self,
@@ -111,39 +108,11 @@ class Thinker:
             asked_of, memory = scope.person_id, self._memory
             merged = memory.aliases_of(asked_of) if memory is not None and asked_of else ()
             scope = task_scope(scope, requester, merged)
-        dm = targets[0] if len(groups(targets)) == 1 and targets[0].is_dm else None
-        person = dm.person if dm is not None else None
-        if person is not None and dm is not None and dm.address is not None:
-            where += f"; what you write goes to {describe(dm.address)}"
-        rendered, lines = await self.recall(scope, about or text)
+        ctx = self._context(anima, text, targets, where, scope, task_id)
+        ctx = await self._contexts.recalled(ctx, scope, about or text)
+        lines = tuple(ctx.recalled_lines)
         if offline:
             return Thought("", lines)
-        ctx = TurnContext(
-            anima=anima.name,
-            anima_title=anima.spec.role,
-            anima_summary="",
-            identity=anima.identity,
-            model=self.model(anima),
-            person=person
-            or PersonView("hub", "the hub's scheduler", (), self.timezone(anima), "", None),
-            where=where,
-            history=[],
-            text=text,
-            tools=ToolContext(
-                anima=anima.name,
-                person_id=scope.person_id,
-                person_is_admin=False,
-                conversation=f"schedule:{anima.name}" if task_id is None else f"task:{task_id}",
-                timezone=self.timezone(anima),
-                channel_key=scope.channel_key or "",
-                is_dm=scope.is_dm,
-                turn="" if task_id is None else f"task:{task_id}",
-                task_id=task_id,
-                addressable=tuple(t.written for t in targets),
-            ),
-        )
-        if rendered:
-            ctx = replace(ctx, recalled=rendered)
         pieces: list[str] = []
         used = Usage()
         async for piece in self._responders.model.stream(ctx):
@@ -152,3 +121,38 @@ class Thinker:
             else:
                 pieces.append(piece)
         return Thought("".join(pieces).strip(), lines, ctx.model, used)
+
+    def _context(
+        self,
+        anima: Anima,
+        text: str,
+        targets: Sequence[Resolved],
+        where: str,
+        scope: RecallScope,
+        task_id: int | None,
+    ) -> TurnContext:
+        """The context before recall: with the person whose DM it goes to, else with the
+        hub's scheduler."""
+        dm = targets[0] if len(groups(targets)) == 1 and targets[0].is_dm else None
+        person = dm.person if dm is not None else None
+        if person is not None and dm is not None and dm.address is not None:
+            where += f"; what you write goes to {describe(dm.address)}"
+        timezone = self.timezone(anima)
+        return self._contexts.build(
+            anima,
+            person or PersonView("hub", "the hub's scheduler", (), timezone, "", None),
+            where,
+            text,
+            ToolContext(
+                anima=anima.name,
+                person_id=scope.person_id,
+                person_is_admin=False,
+                conversation=f"schedule:{anima.name}" if task_id is None else f"task:{task_id}",
+                timezone=timezone,
+                channel_key=scope.channel_key or "",
+                is_dm=scope.is_dm,
+                turn="" if task_id is None else f"task:{task_id}",
+                task_id=task_id,
+                addressable=tuple(t.written for t in targets),
+            ),
+        )

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from hub.animas import AnimaRegistry
-from hub.llm import litellm_kwargs
 from hub.memory.distill import (
     MERGE_SIMILARITY,
     Distiller,
@@ -28,6 +27,7 @@ from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem
 from hub.memory.handoff import HandoffNote
 from hub.memory.text import clip
 from hub.model_client import LiteLLMCalls, ModelClient
+from hub.model_routes import litellm_kwargs
 from hub.settings import LLMSection
 
 log = logging.getLogger(__name__)

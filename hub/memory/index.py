@@ -1,4 +1,4 @@
-"""The vector index over an Anima's memory: one protocol, two Qdrant engines.
+"""The vector index over an Anima's memory: one interface (`VectorIndex`), two Qdrant engines.
 
 Memory lives in markdown files; this index is derived from them and can always be
 rebuilt. Each point carries a cosine "dense" embedding, an IDF-weighted "lexical"
@@ -27,8 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 DENSE = "dense"
 LEXICAL = "lexical"
@@ -98,33 +97,6 @@ class SearchMode(StrEnum):
     HYBRID = "hybrid"
     DENSE = "dense"
     LEXICAL = "lexical"
-
-
-class VectorIndex(Protocol):
-    def ensure(self, dim: int, model_id: str) -> bool: ...
-    def upsert(self, points: Sequence[IndexPoint]) -> None: ...
-    def delete(self, ids: Sequence[str]) -> None: ...
-    def delete_where(self, flt: MemoryFilter) -> None: ...
-    def query(
-        self,
-        dense: list[float] | None,
-        sparse: SparseVec | None,
-        flt: MemoryFilter,
-        limit: int,
-        mode: SearchMode = SearchMode.HYBRID,
-        candidates: int = 50,
-        boost: Boost | None = None,
-        people: tuple[str, ...] = (),
-        span: tuple[float, float] | None = None,
-        own_terms: SparseVec | None = None,
-    ) -> list[Hit]: ...
-    def count(self, flt: MemoryFilter | None = None) -> int: ...
-    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]: ...
-    def clear(self) -> None: ...
-    def optimize(self) -> None: ...
-    def unindexed(self) -> int: ...
-    def purge(self) -> None: ...
-    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -207,8 +179,10 @@ def admits(flt: MemoryFilter, payload: dict[str, Any]) -> bool:
     return True
 
 
-class IndexBackend(ABC):
-    """What both engines share: the ensure/clear rules and the search modes."""
+class VectorIndex(ABC):
+    """An index, whichever engine holds it: what memory calls (the public methods), and the
+    rules both engines share (`ensure`, `clear`, `query`'s search modes) built on what each
+    engine does its own way (the protected primitives)."""
 
     _wanted: IndexSpec | None = None  # what the last ensure() asked for
 
@@ -246,8 +220,40 @@ class IndexBackend(ABC):
         return stored == self._wanted
 
     @abstractmethod
+    def upsert(self, points: Sequence[IndexPoint]) -> None:
+        """Add the points, replacing those of the same ids."""
+
+    @abstractmethod
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove the points of these ids."""
+
+    @abstractmethod
+    def delete_where(self, flt: MemoryFilter) -> None:
+        """Delete every point `flt` matches (e.g. one Anima's, before reindexing it)."""
+
+    @abstractmethod
+    def count(self, flt: MemoryFilter | None = None) -> int:
+        """How many points (that `flt` matches); 0 before the index exists."""
+
+    @abstractmethod
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The payloads of those of `ids` the index holds."""
+
+    @abstractmethod
+    def optimize(self) -> None:
+        """Build the search graph over what was appended (blocking)."""
+
+    @abstractmethod
+    def unindexed(self) -> int:
+        """About how many points dense search scans one by one."""
+
+    @abstractmethod
     def purge(self) -> None:
         """Leave nothing of deleted points in the index's own files (forgetting a person)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the engine (the index can be opened again)."""
 
     def clear(self) -> None:
         """Drop every point, and recreate the index empty with the settings of the last
@@ -297,23 +303,3 @@ def _within(flt: MemoryFilter, span: tuple[float, float]) -> MemoryFilter | None
     since = span[0] if flt.since is None else max(flt.since, span[0])
     until = span[1] - 0.001 if flt.until is None else min(flt.until, span[1] - 0.001)
     return replace(flt, since=since, until=until) if since <= until else None
-
-
-def open_index(
-    path: Path | None, url: str | None, collection: str = DEFAULT_COLLECTION
-) -> VectorIndex:
-    """A server index when `url` is given (":memory:" for qdrant-client's local mode),
-    else an embedded Edge index in directory `path`."""
-    # Imported here: each backend module builds on the types above.
-    if url is not None:
-        from qdrant_client import QdrantClient
-
-        from hub.memory.index_server import ServerIndex
-
-        client = QdrantClient(":memory:") if url == ":memory:" else QdrantClient(url=url)
-        return ServerIndex(client, collection)
-    if path is None:
-        raise ValueError("an index needs a directory (Edge) or a URL (Qdrant server)")
-    from hub.memory.index_edge import EdgeIndex
-
-    return EdgeIndex(path)

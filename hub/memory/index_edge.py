@@ -22,13 +22,13 @@ from hub.memory.index import (
     RRF_K,
     Boost,
     Hit,
-    IndexBackend,
     IndexPoint,
     IndexSpec,
     Lookup,
     MemoryFilter,
     Retriever,
     SparseVec,
+    VectorIndex,
     fusion_weights,
     keyword_conditions,
     range_conditions,
@@ -94,7 +94,7 @@ def _new_shard(path: Path, dim: int) -> qe.EdgeShard:
     return shard
 
 
-class EdgeIndex(IndexBackend):
+class EdgeIndex(VectorIndex):
     """The index embedded in the hub process, in directory `path`.
 
     `path/shard/` is the Edge shard; `path/index.json` records the dim and model_id

@@ -19,13 +19,13 @@ from hub.memory.index import (
     SERVER_BATCH,
     Boost,
     Hit,
-    IndexBackend,
     IndexPoint,
     IndexSpec,
     Lookup,
     MemoryFilter,
     Retriever,
     SparseVec,
+    VectorIndex,
     fusion_weights,
     keyword_conditions,
     range_conditions,
@@ -76,7 +76,7 @@ def _server_point(point: IndexPoint) -> models.PointStruct:
     return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
 
 
-class ServerIndex(IndexBackend):
+class ServerIndex(VectorIndex):
     """The index as one collection on a Qdrant server, whose metadata records dim and
     model_id. The index owns `client` and closes it in close()."""
 

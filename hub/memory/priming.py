@@ -7,19 +7,47 @@ notes the knowledge graph links to those, and what Animas learned about the pers
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Protocol
 
 from hub.memory.documents import Layer
+from hub.memory.graph import KnowledgeGraph
 from hub.memory.recall import PROFILE, Priming, Recalled, RecallScope, fit, when
-
-if TYPE_CHECKING:
-    from hub.memory.service import MemoryService
+from hub.mentions import Named
+from hub.settings import MemorySection
 
 _NOTES = frozenset({Layer.SEMANTIC.value, Layer.PROCEDURAL.value, Layer.SKILL.value})
 
 
-async def primed(memory: MemoryService, scope: RecallScope, text: str) -> Priming:
+class Recaller(Protocol):
+    """What priming reads from the memory: `MemoryService` (hub/memory/service.py), which
+    primes through this module, so this one names only what it uses."""
+
+    settings: MemorySection
+    now: Callable[[], datetime]
+    names_in: Callable[[str], Named]
+
+    def linked(self, scope: RecallScope) -> RecallScope: ...
+    async def embed_query(self, text: str) -> list[float]: ...
+    async def search(
+        self,
+        scope: RecallScope,
+        query: str,
+        *,
+        limit: int = ...,
+        layers: tuple[str, ...] | None = ...,
+        since: datetime | None = ...,
+        min_importance: float | None = ...,
+        dense: list[float] | None = ...,
+        explain: bool = ...,
+        named: Named | None = ...,
+    ) -> list[Recalled]: ...
+    def graph(self, anima: str) -> KnowledgeGraph: ...
+    def profile_lines(self, scope: RecallScope) -> list[str]: ...
+
+
+async def primed(memory: Recaller, scope: RecallScope, text: str) -> Priming:
     scope = memory.linked(scope)
     s = memory.settings
     named = memory.names_in(text)

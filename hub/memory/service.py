@@ -37,8 +37,8 @@ from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.erase import drop_set_aside, forget_in
 from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.graph import KnowledgeGraph
-from hub.memory.index import MemoryFilter, SearchMode, VectorIndex, open_index
-from hub.memory.index_edge import EdgeIndex
+from hub.memory.index import MemoryFilter, SearchMode, VectorIndex
+from hub.memory.index_open import open_index
 from hub.memory.indexer import EMBED_CHARS, Indexer, Progress
 from hub.memory.priming import primed
 from hub.memory.profiles import Profiles, self_statements
@@ -114,9 +114,8 @@ class MemoryService:
             settings.embedding_model,
             Path(settings.embedding_path) if settings.embedding_path else None,
         )
-        if settings.qdrant_url:
-            return cls(home, settings, open_index(None, settings.qdrant_url), embedder, now)
-        return cls(home, settings, _open_edge(home / "index"), embedder, now)
+        index = open_index(home / "index", settings.qdrant_url or None)
+        return cls(home, settings, index, embedder, now)
 
     def anima_dir(self, anima: str) -> Path:
         return self.home / "animas" / anima
@@ -293,8 +292,7 @@ class MemoryService:
             importance=importance_of(user_text, 0.0),
             section=turn.at.strftime("%H:%M"),
         )
-        if append_episode(self.anima_dir(turn.anima), item):
-            self.indexer.later(turn.anima, [item])
+        self.add_episode(turn.anima, item)
         if turn.learn_self_statements and turn.person_id:
             for fact in self_statements(user_text):
                 self.profiles.add(
@@ -330,9 +328,16 @@ class MemoryService:
             importance=importance_of(clean, 0.0),
             section=at.strftime("%H:%M"),
         )
-        if append_episode(self.anima_dir(anima), item):
-            self.indexer.later(anima, [item])
+        self.add_episode(anima, item)
         return item
+
+    def add_episode(self, anima: str, item: MemoryItem) -> bool:
+        """Append `item` to the Anima's episodes and queue it for the index; False when its
+        day already holds it (an item's id makes each record idempotent)."""
+        if not append_episode(self.anima_dir(anima), item):
+            return False
+        self.indexer.later(anima, [item])
+        return True
 
     async def index_items(
         self, anima: str, items: Sequence[MemoryItem], progress: Progress | None = None
@@ -459,18 +464,6 @@ class MemoryService:
 
 def _has_markdown(folder: Path) -> bool:
     return any(next((folder / name).glob("**/*.md"), None) is not None for name in WRITABLE)
-
-
-def _open_edge(path: Path) -> VectorIndex:
-    """The embedded index; a shard that cannot be opened is set aside and started afresh
-    (the markdown is the truth, and `start` rebuilds from it)."""
-    try:
-        return EdgeIndex(path)
-    except Exception as exc:  # noqa: BLE001 - qdrant_edge raises bare Exception on a bad shard
-        aside = path.with_name(f"{path.name}.broken-{datetime.now(UTC):%Y%m%d%H%M%S}")
-        log.error("memory index at %s cannot be opened (%s); moved to %s", path, exc, aside)
-        path.rename(aside)
-        return EdgeIndex(path)
 
 
 def open_memory(

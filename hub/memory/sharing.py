@@ -18,21 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from hub.memory.documents import (
     Layer,
     MemoryItem,
-    append_episode,
     episode_path,
     importance_of,
     stable_id,
 )
 from hub.memory.redact import redact
 from hub.plaintext import one_line
-
-if TYPE_CHECKING:
-    from hub.memory.service import MemoryService
 
 SHARED = "shared"
 PERSON = "person:"
@@ -91,12 +86,3 @@ def shared_item(person_id: str, name: str, words: str, key: str, at: datetime) -
         importance=importance_of(said, 0.0),
         section=at.strftime("%H:%M"),
     )
-
-
-def record_shared(memory: MemoryService, anima: str, item: MemoryItem) -> bool:
-    """Append the shared copy to the Anima's episodes and index it; False when this act had
-    already shared it."""
-    if not append_episode(memory.anima_dir(anima), item):
-        return False
-    memory.indexer.later(anima, [item])
-    return True

@@ -11,10 +11,15 @@ from typing import Any
 
 import pytest
 
-from hub.llm import litellm_kwargs
 from hub.model_client import LiteLLMCalls, LLMError
 from hub.model_failure import FailureKind
-from hub.model_routes import PLACEHOLDER_KEY, ModelSetup, placeholder_key, setup_problems
+from hub.model_routes import (
+    PLACEHOLDER_KEY,
+    ModelSetup,
+    litellm_kwargs,
+    placeholder_key,
+    setup_problems,
+)
 from hub.settings import LLMSection
 from tests.conftest import make_settings, started_hub
 from tests.fakes.local_models.server import FakeLocalServer

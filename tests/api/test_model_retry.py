@@ -22,9 +22,9 @@ from sqlmodel import col, select
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.cli_status import _failed_turns_line
-from hub.llm import litellm_kwargs
 from hub.model_client import LLMError
 from hub.model_failure import FailureKind
+from hub.model_routes import litellm_kwargs
 from hub.settings import Settings
 from hub.store.models import DeliveryRow, InboxItem
 from tests.api.test_chat_api import chat, sse_events

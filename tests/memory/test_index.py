@@ -23,9 +23,9 @@ from hub.memory.index import (
     SparseVec,
     VectorIndex,
     fusion_weights,
-    open_index,
 )
 from hub.memory.index_edge import EdgeIndex
+from hub.memory.index_open import open_index
 from hub.memory.index_server import ServerIndex
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
