@@ -19,7 +19,7 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy.exc import IntegrityError
 
 from hub import heartbeat as hb
-from hub.animas import Anima, AnimaRegistry
+from hub.animas import Anima, AnimaRegistry, effective_model, effective_timezone
 from hub.clock import Clock
 from hub.crons import CronBook, CronJob
 from hub.live import LiveFeed
@@ -117,7 +117,7 @@ class Agenda:
         )
 
     def timezone(self, anima: Anima) -> str:
-        return self._thinker.timezone(anima)
+        return effective_timezone(anima, self._settings.hub)
 
     # planning --------------------------------------------------------------------------
 
@@ -305,7 +305,7 @@ class Agenda:
     # helpers ---------------------------------------------------------------------------
 
     def _model(self, anima: Anima) -> str:
-        return self._thinker.model(anima)
+        return effective_model(anima, self._settings.llm)
 
     async def _think(self, anima: Anima, task: str, group: list[Resolved]) -> Thought | None:
         """A turn with no one asking, in the scope of the targets it will be posted to.

@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlmodel import col
 
 from hub.adapter import TurnEvent
-from hub.animas import Anima, AnimaRegistry
+from hub.animas import Anima, AnimaRegistry, effective_model, effective_timezone
 from hub.episodes import OFFLINE_NOTE, Answered, describe, record
 from hub.events import EventBus
 from hub.handoffs import Handoffs, Offer
@@ -313,7 +313,7 @@ class Runtime:
             anima_title=role.title if role else anima.spec.role,
             anima_summary=role.summary if role else "",
             identity=anima.identity,
-            model=anima.spec.model or self._settings.llm.model,
+            model=effective_model(anima, self._settings.llm),
             person=person,
             where=describe(address),
             # What people said earlier is labelled like the message itself (tests/privacy).
@@ -329,7 +329,7 @@ class Runtime:
                 person_id=person.id,
                 person_is_admin=person.is_admin,
                 conversation=row.conversation,
-                timezone=anima.spec.timezone or self._settings.hub.timezone,
+                timezone=effective_timezone(anima, self._settings.hub),
                 channel_key=row.channel_key,
                 is_dm=row.address_kind == AddressKind.DM.value,
                 turn=row.id,

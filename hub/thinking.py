@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from hub.animas import Anima
+from hub.animas import Anima, effective_model, effective_timezone
 from hub.episodes import describe
 from hub.identity import PersonView
 from hub.llm import TurnContext, spent
@@ -70,10 +70,8 @@ class Thinker:
         self._memory = memory
 
     def model(self, anima: Anima) -> str:
-        return anima.spec.model or self._settings.llm.model
-
-    def timezone(self, anima: Anima) -> str:
-        return anima.spec.timezone or self._settings.hub.timezone
+        """The Anima's model for its own turns (tasks, schedule); empty: offline."""
+        return effective_model(anima, self._settings.llm)
 
     async def recall(self, scope: RecallScope, text: str) -> tuple[str, tuple[str, ...]]:
         """The rendered priming for `text` and its lines; empty with memory off."""
@@ -118,14 +116,14 @@ class Thinker:
         rendered, lines = await self.recall(scope, about or text)
         if offline:
             return Thought("", lines)
+        tz = effective_timezone(anima, self._settings.hub)
         ctx = TurnContext(
             anima=anima.name,
             anima_title=anima.spec.role,
             anima_summary="",
             identity=anima.identity,
             model=self.model(anima),
-            person=person
-            or PersonView("hub", "the hub's scheduler", (), self.timezone(anima), "", None),
+            person=person or PersonView("hub", "the hub's scheduler", (), tz, "", None),
             where=where,
             history=[],
             text=text,
@@ -134,7 +132,7 @@ class Thinker:
                 person_id=scope.person_id,
                 person_is_admin=False,
                 conversation=f"schedule:{anima.name}" if task_id is None else f"task:{task_id}",
-                timezone=self.timezone(anima),
+                timezone=tz,
                 channel_key=scope.channel_key or "",
                 is_dm=scope.is_dm,
                 turn="" if task_id is None else f"task:{task_id}",
