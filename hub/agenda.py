@@ -19,10 +19,9 @@ from apscheduler.triggers.cron import CronTrigger
 from sqlalchemy.exc import IntegrityError
 
 from hub import heartbeat as hb
-from hub.animas import Anima, AnimaRegistry
+from hub.animas import Anima, AnimaRegistry, effective_model, effective_timezone
 from hub.clock import Clock
 from hub.crons import CronBook, CronJob
-from hub.deliveries import bounded_key
 from hub.live import LiveFeed
 from hub.llm import spent
 from hub.logs import one_line
@@ -35,7 +34,7 @@ from hub.scheduler import Fire, JobKind, JobSpec
 from hub.settings import Settings
 from hub.spread import heartbeat_trigger, offsets
 from hub.store.db import Database
-from hub.targets import Resolved, TargetResolver, groups, scope_of
+from hub.targets import Post, Resolved, TargetResolver, groups, post_to, scope_of
 from hub.thinking import Thinker, Thought
 
 if TYPE_CHECKING:
@@ -118,7 +117,7 @@ class Agenda:
         )
 
     def timezone(self, anima: Anima) -> str:
-        return self._thinker.timezone(anima)
+        return effective_timezone(anima, self._settings.hub)
 
     # planning --------------------------------------------------------------------------
 
@@ -320,7 +319,7 @@ class Agenda:
     # helpers ---------------------------------------------------------------------------
 
     def _model(self, anima: Anima) -> str:
-        return self._thinker.model(anima)
+        return effective_model(anima, self._settings.llm)
 
     async def _think(self, anima: Anima, task: str, group: list[Resolved]) -> Thought | None:
         """A turn with no one asking, in the scope of the targets it will be posted to.
@@ -352,54 +351,29 @@ class Agenda:
     def _post(
         self, anima: str, text: str, group: list[Resolved], kind: DeliveryKind, key: str
     ) -> tuple[str, ...]:
-        posted = []
-        for target in group:
-            address = target.address
-            assert address is not None  # groups() holds resolved targets only
-            try:
-                with self._db.write() as conn:
-                    self._outbox.enqueue(
-                        conn, address, text, kind, anima, bounded_key(f"{key}>{address}")
-                    )
-            except IntegrityError:
-                log.info("already posted %s to %s", key, address, extra={"anima": anima})
-                continue
-            posted.append(str(address))
-        return tuple(posted)
+        post = Post(text, kind, anima, key, "not written")
+        return tuple(str(t.address) for t in group if self._post_one(post, t))
 
     def _undeliverable(
         self, anima: str, targets: list[Resolved], kind: DeliveryKind, key: str
     ) -> tuple[str, ...]:
-        """Record each target that could not be resolved as a failed delivery, visibly. Its
-        text says only what failed: what was written for other targets belongs to their
-        scope (a DM briefing must not show up in another person's failed post)."""
-        failed = []
-        for target in targets:
-            if target.address is not None:
-                continue
-            log.error(
-                "%s: cannot post to %s: %s",
-                key,
-                target.written,
-                target.error,
-                extra={"anima": anima},
-            )
-            try:
-                with self._db.write() as conn:
-                    self._outbox.record_failed(
-                        conn,
-                        target.written,
-                        target.written_kind,
-                        f"(not written: {target.written} cannot be reached: {target.error})",
-                        kind,
-                        anima,
-                        bounded_key(f"{key}>{target.written}"),
-                        target.error or "cannot be reached",
-                    )
-            except IntegrityError:
-                log.info("already recorded %s for %s", key, target.written, extra={"anima": anima})
-            failed.append(f"{target.written} ({target.error})")
-        return tuple(failed)
+        """Record each target that could not be resolved as a failed delivery, visibly."""
+        post = Post("", kind, anima, key, "not written")
+        failed = [t for t in targets if t.address is None]
+        for target in failed:
+            self._post_one(post, target)
+        return tuple(f"{t.written} ({t.error})" for t in failed)
+
+    def _post_one(self, post: Post, target: Resolved) -> bool:
+        """Each target in a transaction of its own: one posted before (a run again after a
+        stop) is skipped, the others still posted. True when it was posted now."""
+        try:
+            with self._db.write() as conn:
+                return post_to(conn, self._outbox, post, target)
+        except IntegrityError:  # posted, or its failure recorded, by an earlier run
+            where = target.address or target.written
+            log.info("already posted %s to %s", post.key, where, extra={"anima": post.poster})
+            return False
 
     def _remember(
         self, anima: str, key: str, text: str, group: list[Resolved], at: datetime

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from hub.files import atomic_write
 from hub.roles import Role
-from hub.settings import check_timezone, describe_errors
+from hub.settings import HubSection, LLMSection, check_timezone, describe_errors
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MEMORY_DIRS = ("episodes", "knowledge", "procedures", "skills", "crons", "archive/forgotten")
@@ -69,6 +69,18 @@ class Anima:
     @property
     def name(self) -> str:
         return self.spec.name
+
+
+def effective_model(anima: Anima | None, llm: LLMSection) -> str:
+    """The model an Anima thinks with: its anima.toml `model`, else the hub's `[llm] model`;
+    empty: none (the offline mode). The one place this is decided."""
+    return (anima.spec.model if anima else "") or llm.model
+
+
+def effective_timezone(anima: Anima | None, hub: HubSection) -> str:
+    """The IANA zone of an Anima's day (its schedule, active hours, "today", what its tools
+    call now): its anima.toml `timezone`, else `[hub] timezone`. The one place this is decided."""
+    return (anima.spec.timezone if anima else "") or hub.timezone
 
 
 def validate_name(name: str) -> str:

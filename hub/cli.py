@@ -285,7 +285,7 @@ def anima_list() -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from hub.animas import AnimaRegistry
+    from hub.animas import AnimaRegistry, effective_model
     from hub.roles import load_roles
 
     settings = settings_or_exit()
@@ -294,7 +294,7 @@ def anima_list() -> None:
         err.print(styled(("warning:", "yellow"), f" {problem}"))
     table = Table("name", "role", "supervisor", "model")
     for anima in registry.all():
-        model = anima.spec.model or settings.llm.model or Text("offline", style="dim")
+        model = effective_model(anima, settings.llm) or Text("offline", style="dim")
         table.add_row(anima.name, anima.spec.role, anima.spec.supervisor or "", model)
     console.print(table)
 

@@ -303,10 +303,10 @@ def consolidate(
 async def _consolidate_locally(
     settings: Settings, name: str, stages: list[str], day: date | None, today: bool
 ) -> list[str]:
+    from hub.animas import effective_timezone
     from hub.memory.consolidation import STAGES
 
-    anima = registry_of(settings).get(name)
-    timezone = (anima.spec.timezone if anima else "") or settings.hub.timezone
+    timezone = effective_timezone(registry_of(settings).get(name), settings.hub)
     summaries = []
     async with local_consolidator(settings) as consolidator:
         for stage in STAGES:

@@ -83,6 +83,9 @@ _CLOSE = (
     .where(col(InboxItem.id) == bindparam("row_id"))
     .values(status=bindparam("new_status"), error=bindparam("reason"), finished_at=bindparam("at"))
 )
+_OPEN_ROW = select(*(_COLUMNS[name] for name in Claimed._fields)).where(
+    col(InboxItem.id) == bindparam("row_id"), col(InboxItem.status).in_(OPEN)
+)
 _RAW = select(col(InboxItem.raw)).where(col(InboxItem.id) == bindparam("row_id"))
 
 
@@ -108,7 +111,8 @@ class Inbox:
         it). The row stays open, so a restart picks it up with its attempts."""
         conn.execute(
             update(InboxItem)
-            .where(col(InboxItem.id) == inbox_id)
+            # Only an open row: one a pause held meanwhile stays held.
+            .where(col(InboxItem.id) == inbox_id, col(InboxItem.status).in_(OPEN))
             .values(
                 status=InboxStatus.RECEIVED,
                 error=error,
@@ -116,6 +120,13 @@ class Inbox:
                 failing_since=since,
             )
         )
+
+    def still_open(self, inbox_id: str) -> Claimed | None:
+        """The row as a claim reads it, if it is still open; None once it is closed or held
+        (a turn that crashed after its commit: answered; or given up on)."""
+        with self._db.engine.connect() as conn:
+            found = conn.execute(_OPEN_ROW, {"row_id": inbox_id}).first()
+        return Claimed._make(found) if found is not None else None
 
     def close(
         self,

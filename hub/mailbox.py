@@ -7,6 +7,11 @@ A handler may answer that its job must run again after a delay (the model failed
 retried, hub/turn_retry.py): the lane waits that long and runs the same job again before
 any later one, so a conversation's later messages never overtake it. The wait holds no
 concurrency slot; other conversations go on meanwhile.
+
+A handler that raises (a bug) is not dropped: the mailbox logs it and asks the crash handler
+what the job does next, with the same answer (run again after a delay, or finished). The
+runtime's one reports the crash in health and retries the turn within its bound
+(hub/turn_retry.py), so a crashed turn's row never stays `processing` unseen.
 """
 
 from __future__ import annotations
@@ -44,12 +49,17 @@ class TaskJob:
 Job = TurnJob | TaskJob
 # The handler's answer: None when the job is finished, or the seconds after which to run it again.
 TurnHandler = Callable[[Job], Awaitable[float | None]]
+# What a job whose handler raised does next, answered like the handler: None or a delay.
+CrashHandler = Callable[[Job, Exception], float | None]
 
 
 class Mailbox:
-    def __init__(self, anima: str, handler: TurnHandler, max_concurrent: int) -> None:
+    def __init__(
+        self, anima: str, handler: TurnHandler, max_concurrent: int, crashed: CrashHandler
+    ) -> None:
         self.anima = anima
         self._handler = handler
+        self._crashed = crashed
         self._lanes: dict[str, asyncio.Queue[Job]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._slots = asyncio.Semaphore(max_concurrent)
@@ -86,10 +96,10 @@ class Mailbox:
             return await self._handler(job)
         except asyncio.CancelledError:
             raise
-        except Exception:
-            # and its inbox row stays unfinished, so recovery retries it after a restart.
+        except Exception as exc:
+            # Any error: a job dropped here would leave its message unanswered and unseen.
             log.exception("turn %s of %s crashed", job.inbox_id, self.anima)
-            return None
+            return self._crashed(job, exc)
 
     async def close(self) -> None:
         tasks = list(self._tasks.values())
@@ -99,14 +109,15 @@ class Mailbox:
 
 
 class Mailboxes:
-    def __init__(self, handler: TurnHandler) -> None:
+    def __init__(self, handler: TurnHandler, crashed: CrashHandler) -> None:
         self._handler = handler
+        self._crashed = crashed
         self._boxes: dict[str, Mailbox] = {}
 
     def ensure(self, anima: str, max_concurrent: int) -> Mailbox:
         box = self._boxes.get(anima)
         if box is None:
-            box = self._boxes[anima] = Mailbox(anima, self._handler, max_concurrent)
+            box = self._boxes[anima] = Mailbox(anima, self._handler, max_concurrent, self._crashed)
         return box
 
     def put(self, job: Job, max_concurrent: int) -> None:

@@ -90,7 +90,7 @@ class Runtime:
         # notice its sender was given (hub/commands/state.py), or None to run the turn.
         self._hold = hold
         self._now = now  # the hub's clock: turns and episodes are dated by it
-        self.mailboxes = Mailboxes(self._handle)
+        self.mailboxes = Mailboxes(self._handle, self._crashed)
         self._health = health or Part("turns", now)
         self._db_backoff = Backoff(base_s=1.0, max_s=30.0)
         self._failures = TurnFailures(db, settings.runtime, inbox, outbox, events, self._tell, now)
@@ -116,6 +116,19 @@ class Runtime:
         if self.run_task is not None:
             await self.run_task(job)
         return None
+
+    def _crashed(self, job: Job, exc: Exception) -> float | None:
+        """A job raised (a bug): `turns` fails in health until a turn works again, and the
+        turn is retried within its bound, then given up on and explained (hub/turn_retry.py).
+        A task's run is started again by the task runner's sweep."""
+        failures = self._health.failing(f"{job.inbox_id} crashed: {type(exc).__name__}: {exc}")
+        if isinstance(job, TaskJob):
+            return None
+        try:
+            return self._failures.crashed(job, exc)
+        except DBAPIError as db_exc:  # its row cannot be read: the turn is run again later
+            log.error("turn %s: the database failed (%s)", job.inbox_id, db_exc.orig)
+            return self._db_backoff.delay(failures)
 
     async def handle(self, job: TurnJob) -> float | None:
         """Run one turn; the seconds after which its lane runs it again, or None when it is

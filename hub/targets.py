@@ -13,10 +13,15 @@ Resolving learns each target's kind from the inbox (a pasted DM address is a DM)
 DM, whose it is: a post to a DM is made and remembered in that person's scope (DESIGN §7.4),
 a post to channels in theirs. A target that cannot be resolved is returned with its reason,
 so the caller records the failure visibly. Platform-neutral: nothing here knows a platform.
+
+Posting to resolved targets (`post_to`) is the one way a heartbeat, a cron and a task's
+report or notice reach them: each target its delivery under the run's key, or its failure
+recorded.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,12 +29,15 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, case, select
 from sqlmodel import col
 
+from hub.deliveries import bounded_key
 from hub.identity import PersonView
 from hub.memory.recall import RecallScope
-from hub.messages import Address, AddressKind
+from hub.messages import Address, AddressKind, DeliveryKind
+from hub.outbox import Outbox
 from hub.store.db import Database
 from hub.store.models import Identity, InboxItem, Person
 
+log = logging.getLogger(__name__)
 DM_PREFIX = "dm:"
 _DM_RE = re.compile(r"^dm:(?P<platform>[a-z0-9_-]+):(?P<user>[^\s,/#]+)$")
 _CHANNELS = "channels"  # the group key of every target that is not a DM
@@ -113,6 +121,48 @@ def scope_of(anima: str, group: Sequence[Resolved]) -> RecallScope:
     if len(group) == 1:
         return RecallScope(anima, None, first.address.channel_key, False)
     return RecallScope(anima, None, None, False)
+
+
+@dataclass(frozen=True, slots=True)
+class Post:
+    """One text for resolved targets: who posts it, as what, under which key (a target's
+    delivery key is `<key>><target>`, so a run posted again posts nothing twice), and the
+    `label` a target's failed delivery is recorded with ("task 7", "not written")."""
+
+    text: str
+    kind: DeliveryKind
+    poster: str
+    key: str
+    label: str
+
+
+def post_to(conn: Connection, outbox: Outbox, post: Post, target: Resolved) -> bool:
+    """Post to one target in the caller's transaction; True when it was enqueued. A target
+    that could not be resolved is recorded as a failed delivery instead, visibly; its text
+    says only what failed: what was written for other targets belongs to their scope (a DM
+    briefing must not show up in another person's failed post)."""
+    if target.address is not None:
+        key = bounded_key(f"{post.key}>{target.address}")
+        outbox.enqueue(conn, target.address, post.text, post.kind, post.poster, key)
+        return True
+    log.error(
+        "%s: cannot post to %s: %s",
+        post.key,
+        target.written,
+        target.error,
+        extra={"anima": post.poster},
+    )
+    outbox.record_failed(
+        conn,
+        target.written,
+        target.written_kind,
+        f"({post.label}: {target.written} cannot be reached: {target.error})",
+        post.kind,
+        post.poster,
+        bounded_key(f"{post.key}>{target.written}"),
+        target.error or "cannot be reached",
+    )
+    return False
 
 
 class TargetResolver:

@@ -31,7 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from hub.adapter import Adapter, Linker
 from hub.addressing import Addressing
 from hub.animas import AnimaRegistry
-from hub.deliveries import Delivery, bounded_key
+from hub.deliveries import Delivery
 from hub.mailbox import TaskJob
 from hub.messages import Address, DeliveryKind
 from hub.model_client import LLMError
@@ -39,7 +39,7 @@ from hub.outbox import Outbox
 from hub.settings import TasksSection
 from hub.store.db import Database
 from hub.store.models import TaskState, Turn
-from hub.targets import Resolved, TargetResolver
+from hub.targets import Post, Resolved, TargetResolver, post_to
 from hub.task_text import (
     failed_text,
     late_text,
@@ -339,22 +339,9 @@ class TaskRunner:
     ) -> None:
         """Each target once (its key is the task's), or its failure recorded, visibly."""
         poster = task.assignee if kind is DeliveryKind.REPORT else self._speaker(task)
+        post = Post(text, kind, poster, f"task:{task.id}{what}", f"task {task.id}")
         for target in targets:
-            if target.address is not None:
-                key = bounded_key(f"task:{task.id}{what}>{target.address}")
-                self._outbox.enqueue(conn, target.address, text, kind, poster, key)
-                continue
-            log.error("task %d: cannot post to %s: %s", task.id, target.written, target.error)
-            self._outbox.record_failed(
-                conn,
-                target.written,
-                target.written_kind,
-                f"(task {task.id}: {target.written} cannot be reached: {target.error})",
-                kind,
-                poster,
-                bounded_key(f"task:{task.id}{what}>{target.written}"),
-                target.error or "cannot be reached",
-            )
+            post_to(conn, self._outbox, post, target)
 
     def _tell_manager(self, conn: Connection, task: TaskView, text: str) -> None:
         """The report in the conversation the manager was asked in: its next turn there has

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import replace
 
-from hub.animas import Anima
+from hub.animas import Anima, effective_model, effective_timezone
 from hub.identity import PersonView
 from hub.llm import TurnContext
 from hub.memory.recall import PROFILE, RecallScope
@@ -33,10 +33,10 @@ class TurnContexts:
         self._memory = memory
 
     def model(self, anima: Anima) -> str:
-        return anima.spec.model or self._settings.llm.model
+        return effective_model(anima, self._settings.llm)
 
     def timezone(self, anima: Anima) -> str:
-        return anima.spec.timezone or self._settings.hub.timezone
+        return effective_timezone(anima, self._settings.hub)
 
     def build(
         self,

@@ -12,6 +12,8 @@ The failure's kind (hub/model_failure.py) decides:
   (its idempotency key `delayed:<row>` makes it one even across restarts) and a `delayed`
   live event in the web chat. The spell is bounded by `model_retry_for_s` since its first
   failure (`inbox.failing_since`, so a restart does not reset it) and `max_turn_attempts`.
+- **A crash** (the turn raised anything else, anywhere: hub/mailbox.py hands it here) is a
+  failure of kind `internal`: retried and given up on the same way, once its row is open.
 - **Past the bound**, or **a failure no retry can mend** (key refused, model unknown,
   content refused, bad request): the row is closed `failed`, the person gets one plain
   notice, and the operator the kind, the provider's words and the fix, in the log line and
@@ -147,6 +149,16 @@ class TurnFailures:
         self._events.publish(job.inbox_id, TurnEvent("delayed", notice if first else "", job.anima))
         self._tell(row, job, "delayed", error=kind.value, retry_in_s=round(delay, 1))
         return delay
+
+    def crashed(self, job: TurnJob, exc: Exception) -> float | None:
+        """A turn raised what nobody expected (a bug of ours, wherever in the turn): retried
+        and given up on like a model failure of kind `internal`, so its message is answered
+        once or explained once. None when its row is not open any more: the crash came after
+        the reply's commit (answered) or after it was given up on or held."""
+        row = self._inbox.still_open(job.inbox_id)
+        if row is None:
+            return None
+        return self.model_failed(row, job, LLMError(f"internal error: {exc!r}"))
 
     def give_up(self, row: Claimed, job: TurnJob, notice: str, error: str) -> None:
         """Tell the sender `notice`, record `error` for the operator, and stop trying."""

@@ -18,7 +18,7 @@ from fastapi import APIRouter, HTTPException, Query
 
 from hub import audit, conversations
 from hub.adapter import AmbiguousName, Caller, PlatformState
-from hub.animas import Anima
+from hub.animas import Anima, effective_timezone
 from hub.api.people_routes import CallerDep, actor_of, when
 from hub.api.routes import AnimaOut, DeliveryOut, HubDep, anima_out
 from hub.app import Hub
@@ -51,7 +51,7 @@ def dashboard_animas(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
         upcoming.setdefault(fire.anima, []).append(fire)
     now = hub.clock.now()
     today = conversations.answered_since(
-        hub.db, {a.name: _midnight(now, hub.agenda.timezone(a)) for a in animas}
+        hub.db, {a.name: _midnight(now, effective_timezone(a, hub.settings.hub)) for a in animas}
     )
     shown = []
     for anima in animas:

@@ -14,6 +14,7 @@ from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from hub.adapter import Caller
+from hub.animas import effective_timezone
 from hub.api.people_routes import CallerDep
 from hub.api.routes import HubDep
 from hub.app import Hub
@@ -132,8 +133,7 @@ def _consolidator(hub: Hub, name: str) -> Consolidator:
 
 
 def _timezone(hub: Hub, name: str) -> str:
-    anima = hub.animas.get(name)
-    return (anima.spec.timezone if anima else "") or hub.settings.hub.timezone
+    return effective_timezone(hub.animas.get(name), hub.settings.hub)
 
 
 @router.post("/{name}/consolidate")

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError
 
 from hub import __version__, failed_updates
-from hub.animas import Anima
+from hub.animas import Anima, effective_model
 from hub.app import Hub
 from hub.deliveries import Delivery
 from hub.memory.redact import fingerprint, redact_json
@@ -52,7 +52,7 @@ def anima_out(hub: Hub, anima: Anima, paused: bool | None = None) -> AnimaOut:
         title=role.title if role else anima.spec.role,
         summary=role.summary if role else "",
         supervisor=anima.spec.supervisor,
-        model=anima.spec.model or hub.settings.llm.model,
+        model=effective_model(anima, hub.settings.llm),
         paused=hub.anima_states.is_paused(anima.name) if paused is None else paused,
     )
 

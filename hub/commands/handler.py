@@ -22,7 +22,7 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from hub.admission import Admission
-from hub.animas import Anima, AnimaRegistry
+from hub.animas import Anima, AnimaRegistry, effective_model
 from hub.commands.about import FORGET_NAMES, AboutCommands
 from hub.commands.parse import USAGE, parse_command
 from hub.commands.people import PeopleCommands
@@ -225,7 +225,7 @@ class CommandService:
         spec = anima.spec
         name = anima.name
         role = self._animas.roles.get(spec.role)
-        model = spec.model or self._settings.llm.model or "offline (no model configured)"
+        model = effective_model(anima, self._settings.llm) or "offline (no model configured)"
         paused = self._states.is_paused(name)
         bound = ", ".join(self._bindings().get(name, [])) or "none"
         beat = spec.heartbeat

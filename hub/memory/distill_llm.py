@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from hub.animas import AnimaRegistry
+from hub.animas import AnimaRegistry, effective_model
 from hub.memory.distill import (
     MERGE_SIMILARITY,
     Distiller,
@@ -255,7 +255,6 @@ def anima_distillers(
     """Each Anima's distiller: its anima.toml `model`, else the hub's `[llm] model`."""
 
     def distiller_for(name: str) -> Distiller:
-        anima = animas.get(name)
-        return make_distiller(llm, (anima.spec.model if anima else "") or llm.model, client)
+        return make_distiller(llm, effective_model(animas.get(name), llm), client)
 
     return distiller_for

@@ -7,6 +7,11 @@ import asyncio
 from hub.mailbox import Job, Mailbox, Mailboxes, TurnJob
 
 
+def unexpected(job: Job, exc: Exception) -> float | None:
+    """A crash handler for tests whose handler never raises."""
+    raise AssertionError(f"{job} crashed: {exc!r}")
+
+
 async def drained(box: Mailbox) -> None:
     for _ in range(1000):
         if not box.pending:
@@ -28,7 +33,7 @@ async def test_turns_of_one_conversation_run_one_at_a_time_in_order() -> None:
         running.remove(job.inbox_id)
         done.append(job.inbox_id)
 
-    box = Mailbox("aria", handler, max_concurrent=8)
+    box = Mailbox("aria", handler, 8, unexpected)
     for i in range(5):
         box.put(TurnJob(f"c1-{i}", "aria", "c1"))
     await drained(box)
@@ -48,7 +53,7 @@ async def test_different_conversations_run_concurrently_up_to_the_limit() -> Non
         await release.wait()
         active -= 1
 
-    box = Mailbox("aria", handler, max_concurrent=3)
+    box = Mailbox("aria", handler, 3, unexpected)
     for i in range(6):
         box.put(TurnJob(f"m{i}", "aria", f"conv{i}"))
     for _ in range(20):
@@ -67,11 +72,16 @@ async def test_a_crashing_turn_does_not_stop_the_lane() -> None:
             raise RuntimeError("boom")
         done.append(job.inbox_id)
 
-    box = Mailbox("aria", handler, max_concurrent=1)
+    def crashed(job: Job, exc: Exception) -> None:
+        told.append((job.inbox_id, str(exc)))
+
+    told: list[tuple[str, str]] = []
+    box = Mailbox("aria", handler, 1, crashed)
     for name in ("a", "bad", "b"):
         box.put(TurnJob(name, "aria", "c"))
     await drained(box)
     assert done == ["a", "b"]
+    assert told == [("bad", "boom")]  # the crash is handed on, not only logged
 
 
 async def test_mailboxes_are_per_anima_and_close_cancels() -> None:
@@ -81,7 +91,7 @@ async def test_mailboxes_are_per_anima_and_close_cancels() -> None:
         started.set()
         await asyncio.sleep(60)
 
-    boxes = Mailboxes(handler)
+    boxes = Mailboxes(handler, unexpected)
     boxes.put(TurnJob("x", "aria", "c"), 2)
     boxes.put(TurnJob("y", "kai", "c"), 2)
     await started.wait()

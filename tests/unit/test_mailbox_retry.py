@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from hub.mailbox import Job, Mailbox, TurnJob
-from tests.unit.test_mailbox import drained
+from tests.unit.test_mailbox import drained, unexpected
 
 
 async def test_a_job_run_again_later_keeps_its_place_in_the_lane() -> None:
@@ -22,7 +22,7 @@ async def test_a_job_run_again_later_keeps_its_place_in_the_lane() -> None:
             return 0.01
         return None
 
-    box = Mailbox("aria", handler, max_concurrent=1)
+    box = Mailbox("aria", handler, 1, unexpected)
     box.put(TurnJob("m1", "aria", "c1"))
     await waiting.wait()  # m1 failed once and waits for its next attempt
     box.put(TurnJob("m2", "aria", "c1"))
