@@ -129,7 +129,7 @@ async def client(hub: Hub) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 def fake_openai() -> Iterator[Any]:
-    from tests.fakes.openai_server import FakeOpenAI
+    from animahub_kit.fakes.openai_server import FakeOpenAI
 
     with FakeOpenAI() as fake:
         yield fake

@@ -22,6 +22,8 @@ import uvicorn
 from nacl.signing import SigningKey
 
 from adapters.discord import DiscordAdapter
+from animahub_kit.fakes.discord_server import JSON, FakeDiscord
+from animahub_kit.fakes.faults import FaultPolicy
 from hub.adapter import AdapterFactory
 from hub.api.server import create_app
 from hub.app import Hub
@@ -36,8 +38,6 @@ from tests.contract.harness import (
     harness_settings,
     start_hub,
 )
-from tests.fakes.discord_server import JSON, FakeDiscord
-from tests.fakes.faults import FaultPolicy
 
 MESSAGES_ROUTE = "/channels/{channel_id}/messages"
 WRONG_CREDENTIALS: dict[str, Any] = {"bot_token": "not-the-bot-token"}

@@ -1,7 +1,7 @@
 """What every platform's contract harness provides (DESIGN §9).
 
 A harness runs a real `Hub` with the platform's real adapter, whose real SDK talks to a local
-fake of the platform (tests/fakes/). The contract suite (test_contract.py) drives it only
+fake of the platform (animahub_kit/fakes/). The contract suite (test_contract.py) drives it only
 through this protocol: it speaks as people on the platform, and reads what the bot posted as
 the fake server recorded it. Nothing of our own code is mocked.
 """
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from animahub_kit.fakes.faults import FaultPolicy
 from hub.adapter import AdapterFactory, discover
 from hub.app import Hub
 from hub.llm import TurnContext
@@ -23,7 +24,6 @@ from hub.messages import Address
 from hub.runtime import Responders
 from hub.settings import Settings
 from tests.conftest import add_demo_animas, make_settings
-from tests.fakes.faults import FaultPolicy
 
 # A code fence in the middle of a 10,000-character reply: chunking must never break it.
 FENCE = "```python\n" + "\n".join(f"print('line {i:03d}')" for i in range(120)) + "\n```"

@@ -1,5 +1,5 @@
 """The contract harness for LINE: a real hub with the LINE adapter, its real line-bot-sdk
-talking to tests/fakes/line_server.py.
+talking to animahub_kit/fakes/line_server.py.
 
 The hub's FastAPI app is served over real HTTP by uvicorn in the test's loop, and the fake
 POSTs signed webhooks to its `/webhooks/line`, as LINE does. People are LINE users; the
@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.line import LineAdapter
+from animahub_kit.fakes.faults import FaultPolicy
+from animahub_kit.fakes.line_server import JSON, FakeLine
 from hub.adapter import AdapterFactory
 from hub.api.server import create_app
 from hub.app import Hub
@@ -30,8 +32,6 @@ from tests.contract.harness import (
     start_hub,
 )
 from tests.contract.slack_harness import HubServer
-from tests.fakes.faults import FaultPolicy
-from tests.fakes.line_server import JSON, FakeLine
 
 CHANNEL_SECRET = "contract-channel-secret"
 ACCESS_TOKEN = "contract-channel-access-token"

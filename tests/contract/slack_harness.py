@@ -1,5 +1,5 @@
 """The contract harness for Slack: a real hub with the Slack adapter, its real slack-bolt and
-slack-sdk talking to tests/fakes/slack_server.py.
+slack-sdk talking to animahub_kit/fakes/slack_server.py.
 
 The hub's FastAPI app is served over real HTTP by uvicorn in the test's event loop, and the
 fake POSTs signed Events API callbacks to its `/slack/events`, as Slack does (or, with
@@ -21,6 +21,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from adapters.slack import SlackAdapter
+from animahub_kit.fakes.faults import FaultPolicy
+from animahub_kit.fakes.slack_server import FakeSlack
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.messages import Address, AddressKind
@@ -33,8 +35,6 @@ from tests.contract.harness import (
     harness_settings,
     start_hub,
 )
-from tests.fakes.faults import FaultPolicy
-from tests.fakes.slack_server import FakeSlack
 
 BOT_TOKEN = "xoxb-shared-bot"
 BOT_USER = "U0BOT"

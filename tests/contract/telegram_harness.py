@@ -1,5 +1,5 @@
 """The contract harness for Telegram: a real hub with the Telegram adapter, its real
-python-telegram-bot talking to tests/fakes/telegram_server.py.
+python-telegram-bot talking to animahub_kit/fakes/telegram_server.py.
 
 By default the adapter runs in webhook mode: the hub's FastAPI app is served over real HTTP
 by uvicorn in the test's loop, and the fake POSTs updates to its `/webhooks/telegram` with
@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.telegram import TelegramAdapter
+from animahub_kit.fakes.faults import FaultPolicy
+from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.messages import Address, AddressKind
@@ -31,8 +33,6 @@ from tests.contract.harness import (
     start_hub,
 )
 from tests.contract.slack_harness import HubServer
-from tests.fakes.faults import FaultPolicy
-from tests.fakes.telegram_server import JSON, FakeTelegram
 
 TOKEN = "123456:CONTRACT-token"
 BOT_ID = 123456

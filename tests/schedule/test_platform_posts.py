@@ -1,7 +1,7 @@
 """Crons posting to Telegram and LINE chats, and a person's morning briefing in their DM.
 
 Real hubs with the real Telegram and LINE adapters against the fake platforms
-(tests/fakes/), crons written as files under animas/<name>/crons/, run by the scheduler on a
+(animahub_kit/fakes/), crons written as files under animas/<name>/crons/, run by the scheduler on a
 manual clock (or the agenda's run path); what arrived is read from the fake's record.
 """
 

@@ -6,7 +6,7 @@ platform has each surrogate replaced with U+FFFD (hub/messages.py `clean_text`).
 that fails anyway (here: a database trigger refusing it, a fault at the database, not in
 the hub's code) is kept as failed (audit `update.failed`), named in health, and the
 platform keeps flowing: the polling offset moves past it, a webhook answers 200. The real
-SDKs (python-telegram-bot, line-bot-sdk, slack-bolt) against tests/fakes.
+SDKs (python-telegram-bot, line-bot-sdk, slack-bolt) against animahub_kit/fakes.
 """
 
 from __future__ import annotations

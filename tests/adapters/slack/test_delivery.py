@@ -10,6 +10,7 @@ import httpx
 import pytest
 from sqlmodel import select
 
+from animahub_kit.fakes.slack_server import FakeSlack
 from hub.adapter import RateLimited
 from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
 from hub.store.models import DeliveryRow, InboxItem
@@ -18,7 +19,6 @@ from tests.contract.harness import LONG_REPLY, eventually
 from tests.contract.slack_harness import BOT_TOKEN, BOT_USER, open_harness
 from tests.contract.test_contract import reply_to, settled_row
 from tests.contract.test_previews import due_again
-from tests.fakes.slack_server import FakeSlack
 
 KAI_TOKEN = "xoxb-kai-own-app"
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from sqlmodel import select
 
+from animahub_kit.fakes.slack_server import FakeSlack
 from hub.files import read_document
 from hub.store.models import InboxItem
 from tests.contract.harness import Sent, eventually
@@ -17,7 +18,6 @@ from tests.contract.test_contract import (
     reply_to,
     settled_row,
 )
-from tests.fakes.slack_server import FakeSlack
 
 
 def _rows(h: object, **where: str) -> list[InboxItem]:

@@ -1,5 +1,5 @@
 """The Telegram adapter beyond the contract suite, with python-telegram-bot against the fake
-Bot API (tests/fakes/telegram_server.py) and a real hub (tests/contract/telegram_harness.py)."""
+Bot API (animahub_kit/fakes/telegram_server.py) and a real hub (tests/contract/telegram_harness.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from sqlmodel import select
 
 from adapters.telegram import TelegramSettings
 from adapters.telegram.render import to_html
+from animahub_kit.fakes.telegram_server import FakeTelegram, PostedMessage
 from hub.adapter import OutcomeUnknown, PlatformState, RateLimited
 from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
 from hub.store.models import DeliveryRow, InboxItem
@@ -26,7 +27,6 @@ from tests.contract.telegram_harness import (
     open_harness,
     populate,
 )
-from tests.fakes.telegram_server import FakeTelegram, PostedMessage
 
 GENERAL, RANDOM = CHANNELS["general"], CHANNELS["random"]
 ALICE, BOB = PEOPLE["alice"], PEOPLE["bob"]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from adapters.telegram import TelegramAdapter
+from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
 from hub.adapter import AttachmentTooLarge, AttachmentUnavailable
 from hub.app import Hub
 from hub.store.models import InboxItem
@@ -30,7 +31,6 @@ from tests.contract.telegram_harness import (
     populate,
     telegram_section,
 )
-from tests.fakes.telegram_server import JSON, FakeTelegram
 
 ALICE, BOB = PEOPLE["alice"], PEOPLE["bob"]
 CAP = 5 * 1024 * 1024  # runtime.max_attachment_bytes, the default
