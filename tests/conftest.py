@@ -14,6 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from animahub_kit.contract.harness import DEMO_ANIMAS, add_demo_animas
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import Clock
@@ -22,7 +23,7 @@ from hub.settings import Settings, load_settings
 from hub.store.db import Database
 
 PG_ENV = "ANIMAHUB_TEST_DATABASE_URL"
-DEMO = (("mika", "manager", None), ("aria", "researcher", "mika"), ("kai", "engineer", "mika"))
+DEMO = DEMO_ANIMAS  # the kit's contract hubs and these tests share one cast
 
 
 @pytest.fixture(autouse=True)
@@ -80,13 +81,6 @@ def make_settings(home: Path, **sections: Any) -> Settings:
 @pytest.fixture
 def settings(home: Path) -> Settings:
     return make_settings(home, hub={"default_anima": "mika", "admins": ["web:root"]})
-
-
-def add_demo_animas(hub: Hub) -> None:
-    hub.animas.load()
-    for name, role, supervisor in DEMO:
-        if name not in hub.animas:
-            hub.create_anima(name, role, supervisor)
 
 
 async def started_hub(home: Path, clock: Clock | None = None, **sections: Any) -> Hub:

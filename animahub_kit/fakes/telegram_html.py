@@ -1,4 +1,5 @@
-"""Telegram's side of `parse_mode=HTML`, strict as the Bot API is (animahub_kit/fakes/telegram_server).
+"""Telegram's side of `parse_mode=HTML`, strict as the Bot API is
+(animahub_kit/fakes/telegram_server).
 
 `parse(html)` turns a message's HTML into the plain text and entities Telegram stores, or
 raises `EntityError` with the text Telegram answers ("can't parse entities: ...") for what it

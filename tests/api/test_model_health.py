@@ -17,6 +17,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from animahub_kit.contract.slack_harness import HubServer
 from animahub_kit.fakes.openai_server import FakeOpenAI
 from hub.api.server import create_app
 from hub.app import Hub
@@ -25,7 +26,6 @@ from hub.model_failure import FailureKind
 from hub.runfile import hold_data_root
 from tests.api.test_chat_api import chat
 from tests.conftest import add_demo_animas, make_settings, owner_headers
-from tests.contract.slack_harness import HubServer
 
 MODEL = "openai/fake"
 KEY = "sk-proj-Zq8wLx3NvB7tR2mK9pYc4HdJ6fGs1aQe5uWi0oTn"  # a key as OpenAI's look

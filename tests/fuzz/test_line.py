@@ -18,8 +18,8 @@ from linebot.v3.webhook import WebhookParser
 from linebot.v3.webhooks import MessageEvent
 
 from adapters.line.normalize import to_inbound
+from animahub_kit.contract.line_harness import BOT_USER, CHANNEL_SECRET, open_harness
 from animahub_kit.fakes.line_server import FakeLine, sign
-from tests.contract.line_harness import BOT_USER, CHANNEL_SECRET, open_harness
 from tests.fuzz.inbound import assert_inbound
 from tests.fuzz.strategies import JSON, examples, junk, nasty_text, shaped, text
 

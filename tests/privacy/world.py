@@ -23,6 +23,8 @@ from typing import Any
 import httpx
 from sqlmodel import col, select
 
+from animahub_kit.contract.harness import eventually
+from animahub_kit.contract.slack_harness import HubServer
 from animahub_kit.fakes.openai_server import FakeOpenAI
 from animahub_kit.fakes.slack_server import FakeSlack
 from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
@@ -31,8 +33,6 @@ from hub.app import Hub
 from hub.clock import Clock
 from hub.store.models import Identity, InboxItem
 from tests.conftest import add_demo_animas, make_settings, owner_headers
-from tests.contract.harness import eventually
-from tests.contract.slack_harness import HubServer
 
 ANIMA = "aria"
 SLACK_TOKEN = "xoxb-redteam-bot"

@@ -1,6 +1,7 @@
 """Storms: the fakes answer 429 with retry-after to half the sends for a while, then bursts
 of 5xx; every delivery completes, none twice, order kept per channel, and every retry after
-a 429 waited the retry-after (checked on the times the fakes recorded, animahub_kit/fakes/faults.py).
+a 429 waited the retry-after (checked on the times the fakes recorded,
+animahub_kit/fakes/faults.py).
 
 A real `animahub start` with its default outbox settings (max_attempts 8, backoff from 1 s
 doubling) and the real SDKs against the fakes; a load runs through the whole storm so that

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from sqlmodel import col, select
 
+from animahub_kit.contract import line_harness, telegram_harness
+from animahub_kit.contract.harness import ScriptedResponder, eventually
+from animahub_kit.contract.telegram_harness import BOT_ID, CHANNELS, PEOPLE
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.memory.recall import RecallScope
 from hub.scheduler import Fire, JobKind, Scheduler
 from hub.store.models import AuditEntry, DeliveryRow, Identity
-from tests.contract import line_harness, telegram_harness
-from tests.contract.harness import ScriptedResponder, eventually
-from tests.contract.telegram_harness import BOT_ID, CHANNELS, PEOPLE
 from tests.schedule.conftest import deliveries, open_life, say, web_address
 
 BRIEFING = """# kai's schedule for the team and for Alice

@@ -19,13 +19,13 @@ import httpx
 from sqlalchemy import text
 from sqlmodel import select
 
+from animahub_kit.contract import line_harness, slack_harness, telegram_harness
+from animahub_kit.contract.cases import reply_to
+from animahub_kit.contract.harness import eventually
 from hub.api.routes import health
 from hub.app import Hub
 from hub.cli_status import _failed_line
 from hub.store.models import AuditEntry, InboxItem
-from tests.contract import line_harness, slack_harness, telegram_harness
-from tests.contract.harness import eventually
-from tests.contract.test_contract import reply_to
 
 LONE = "\ud800"
 REPLACED = "\ufffd"

@@ -1,4 +1,5 @@
-"""The pieces of the fake Discord; the server that wires them is animahub_kit/fakes/discord_server.py.
+"""The pieces of the fake Discord; the server that wires them is
+animahub_kit/fakes/discord_server.py.
 
 objects (the JSON Discord's users, channels, messages, interactions and guild look like),
 state (what the fake holds and records: people, places, messages, snowflakes), gateway (the

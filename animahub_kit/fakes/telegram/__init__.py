@@ -1,4 +1,5 @@
-"""The pieces of the fake Telegram; the server that wires them is animahub_kit/fakes/telegram_server.py.
+"""The pieces of the fake Telegram; the server that wires them is
+animahub_kit/fakes/telegram_server.py.
 
 objects (the Telegram objects it builds and keeps: chats, the bot's messages, entities), state
 (what the fake holds and records: people, chats, topics, files, calls, what the bot posted),

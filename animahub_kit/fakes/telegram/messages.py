@@ -2,7 +2,8 @@
 and ``sendChatAction``.
 
 Texts with ``parse_mode=HTML`` are parsed as strictly as Telegram does
-(animahub_kit/fakes/telegram_html.py): HTML it would reject is answered 400 "can't parse entities", a
+(animahub_kit/fakes/telegram_html.py): HTML it would reject is answered 400 "can't parse
+entities", a
 text over 4,096 characters (after parsing) 400 "message is too long", a ``message_thread_id``
 that is not a forum topic of the chat (the General topic included: it takes none) 400 "message
 thread not found". What the bot posted is kept as Telegram shows it (plain text and entities),

@@ -12,6 +12,14 @@ from pathlib import Path
 import httpx
 
 from adapters.line import LineAdapter, LineSettings
+from animahub_kit.contract.harness import ScriptedResponder, eventually
+from animahub_kit.contract.line_harness import (
+    BOT_USER,
+    CHANNELS,
+    LineHarness,
+    open_harness,
+    user_id,
+)
 from animahub_kit.fakes.line_server import MAX_TEXT, QUOTA_MESSAGE
 from hub.adapter import Adapter
 from hub.llm import TurnContext
@@ -19,8 +27,6 @@ from hub.messages import Address, AddressKind, DeliveryKind
 from hub.settings import Settings
 from tests.adapters.line.helpers import reply_to, settled_row
 from tests.conftest import owner_headers
-from tests.contract.harness import ScriptedResponder, eventually
-from tests.contract.line_harness import BOT_USER, CHANNELS, LineHarness, open_harness, user_id
 from tests.contract.test_previews import due_again, restart_adapter
 
 PARAGRAPH = "Word " * 900  # ~4,500 characters: one LINE message each

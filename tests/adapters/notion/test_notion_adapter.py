@@ -17,6 +17,7 @@ from sqlmodel import col
 
 from adapters.notion import NotionAdapter
 from adapters.notion.adapter import address_of
+from animahub_kit.contract.harness import eventually, free_port, harness_settings
 from animahub_kit.fakes.notion_server import FakeNotion
 from hub.adapter import PlatformState
 from hub.app import Hub
@@ -24,7 +25,6 @@ from hub.clock import ManualClock
 from hub.messages import DeliveryKind
 from hub.store.models import DeliveryRow
 from tests.conftest import add_demo_animas
-from tests.contract.harness import eventually, free_port, harness_settings
 from tests.contract.test_previews import RefuseFirst
 from tests.privacy.world import settle
 from tests.schedule.test_platform_posts import run_the_schedule, write_crons

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,8 +22,7 @@ from hub.app import Hub
 from hub.llm import TurnContext
 from hub.messages import Address
 from hub.runtime import Responders
-from hub.settings import Settings
-from tests.conftest import add_demo_animas, make_settings
+from hub.settings import Settings, load_settings
 
 # A code fence in the middle of a 10,000-character reply: chunking must never break it.
 FENCE = "```python\n" + "\n".join(f"print('line {i:03d}')" for i in range(120)) + "\n```"
@@ -36,6 +35,12 @@ LONG_REPLY = (
 )
 STREAM_PIECES = ("Thinking", " about", " it:", " the answer", " is 42.")
 PAUSED_PIECES = ("Partial answer ", "and the rest.")  # the second waits for `resume`
+# The Animas of every contract hub: mika answers by default, aria and kai are reached by name.
+DEMO_ANIMAS = (
+    ("mika", "manager", None),
+    ("aria", "researcher", "mika"),
+    ("kai", "engineer", "mika"),
+)
 
 
 class ScriptedResponder:
@@ -191,6 +196,34 @@ class Opener(Protocol):
     ) -> AbstractAsyncContextManager[Harness]: ...
 
 
+FEATURES = frozenset(
+    {"edits", "threads", "streaming", "drafts", "replay_window", "mention_routing", "captions"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ContractPlatform:
+    """One platform the contract runs on.
+
+    `open_harness(tmp_path, *, platform_down=False, **wrong_credentials)` opens a hub with
+    the platform's adapter against its fake and yields a `Harness`; `platform_down`: the
+    fake is not running when the hub starts (`Harness.platform_up` starts it).
+    `wrong_credentials` are the `open_harness` arguments that configure the hub with a token
+    the fake refuses; `features` those of FEATURES the platform has.
+    """
+
+    open_harness: Callable[..., AbstractAsyncContextManager[Harness]]
+    features: frozenset[str]
+    wrong_credentials: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = self.features - FEATURES
+        if unknown:
+            raise ValueError(
+                f"unknown contract features {sorted(unknown)}; known: {sorted(FEATURES)}"
+            )
+
+
 def free_port() -> int:
     """A port that is free now, for a fake that starts later than the hub is configured."""
     with socket.socket() as sock:
@@ -208,7 +241,12 @@ def harness_settings(home: Path, **sections: Any) -> Settings:
         "scheduler": {"enabled": False},
         "outbox": {"poll_interval_s": 0.05, "backoff_base_s": 0.05},
     }
-    return make_settings(home, **{**defaults, **sections})
+    merged = {**defaults, **sections}
+    # A named owner, not the OS user the tests happen to run as (often root, an admin here).
+    merged["hub"] = {"owner": "Olivia", **merged["hub"]}
+    # Every platform's DMs open: the cases speak as whoever they like (no pairing first).
+    merged.setdefault("people", {"dm_policy": {}})
+    return load_settings(home=home, **merged)
 
 
 async def start_hub(
@@ -231,6 +269,14 @@ async def start_hub(
     await hub.start()
     add_demo_animas(hub)
     return hub
+
+
+def add_demo_animas(hub: Hub) -> None:
+    """Create DEMO_ANIMAS that the hub's data folder does not have yet."""
+    hub.animas.load()
+    for name, role, supervisor in DEMO_ANIMAS:
+        if name not in hub.animas:
+            hub.create_anima(name, role, supervisor)
 
 
 async def eventually(check: Callable[[], Any], timeout_s: float = 10.0) -> Any:

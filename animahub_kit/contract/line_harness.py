@@ -16,13 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.line import LineAdapter
-from animahub_kit.fakes.faults import FaultPolicy
-from animahub_kit.fakes.line_server import JSON, FakeLine
-from hub.adapter import AdapterFactory
-from hub.api.server import create_app
-from hub.app import Hub
-from hub.messages import Address, AddressKind
-from tests.contract.harness import (
+from animahub_kit.contract.harness import (
+    ContractPlatform,
     Posted,
     ScriptedResponder,
     Sent,
@@ -31,7 +26,13 @@ from tests.contract.harness import (
     harness_settings,
     start_hub,
 )
-from tests.contract.slack_harness import HubServer
+from animahub_kit.contract.slack_harness import HubServer
+from animahub_kit.fakes.faults import FaultPolicy
+from animahub_kit.fakes.line_server import JSON, FakeLine
+from hub.adapter import AdapterFactory
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.messages import Address, AddressKind
 
 CHANNEL_SECRET = "contract-channel-secret"
 ACCESS_TOKEN = "contract-channel-access-token"
@@ -205,3 +206,7 @@ async def open_harness(
         if hub is not None:
             await hub.stop()
         await fake.stop()
+
+
+# What the contract runs on this platform with (plugin.py says what each feature means).
+PLATFORM = ContractPlatform(open_harness, frozenset({"mention_routing"}), WRONG_CREDENTIALS)

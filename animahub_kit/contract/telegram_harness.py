@@ -18,12 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.telegram import TelegramAdapter
-from animahub_kit.fakes.faults import FaultPolicy
-from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
-from hub.api.server import create_app
-from hub.app import Hub
-from hub.messages import Address, AddressKind
-from tests.contract.harness import (
+from animahub_kit.contract.harness import (
+    ContractPlatform,
     Posted,
     ScriptedResponder,
     Sent,
@@ -32,7 +28,12 @@ from tests.contract.harness import (
     harness_settings,
     start_hub,
 )
-from tests.contract.slack_harness import HubServer
+from animahub_kit.contract.slack_harness import HubServer
+from animahub_kit.fakes.faults import FaultPolicy
+from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.messages import Address, AddressKind
 
 TOKEN = "123456:CONTRACT-token"
 BOT_ID = 123456
@@ -252,3 +253,11 @@ async def open_harness(
             await hub.stop()
         if own_fake:
             await fake.stop()
+
+
+# What the contract runs on this platform with (plugin.py says what each feature means).
+PLATFORM = ContractPlatform(
+    open_harness,
+    frozenset({"edits", "threads", "drafts", "mention_routing", "captions"}),
+    WRONG_CREDENTIALS,
+)

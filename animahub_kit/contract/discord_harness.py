@@ -22,14 +22,8 @@ import uvicorn
 from nacl.signing import SigningKey
 
 from adapters.discord import DiscordAdapter
-from animahub_kit.fakes.discord_server import JSON, FakeDiscord
-from animahub_kit.fakes.faults import FaultPolicy
-from hub.adapter import AdapterFactory
-from hub.api.server import create_app
-from hub.app import Hub
-from hub.messages import Address, AddressKind
-from hub.settings import Settings
-from tests.contract.harness import (
+from animahub_kit.contract.harness import (
+    ContractPlatform,
     Posted,
     ScriptedResponder,
     Sent,
@@ -38,6 +32,13 @@ from tests.contract.harness import (
     harness_settings,
     start_hub,
 )
+from animahub_kit.fakes.discord_server import JSON, FakeDiscord
+from animahub_kit.fakes.faults import FaultPolicy
+from hub.adapter import AdapterFactory
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.messages import Address, AddressKind
+from hub.settings import Settings
 
 MESSAGES_ROUTE = "/channels/{channel_id}/messages"
 WRONG_CREDENTIALS: dict[str, Any] = {"bot_token": "not-the-bot-token"}
@@ -271,3 +272,11 @@ async def open_harness(
             await hub.stop()
     finally:
         await fake.stop()
+
+
+# What the contract runs on this platform with (plugin.py says what each feature means).
+PLATFORM = ContractPlatform(
+    open_harness,
+    frozenset({"edits", "threads", "streaming", "replay_window", "mention_routing", "captions"}),
+    WRONG_CREDENTIALS,
+)

@@ -21,12 +21,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from adapters.slack import SlackAdapter
-from animahub_kit.fakes.faults import FaultPolicy
-from animahub_kit.fakes.slack_server import FakeSlack
-from hub.api.server import create_app
-from hub.app import Hub
-from hub.messages import Address, AddressKind
-from tests.contract.harness import (
+from animahub_kit.contract.harness import (
+    ContractPlatform,
     Posted,
     ScriptedResponder,
     Sent,
@@ -35,6 +31,11 @@ from tests.contract.harness import (
     harness_settings,
     start_hub,
 )
+from animahub_kit.fakes.faults import FaultPolicy
+from animahub_kit.fakes.slack_server import FakeSlack
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.messages import Address, AddressKind
 
 BOT_TOKEN = "xoxb-shared-bot"
 BOT_USER = "U0BOT"
@@ -288,3 +289,11 @@ async def open_harness(
         if hub is not None:
             await hub.stop()
         await fake.stop()
+
+
+# What the contract runs on this platform with (plugin.py says what each feature means).
+PLATFORM = ContractPlatform(
+    open_harness,
+    frozenset({"edits", "threads", "streaming", "replay_window", "mention_routing", "captions"}),
+    WRONG_CREDENTIALS,
+)

@@ -1,0 +1,81 @@
+"""The contract's pytest plugin: the `harness` and `opener` fixtures, one run per platform.
+
+A test module that runs the contract names its platforms in `CONTRACT_PLATFORMS`, a dict of
+platform name to `ContractPlatform`, and takes the cases with
+`from animahub_kit.contract.cases import *`; a case that takes `harness` or `opener` is then
+generated once per platform (docs/adapters.md). Load the plugin with
+`pytest_plugins = ["animahub_kit.contract.plugin"]` in the root conftest.py.
+
+Not every platform has every feature (LINE has no edits, threads or message edits; a
+Telegram webhook carries no timestamp to replay). A case that needs one says so with
+`@pytest.mark.needs("feature", ...)` and is generated only for the platforms that have it,
+so nothing is skipped: the case simply does not exist where the platform cannot do it.
+The features (harness.FEATURES), as far as the cases are concerned:
+- edits: the platform delivers edits of a person's message;
+- threads: replies can be put in a thread (or forum topic);
+- streaming: a reply is previewed by posting one message and editing it;
+- drafts: a reply being written is shown without posting anything (Telegram's drafts in a
+  private chat, "typing…" in a group);
+- replay_window: signed requests carry a timestamp, so a stale replay is refusable;
+- mention_routing: a channel message can mention the bot, and chatter without it is ignored;
+- captions: one message carries both text and a file (a LINE message is one or the other).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+import pytest_asyncio
+
+from animahub_kit.contract.harness import ContractPlatform, Harness, Opener
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs(*features): a contract case generated only for platforms with these"
+    )
+
+
+def platforms_of(module: ModuleType | None) -> Mapping[str, ContractPlatform]:
+    platforms: Mapping[str, ContractPlatform] | None = getattr(module, "CONTRACT_PLATFORMS", None)
+    if not platforms:
+        name = getattr(module, "__name__", module)
+        raise pytest.UsageError(f"{name} takes a contract fixture but names no CONTRACT_PLATFORMS")
+    return platforms
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    takes = [name for name in ("harness", "opener") if name in metafunc.fixturenames]
+    if not takes:
+        return
+    needed: set[str] = set()
+    for marker in metafunc.definition.iter_markers("needs"):
+        needed.update(marker.args)
+    platforms = platforms_of(metafunc.module)
+    names = [name for name, platform in platforms.items() if needed <= platform.features]
+    for name in takes:
+        metafunc.parametrize(name, names, indirect=True)
+
+
+@pytest_asyncio.fixture
+async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
+    platform = platforms_of(request.module)[request.param]
+    async with platform.open_harness(tmp_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    platform = platforms_of(request.module)[request.param]
+
+    def open_harness(
+        *, platform_down: bool = False, wrong_credentials: bool = False
+    ) -> AbstractAsyncContextManager[Harness]:
+        wrong = dict(platform.wrong_credentials) if wrong_credentials else {}
+        return platform.open_harness(tmp_path, platform_down=platform_down, **wrong)
+
+    return open_harness
