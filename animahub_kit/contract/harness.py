@@ -22,7 +22,7 @@ from hub.app import Hub
 from hub.llm import TurnContext
 from hub.messages import Address
 from hub.runtime import Responders
-from hub.settings import Settings, load_settings
+from hub.settings import Settings, SettingsSection, installed_sections, load_settings
 
 # A code fence in the middle of a 10,000-character reply: chunking must never break it.
 FENCE = "```python\n" + "\n".join(f"print('line {i:03d}')" for i in range(120)) + "\n```"
@@ -231,9 +231,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def harness_settings(home: Path, **sections: Any) -> Settings:
+def harness_settings(
+    home: Path,
+    *,
+    models: Mapping[str, type[SettingsSection]] | None = None,
+    **sections: Any,
+) -> Settings:
     """Settings for a contract hub: no memory, no web, no scheduler, fast outbox (unless
-    `sections` say otherwise)."""
+    `sections` say otherwise). `models`: the settings models of adapters not installed as
+    entry points (an adapter being written, animahub_kit/example/), beside those that are."""
     defaults: dict[str, Any] = {
         "hub": {"default_anima": "mika", "admins": []},
         "memory": {"enabled": False},
@@ -246,7 +252,8 @@ def harness_settings(home: Path, **sections: Any) -> Settings:
     merged["hub"] = {"owner": "Olivia", **merged["hub"]}
     # Every platform's DMs open: the cases speak as whoever they like (no pairing first).
     merged.setdefault("people", {"dm_policy": {}})
-    return load_settings(home=home, **merged)
+    installed = None if models is None else {**installed_sections(), **models}
+    return load_settings(home=home, sections=installed, **merged)
 
 
 async def start_hub(

@@ -26,7 +26,7 @@ from animahub_kit.contract.harness import (
     harness_settings,
     start_hub,
 )
-from animahub_kit.contract.slack_harness import HubServer
+from animahub_kit.contract.server import HubServer
 from animahub_kit.fakes.faults import FaultPolicy
 from animahub_kit.fakes.line_server import JSON, FakeLine
 from hub.adapter import AdapterFactory

@@ -57,8 +57,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         needed.update(marker.args)
     platforms = platforms_of(metafunc.module)
     names = [name for name, platform in platforms.items() if needed <= platform.features]
+    if not names:  # left unparametrized, then deselected (pytest_collection_modifyitems)
+        return
     for name in takes:
         metafunc.parametrize(name, names, indirect=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A case none of a module's platforms has the features for is not generated at all
+    (deselected, as pytest says), rather than reported as skipped for an empty parameter set."""
+    absent = [item for item in items if _for_no_platform(item)]
+    if absent:
+        config.hook.pytest_deselected(items=absent)
+        items[:] = [item for item in items if item not in absent]
+
+
+def _for_no_platform(item: pytest.Item) -> bool:
+    takes = {"harness", "opener"} & set(getattr(item, "fixturenames", ()))
+    callspec = getattr(item, "callspec", None)
+    return bool(takes) and (callspec is None or not takes & set(callspec.params))
 
 
 @pytest_asyncio.fixture

@@ -10,15 +10,10 @@ never answers itself.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import socket
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
-
-import uvicorn
-from fastapi import FastAPI
 
 from adapters.slack import SlackAdapter
 from animahub_kit.contract.harness import (
@@ -31,6 +26,7 @@ from animahub_kit.contract.harness import (
     harness_settings,
     start_hub,
 )
+from animahub_kit.contract.server import HubServer
 from animahub_kit.fakes.faults import FaultPolicy
 from animahub_kit.fakes.slack_server import FakeSlack
 from hub.api.server import create_app
@@ -53,41 +49,6 @@ def user_id(user: str) -> str:
 
 def dm_channel(user: str) -> str:
     return f"D0{user.upper()}"
-
-
-class _InLoopServer(uvicorn.Server):
-    """uvicorn in the test's own loop, leaving signal handling to pytest."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
-
-
-class HubServer:
-    """The hub's FastAPI app over real HTTP on 127.0.0.1, a free port."""
-
-    def __init__(self, app: FastAPI) -> None:
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            app, log_config=None, log_level="warning", access_log=False, lifespan="off"
-        )
-        config.timeout_graceful_shutdown = 2
-        self._server = _InLoopServer(config)
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(self._server.serve(sockets=[self._sock]))
-        await eventually(lambda: self._server.started or self._task.done())  # type: ignore[union-attr]
-        if self._task.done():
-            await self._task  # raises what stopped it
-
-    async def stop(self) -> None:
-        self._server.should_exit = True
-        if self._task is not None:
-            await self._task
-        self._sock.close()
 
 
 class SlackHarness:

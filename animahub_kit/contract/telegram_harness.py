@@ -28,7 +28,7 @@ from animahub_kit.contract.harness import (
     harness_settings,
     start_hub,
 )
-from animahub_kit.contract.slack_harness import HubServer
+from animahub_kit.contract.server import HubServer
 from animahub_kit.fakes.faults import FaultPolicy
 from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
 from hub.api.server import create_app

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from animahub_kit.contract.slack_harness import HubServer
+from animahub_kit.contract.server import HubServer
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.cli import app

@@ -17,7 +17,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from animahub_kit.contract.slack_harness import HubServer
+from animahub_kit.contract.server import HubServer
 from animahub_kit.fakes.openai_server import FakeOpenAI
 from hub.api.server import create_app
 from hub.app import Hub

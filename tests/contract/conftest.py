@@ -6,5 +6,6 @@ from __future__ import annotations
 from animahub_kit.contract.plugin import (  # noqa: F401  (pytest finds them here)
     harness,
     opener,
+    pytest_collection_modifyitems,
     pytest_generate_tests,
 )

@@ -28,7 +28,7 @@ from sqlmodel import select
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from animahub_kit.contract.slack_harness import HubServer
+from animahub_kit.contract.server import HubServer
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.store.models import Credential

@@ -24,7 +24,7 @@ import httpx
 from sqlmodel import col, select
 
 from animahub_kit.contract.harness import eventually
-from animahub_kit.contract.slack_harness import HubServer
+from animahub_kit.contract.server import HubServer
 from animahub_kit.fakes.openai_server import FakeOpenAI
 from animahub_kit.fakes.slack_server import FakeSlack
 from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
