@@ -23,6 +23,7 @@ The features (harness.FEATURES), as far as the cases are concerned:
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -78,15 +79,29 @@ def _for_no_platform(item: pytest.Item) -> bool:
     return bool(takes) and (callspec is None or not takes & set(callspec.params))
 
 
+def _no_hub_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A contract hub's settings are the harness's alone: the developer's own ANIMAHUB_*
+    variables (a real token, a database) never reach it; ANIMAHUB_TEST_* are the tests'."""
+    for key in list(os.environ):
+        if key.startswith("ANIMAHUB_") and not key.startswith("ANIMAHUB_TEST_"):
+            monkeypatch.delenv(key)
+
+
 @pytest_asyncio.fixture
-async def harness(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Harness]:
+async def harness(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Harness]:
+    _no_hub_environment(monkeypatch)
     platform = platforms_of(request.module)[request.param]
     async with platform.open_harness(tmp_path) as opened:
         yield opened
 
 
 @pytest.fixture
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+def opener(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Opener:
+    _no_hub_environment(monkeypatch)
     platform = platforms_of(request.module)[request.param]
 
     def open_harness(
