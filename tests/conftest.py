@@ -14,7 +14,8 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from animahub_kit.contract.harness import DEMO_ANIMAS, add_demo_animas
+from animahub_kit.contract.harness import DEMO_ANIMAS
+from animahub_kit.contract.harness import add_demo_animas as add_demo_animas  # for the tests
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import Clock

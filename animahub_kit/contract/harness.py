@@ -1,7 +1,7 @@
 """What every platform's contract harness provides (DESIGN §9).
 
 A harness runs a real `Hub` with the platform's real adapter, whose real SDK talks to a local
-fake of the platform (animahub_kit/fakes/). The contract suite (test_contract.py) drives it only
+fake of the platform (animahub_kit/fakes/). The contract cases (cases.py) drive it only
 through this protocol: it speaks as people on the platform, and reads what the bot posted as
 the fake server recorded it. Nothing of our own code is mocked.
 """
