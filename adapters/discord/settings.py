@@ -14,7 +14,7 @@ class DiscordSettings(SettingsSection):
     bot_token: SecretStr | None = None
     # Hex Ed25519 key from the developer portal: needed only for /discord/interactions.
     public_key: str = Field(default="", pattern="^([0-9a-fA-F]{64})?$")
-    # REST and gateway bases; tests point them at tests/fakes/discord_server.py.
+    # REST and gateway bases; tests point them at animahub_kit/fakes/discord_server.py.
     api_url: str = "https://discord.com/api/v10"
     gateway_url: str = ""  # empty: the URL Discord's REST API names
     # Optional per-Anima bot tokens, so each Anima posts as itself.

@@ -15,7 +15,7 @@ class LineSettings(SettingsSection):
     channel_secret: SecretStr | None = None
     # Messaging API > Channel access token (long-lived): the bearer token of every API call.
     channel_access_token: SecretStr | None = None
-    # The Messaging API base; tests point it at tests/fakes/line_server.py.
+    # The Messaging API base; tests point it at animahub_kit/fakes/line_server.py.
     api_url: str = "https://api.line.me"
     # Where message content (attachments) is downloaded from; tests point it at the fake too.
     data_api_url: str = "https://api-data.line.me"

@@ -13,7 +13,7 @@ class NotionSettings(SettingsSection):
     enabled: bool = False
     # Settings > Connections > Develop or manage integrations > Internal integration secret.
     token: SecretStr | None = None
-    # The API base; tests point it at tests/fakes/notion_server.py.
+    # The API base; tests point it at animahub_kit/fakes/notion_server.py.
     api_url: str = "https://api.notion.com"
     # The database's data source (Notion API 2025-09-03): reports become its pages.
     data_source_id: str = ""

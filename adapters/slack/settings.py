@@ -14,7 +14,7 @@ class SlackSettings(SettingsSection):
     bot_token: SecretStr | None = None  # xoxb-...
     signing_secret: SecretStr | None = None  # Events API and slash commands over HTTP
     app_token: SecretStr | None = None  # xapp-...: Socket Mode, no public URL needed
-    # The Web API base; tests point it at tests/fakes/slack_server.py.
+    # The Web API base; tests point it at animahub_kit/fakes/slack_server.py.
     api_url: str = "https://slack.com/api/"
     # Optional per-Anima bot tokens (a Slack app each), so each Anima posts as itself.
     anima_tokens: dict[str, SecretStr] = Field(default_factory=dict)

@@ -20,7 +20,7 @@ class TelegramSettings(SettingsSection):
     enabled: bool = False
     bot_token: SecretStr | None = None  # from @BotFather: "123456:ABC-..."
     # The Bot API root (requests go to <api_url>/bot<token>/<method>); tests point it at
-    # tests/fakes/telegram_server.py.
+    # animahub_kit/fakes/telegram_server.py.
     api_url: str = "https://api.telegram.org"
     # The hub's public HTTPS base URL; set it to receive updates by webhook instead of polling.
     public_url: str = ""

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 from sqlmodel import select
 
+from animahub_kit.contract.harness import eventually
 from hub.adapter import AdapterFactory, Capabilities, HubPort, discover
 from hub.api.server import create_app
 from hub.app import Hub
@@ -30,7 +31,6 @@ from hub.messages import (
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, InboxStatus
 from tests.api.test_chat_api import sse_events
 from tests.conftest import add_demo_animas, make_settings, owner_headers
-from tests.contract.harness import eventually
 
 TOKEN = "the-admin-token"
 ADMIN = {"Authorization": f"Bearer {TOKEN}"}

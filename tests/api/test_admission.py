@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
+from animahub_kit.contract.harness import eventually
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
@@ -19,7 +20,6 @@ from hub.store.models import DeliveryRow, InboxItem
 from tests.api.test_linking import code_in, command
 from tests.api.test_people import ADMIN, TOKEN, web
 from tests.conftest import started_hub
-from tests.contract.harness import eventually
 
 EVE_DM = Address("telegram", "bot", "2002", kind=AddressKind.DM)
 EVE = PlatformUser("telegram", "2002", "Eve")

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
+from animahub_kit.contract.server import HubServer
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.cli import app
 from hub.owner_key import owner_key_path
 from hub.runfile import hold_data_root
 from hub.settings import load_settings
-from tests.contract.slack_harness import HubServer
 
 TOKEN = "the-hubs-admin-token"
 NEEDS_TOKEN = (

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from sqlmodel import select
 
+from animahub_kit.contract.harness import eventually
 from hub.adapter import CallerKind, PlatformState
 from hub.app import Hub
 from hub.clock import ManualClock
@@ -29,7 +30,6 @@ from tests.api.dashboard_hub import (
     token_for,
     web,
 )
-from tests.contract.harness import eventually
 
 
 @pytest.fixture

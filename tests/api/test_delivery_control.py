@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from animahub_kit.contract.harness import eventually
 from hub.adapter import CallerKind, PermanentDeliveryError, TransientDeliveryError
 from hub.app import Hub
 from hub.clock import ManualClock
@@ -28,7 +29,6 @@ from tests.api.dashboard_hub import (
     status_of,
     web,
 )
-from tests.contract.harness import eventually
 
 
 @pytest.fixture

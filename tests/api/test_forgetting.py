@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
+from animahub_kit.contract.harness import eventually
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.files import write_document
@@ -24,7 +25,6 @@ from hub.tasks import NewTask
 from tests.api.test_linking import command
 from tests.api.test_people import ADMIN, TOKEN, web
 from tests.conftest import started_hub
-from tests.contract.harness import eventually
 
 DANA_DM = Address("slack", "T1", "D0DANA", kind=AddressKind.DM)
 DANA = PlatformUser("slack", "U0DANA", "Dana")

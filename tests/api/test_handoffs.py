@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
+from animahub_kit.contract.harness import eventually
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.memory.distill import SessionTurn
@@ -25,7 +26,6 @@ from tests.api.test_forgetting import memory_hub
 from tests.api.test_linking import code_in, command
 from tests.api.test_people import ADMIN, web
 from tests.conftest import started_hub
-from tests.contract.harness import eventually
 
 TG_DM = Address("telegram", "bot", "1001", kind=AddressKind.DM)
 SLACK_DM = Address("slack", "T1", "D0DANA", kind=AddressKind.DM)

@@ -1,5 +1,5 @@
 """What a local model server's refusals become: real litellm against the fakes of
-tests/fakes/local_models/, through the hub's own call arguments (`litellm_kwargs`), so a
+animahub_kit/fakes/local_models/, through the hub's own call arguments (`litellm_kwargs`), so a
 refusal is read as the failure it is (hub/model_failure.py), never as litellm's "Missing
 credentials"; and the settings that cannot work, named at start (hub/model_routes.py)."""
 
@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from animahub_kit.fakes.local_models.server import FakeLocalServer
+from animahub_kit.fakes.local_models.spec import OLLAMA, ServerSpec, spec_from_commands
 from hub.model_client import LiteLLMCalls, LLMError
 from hub.model_failure import FailureKind
 from hub.model_routes import (
@@ -22,8 +24,6 @@ from hub.model_routes import (
 )
 from hub.settings import LLMSection
 from tests.conftest import make_settings, started_hub
-from tests.fakes.local_models.server import FakeLocalServer
-from tests.fakes.local_models.spec import OLLAMA, ServerSpec, spec_from_commands
 
 TOOLS = [
     {

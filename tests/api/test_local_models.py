@@ -1,6 +1,6 @@
 """README's local model servers, line for line: each server's hub.toml lines, read out of
 README, loaded as the hub loads its config, and a web chat message answered through real
-litellm by a fake of that server (tests/fakes/local_models/), built from README's own
+litellm by a fake of that server (animahub_kit/fakes/local_models/), built from README's own
 command for it."""
 
 from __future__ import annotations
@@ -16,12 +16,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from hub.api.server import create_app
-from hub.app import Hub
-from tests.api.test_chat_api import chat, sse_events
-from tests.conftest import owner_headers, started_hub
-from tests.fakes.local_models.server import FakeLocalServer
-from tests.fakes.local_models.spec import (
+from animahub_kit.fakes.local_models.server import FakeLocalServer
+from animahub_kit.fakes.local_models.spec import (
     LLAMA_CPP,
     LM_STUDIO,
     OLLAMA,
@@ -29,6 +25,10 @@ from tests.fakes.local_models.spec import (
     ServerSpec,
     spec_from_commands,
 )
+from hub.api.server import create_app
+from hub.app import Hub
+from tests.api.test_chat_api import chat, sse_events
+from tests.conftest import owner_headers, started_hub
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER = re.compile(

@@ -1,7 +1,7 @@
 """A failing model is visible: /api/system/health says which model is degraded or down,
 why, since when and what to do, checks it again with backoff by the cheapest call, and says
 `ok` once a call succeeds (hub/model_health.py). Through the real hub, litellm and the fake
-OpenAI server (tests/fakes/openai_server.py)."""
+OpenAI server (animahub_kit/fakes/openai_server.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from animahub_kit.contract.server import HubServer
+from animahub_kit.fakes.openai_server import FakeOpenAI
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.cli import app
@@ -24,8 +26,6 @@ from hub.model_failure import FailureKind
 from hub.runfile import hold_data_root
 from tests.api.test_chat_api import chat
 from tests.conftest import add_demo_animas, make_settings, owner_headers
-from tests.contract.slack_harness import HubServer
-from tests.fakes.openai_server import FakeOpenAI
 
 MODEL = "openai/fake"
 KEY = "sk-proj-Zq8wLx3NvB7tR2mK9pYc4HdJ6fGs1aQe5uWi0oTn"  # a key as OpenAI's look

@@ -12,13 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
+from animahub_kit.contract.harness import eventually
 from hub.app import Hub
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.store.models import InboxItem
 from tests.api.test_memory_browser import ADMIN, TOKEN, said, token, write
 from tests.api.test_people import web
 from tests.conftest import started_hub
-from tests.contract.harness import eventually
 
 DANA_DM = Address("slack", "T1", "D0DANA", kind=AddressKind.DM)
 DANA = PlatformUser("slack", "U0DANA", "Dana")

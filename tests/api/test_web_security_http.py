@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from adapters.telegram.webhook import SECRET_HEADER
+from animahub_kit.contract import line_harness, slack_harness, telegram_harness
+from animahub_kit.contract.harness import eventually
+from animahub_kit.fakes.line_server import sign
 from hub.api.server import MAX_HEAD_BYTES
 from tests.api.web_edge import EVIL, LIMIT, assert_secured, chunks, serving, uvicorn_serving
 from tests.conftest import owner_headers
-from tests.contract import line_harness, slack_harness, telegram_harness
-from tests.contract.harness import eventually
-from tests.fakes.line_server import sign
 from tests.sizes import size
 
 # webhooks, over real HTTP ----------------------------------------------------------------

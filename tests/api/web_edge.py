@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import uvicorn
 
+from animahub_kit.contract.harness import eventually
 from hub.api.server import create_app, uvicorn_config
 from hub.app import Hub
 from tests.conftest import add_demo_animas, make_settings, owner_headers
-from tests.contract.harness import eventually
 
 EVIL = "https://evil.example"
 LIMIT = 4096  # [server] max_body_bytes in these tests

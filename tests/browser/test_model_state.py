@@ -13,9 +13,9 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from animahub_kit.fakes.openai_server import FakeOpenAI
 from tests.browser.conftest import OWNER, BrowserPages, Screenshot, owner_link, sign_in_owner
 from tests.e2e.hubproc import HubProcess, cli, free_port
-from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.browser
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
+from animahub_kit.fakes.openai_server import FakeOpenAI
 from tests.browser.conftest import OWNER, RunningHub, Screenshot
 from tests.e2e.hubproc import HubProcess, cli, free_port
-from tests.fakes.openai_server import FakeOpenAI
 
 pytestmark = pytest.mark.browser
 

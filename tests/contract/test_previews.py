@@ -14,20 +14,22 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import col
 
+from animahub_kit.contract.cases import delivery, reply_to, settled_row
+from animahub_kit.contract.harness import PAUSED_PIECES, Harness, Posted, Sent, eventually
+from animahub_kit.contract.platforms import BUILTIN
+from animahub_kit.fakes.faults import Attempt, Fault, RateLimit, Recorder
 from hub.adapter import discover
 from hub.app import Hub
 from hub.store.models import DeliveryRow
-from tests.contract.harness import PAUSED_PIECES, Harness, Posted, Sent, eventually
-from tests.contract.test_contract import delivery, reply_to, settled_row
-from tests.fakes.faults import Attempt, Fault, RateLimit, Recorder
 
 pytestmark = pytest.mark.needs("streaming")
+CONTRACT_PLATFORMS = BUILTIN
 FINAL = "".join(PAUSED_PIECES)
 
 
 class RefuseFirst:
     """A fault policy: the first `times` sends answered 429 with `retry_after`, the rest
-    carried out; every attempt recorded with its time (tests/fakes/faults.py)."""
+    carried out; every attempt recorded with its time (animahub_kit/fakes/faults.py)."""
 
     def __init__(self, times: int, retry_after: float) -> None:
         self.left = times

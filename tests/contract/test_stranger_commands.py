@@ -23,6 +23,14 @@ import httpx
 import pytest
 from sqlmodel import select
 
+from animahub_kit.contract import (
+    discord_harness,
+    harness,
+    line_harness,
+    slack_harness,
+    telegram_harness,
+)
+from animahub_kit.contract.harness import eventually
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.identity import PersonView
@@ -30,8 +38,6 @@ from hub.messages import PlatformUser
 from hub.store.models import Credential, CredentialKind
 from tests.api.test_chat_api import sse_events
 from tests.conftest import started_hub
-from tests.contract import discord_harness, harness, line_harness, slack_harness, telegram_harness
-from tests.contract.harness import eventually
 
 NOTICE = "I do not know you yet"
 Run = Callable[[str], Awaitable[str]]

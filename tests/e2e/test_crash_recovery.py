@@ -25,7 +25,7 @@ def fake_llm() -> Iterator[str]:
     """The fake OpenAI server in its own process, so it outlives the hub we kill."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", str(port)],
+        [sys.executable, "-m", "animahub_kit.fakes.openai_server", "--port", str(port)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=Path(__file__).resolve().parents[2],

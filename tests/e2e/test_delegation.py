@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
+from animahub_kit.fakes.notion_server import FakeNotion
+from animahub_kit.fakes.slack_server import FakeSlack, PostedMessage
 from tests.adapters.notion.test_task_reports import SCHEMA
 from tests.e2e.hubproc import HubProcess, cli, free_port
-from tests.fakes.notion_server import FakeNotion
-from tests.fakes.slack_server import FakeSlack, PostedMessage
 from tests.reliability.world import FakeModel, fake_model
 
 T = TypeVar("T")

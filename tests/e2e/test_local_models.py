@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from animahub_kit.fakes.local_models.server import FakeLocalServer
+from animahub_kit.fakes.local_models.spec import spec_from_commands
 from tests.api.test_local_models import local_toml, readme_servers
 from tests.e2e.hubproc import HubProcess, cli, free_port
-from tests.fakes.local_models.server import FakeLocalServer
-from tests.fakes.local_models.spec import spec_from_commands
 
 
 def edited(config: str, lines: str) -> str:

@@ -94,7 +94,7 @@ _subcommand = st.fixed_dictionaries(
 
 @st.composite
 def realistic_interaction(draw: st.DrawFn) -> JSON:
-    """An application command as Discord sends it (tests/fakes/discord/objects.py)."""
+    """An application command as Discord sends it (animahub_kit/fakes/discord/objects.py)."""
     channel_id = draw(snowflake())
     kind = draw(st.sampled_from([0, 1, 11]))
     channel: JSON = {"id": channel_id, "type": kind}

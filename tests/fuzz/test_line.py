@@ -18,8 +18,8 @@ from linebot.v3.webhook import WebhookParser
 from linebot.v3.webhooks import MessageEvent
 
 from adapters.line.normalize import to_inbound
-from tests.contract.line_harness import BOT_USER, CHANNEL_SECRET, open_harness
-from tests.fakes.line_server import FakeLine, sign
+from animahub_kit.contract.line_harness import BOT_USER, CHANNEL_SECRET, open_harness
+from animahub_kit.fakes.line_server import FakeLine, sign
 from tests.fuzz.inbound import assert_inbound
 from tests.fuzz.strategies import JSON, examples, junk, nasty_text, shaped, text
 
@@ -89,7 +89,7 @@ _user = st.sampled_from(["U" + "a" * 32, "U" + "d" * 32])
 
 @st.composite
 def realistic(draw: st.DrawFn) -> JSON:
-    """A text or media message as LINE sends it (tests/fakes/line/events.py)."""
+    """A text or media message as LINE sends it (animahub_kit/fakes/line/events.py)."""
     text_message: JSON = {
         "type": "text",
         "id": str(draw(st.integers(1, 2**60))),

@@ -24,8 +24,8 @@ from adapters.slack.events import EVENTS_PATH, build_app, events_router
 from adapters.slack.normalize import Bot, Bots, Normalizer, to_commonmark
 from adapters.slack.outbound import web_client
 from adapters.slack.verify import command_problem, event_problem
+from animahub_kit.fakes.slack_server import FakeSlack, sign
 from hub.messages import Address
-from tests.fakes.slack_server import FakeSlack, sign
 from tests.fuzz.inbound import assert_inbound
 from tests.fuzz.strategies import JSON, examples, junk, nasty_text, shaped, text
 
@@ -108,7 +108,7 @@ _message_fields: dict[str, st.SearchStrategy[Any]] = dict(
     team=nasty_text(8),
 )
 inner_message = shaped(ts=ts, **_message_fields)
-# What a person's message looks like (tests/fakes/slack/state.py message_event), text aside.
+# What a person's message looks like (animahub_kit/fakes/slack/state.py message_event), text aside.
 realistic = st.fixed_dictionaries(
     {
         "type": st.just("message"),

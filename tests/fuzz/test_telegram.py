@@ -19,7 +19,7 @@ from telegram import Bot, Update
 
 from adapters.telegram.normalize import Me, to_inbound
 from adapters.telegram.webhook import NOT_AN_UPDATE, SECRET_HEADER
-from tests.contract.telegram_harness import BOT_ID, BOT_NAME, SECRET, TOKEN, open_harness
+from animahub_kit.contract.telegram_harness import BOT_ID, BOT_NAME, SECRET, TOKEN, open_harness
 from tests.fuzz.inbound import assert_inbound
 from tests.fuzz.strategies import JSON, examples, junk, nasty_text, shaped, text
 

@@ -16,6 +16,7 @@ import httpx
 import pytest
 from sqlmodel import select
 
+from animahub_kit.contract.harness import ScriptedResponder
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.runtime import Responders
@@ -23,7 +24,6 @@ from hub.store.models import InboxItem
 from tests.api.test_chat_api import sse_events
 from tests.api.test_people import TOKEN, token_for
 from tests.conftest import add_demo_animas, make_settings
-from tests.contract.harness import ScriptedResponder
 
 ADA_SECRET = "the vault code is 7731-ADA"
 

@@ -20,8 +20,8 @@ import pytest
 import pytest_asyncio
 from sqlmodel import col, func, select
 
+from animahub_kit.fakes.telegram_server import JSON
 from hub.store.models import AuditEntry, ChannelBinding, InboxItem
-from tests.fakes.telegram_server import JSON
 from tests.privacy.attempts import ATTEMPTS, Attempt, Kind
 from tests.privacy.world import (
     ANIMA,

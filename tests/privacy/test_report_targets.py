@@ -18,10 +18,10 @@ import pytest
 import pytest_asyncio
 from sqlmodel import col, select
 
+from animahub_kit.contract.harness import eventually
+from animahub_kit.fakes.telegram_server import JSON
 from hub.addressing import ADMIN_AUDIT
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, TaskState
-from tests.contract.harness import eventually
-from tests.fakes.telegram_server import JSON
 from tests.privacy.world import (
     ANIMA,
     FINANCE,

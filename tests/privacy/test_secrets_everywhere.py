@@ -21,6 +21,8 @@ import pytest
 from sqlalchemy import insert, text, update
 from sqlmodel import col
 
+from animahub_kit.contract.harness import eventually
+from animahub_kit.contract.telegram_harness import open_harness
 from hub.adapter import PlatformState
 from hub.api.server import create_app
 from hub.cli_status import _status_table
@@ -29,8 +31,6 @@ from hub.memory.redact import fingerprint, remember_secrets
 from hub.store.db import Database
 from hub.store.models import AuditEntry, HeartbeatRun, InboxItem, Task, TaskEvent
 from tests.conftest import owner_headers
-from tests.contract.harness import eventually
-from tests.contract.telegram_harness import open_harness
 
 
 def _fake(alphabet: str, length: int, seed: int) -> str:

@@ -28,12 +28,12 @@ from sqlmodel import select
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from animahub_kit.contract.server import HubServer
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.store.models import Credential
 from tests.api.signing import page_key_in, same_origin
 from tests.conftest import add_demo_animas, make_settings, owner_headers
-from tests.contract.slack_harness import HubServer
 
 SECRET = "the owner's safe opens with 7-3-9-1"
 ATTEMPTS = [  # method, path, JSON body: what a stranger behind the proxy would try

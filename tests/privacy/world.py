@@ -5,7 +5,7 @@ attackers speak from.
 Nothing of the hub is mocked: Slack events are signed and POSTed to the hub's
 `/slack/events`, Telegram updates to its webhook, web messages to `/api/chat/aria`, all over
 real HTTP; replies are read back from what the fakes recorded the bot posting. On the model
-path the hub's litellm talks to tests/fakes/openai_server.py, which records every prompt and
+path the hub's litellm talks to animahub_kit/fakes/openai_server.py, which records every prompt and
 plays the scripted attacker model.
 """
 
@@ -23,16 +23,16 @@ from typing import Any
 import httpx
 from sqlmodel import col, select
 
+from animahub_kit.contract.harness import eventually
+from animahub_kit.contract.server import HubServer
+from animahub_kit.fakes.openai_server import FakeOpenAI
+from animahub_kit.fakes.slack_server import FakeSlack
+from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import Clock
 from hub.store.models import Identity, InboxItem
 from tests.conftest import add_demo_animas, make_settings, owner_headers
-from tests.contract.harness import eventually
-from tests.contract.slack_harness import HubServer
-from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import FakeSlack
-from tests.fakes.telegram_server import JSON, FakeTelegram
 
 ANIMA = "aria"
 SLACK_TOKEN = "xoxb-redteam-bot"

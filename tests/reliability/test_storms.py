@@ -1,6 +1,7 @@
 """Storms: the fakes answer 429 with retry-after to half the sends for a while, then bursts
 of 5xx; every delivery completes, none twice, order kept per channel, and every retry after
-a 429 waited the retry-after (checked on the times the fakes recorded, tests/fakes/faults.py).
+a 429 waited the retry-after (checked on the times the fakes recorded,
+animahub_kit/fakes/faults.py).
 
 A real `animahub start` with its default outbox settings (max_attempts 8, backoff from 1 s
 doubling) and the real SDKs against the fakes; a load runs through the whole storm so that
@@ -18,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from animahub_kit.fakes.faults import Storm
 from tests.e2e.hubproc import HubProcess, cli, free_port
-from tests.fakes.faults import Storm
 from tests.reliability.chaos import wait_until
 from tests.reliability.conversations import (
     Conversation,

@@ -22,12 +22,12 @@ from typing import Any, TypeVar
 
 import httpx
 
+from animahub_kit.fakes.discord_server import FakeDiscord
+from animahub_kit.fakes.faults import FaultPolicy
+from animahub_kit.fakes.line_server import FakeLine
+from animahub_kit.fakes.slack_server import FakeSlack
+from animahub_kit.fakes.telegram_server import FakeTelegram
 from tests.e2e.hubproc import free_port
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.faults import FaultPolicy
-from tests.fakes.line_server import FakeLine
-from tests.fakes.slack_server import FakeSlack
-from tests.fakes.telegram_server import FakeTelegram
 
 T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +59,7 @@ class FakeModel:
 def fake_model() -> Iterator[FakeModel]:
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.openai_server", "--port", str(port)],
+        [sys.executable, "-m", "animahub_kit.fakes.openai_server", "--port", str(port)],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,

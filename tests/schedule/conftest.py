@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
+from animahub_kit.contract.harness import eventually
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.store.models import DeliveryRow, InboxItem
 from tests.conftest import add_demo_animas, make_settings
-from tests.contract.harness import eventually
 
 
 def life_settings(home: Path, **sections: Any) -> Any:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from animahub_kit.contract.harness import eventually
+from animahub_kit.fakes.openai_server import FakeOpenAI
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.memory.distill_llm import LLMDistiller
@@ -18,8 +20,6 @@ from hub.model_client import LiteLLMCalls, LLMError
 from hub.model_failure import FailureKind
 from hub.model_gate import GatedModelClient, LocalGate, paced
 from hub.settings import load_settings
-from tests.contract.harness import eventually
-from tests.fakes.openai_server import FakeOpenAI
 from tests.schedule.conftest import deliveries, open_life, say
 
 COPIES = ("ann", "ben", "cat", "dan", "eve", "fay", "gus", "hal")

@@ -1,7 +1,7 @@
 """Crons posting to Telegram and LINE chats, and a person's morning briefing in their DM.
 
 Real hubs with the real Telegram and LINE adapters against the fake platforms
-(tests/fakes/), crons written as files under animas/<name>/crons/, run by the scheduler on a
+(animahub_kit/fakes/), crons written as files under animas/<name>/crons/, run by the scheduler on a
 manual clock (or the agenda's run path); what arrived is read from the fake's record.
 """
 
@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from sqlmodel import col, select
 
+from animahub_kit.contract import line_harness, telegram_harness
+from animahub_kit.contract.harness import ScriptedResponder, eventually
+from animahub_kit.contract.telegram_harness import BOT_ID, CHANNELS, PEOPLE
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.memory.recall import RecallScope
 from hub.scheduler import Fire, JobKind, Scheduler
 from hub.store.models import AuditEntry, DeliveryRow, Identity
-from tests.contract import line_harness, telegram_harness
-from tests.contract.harness import ScriptedResponder, eventually
-from tests.contract.telegram_harness import BOT_ID, CHANNELS, PEOPLE
 from tests.schedule.conftest import deliveries, open_life, say, web_address
 
 BRIEFING = """# kai's schedule for the team and for Alice

@@ -11,8 +11,8 @@ from typing import Any
 
 from nacl.signing import SigningKey
 
-from tests.contract import discord_harness
-from tests.contract.discord_harness import DiscordHarness
+from animahub_kit.contract import discord_harness
+from animahub_kit.contract.discord_harness import DiscordHarness
 from tests.security.surface import (
     AUTH,
     MALFORMED,

@@ -9,9 +9,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.contract import line_harness
-from tests.contract.line_harness import CHANNEL_SECRET, LineHarness, user_id
-from tests.fakes.line_server import sign
+from animahub_kit.contract import line_harness
+from animahub_kit.contract.line_harness import CHANNEL_SECRET, LineHarness, user_id
+from animahub_kit.fakes.line_server import sign
 from tests.security.surface import AUTH, MALFORMED, Case, HarnessSurface, Replayed, post, sender
 
 

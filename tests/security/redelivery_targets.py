@@ -23,11 +23,11 @@ from typing import Any, Protocol
 
 import httpx
 
+from animahub_kit.contract import discord_harness, line_harness, slack_harness, telegram_harness
+from animahub_kit.contract.harness import Harness, ScriptedResponder, eventually
 from hub.app import Hub
 from hub.runtime import Responders
 from tests.conftest import add_demo_animas, make_settings, owner_headers
-from tests.contract import discord_harness, line_harness, slack_harness, telegram_harness
-from tests.contract.harness import Harness, ScriptedResponder, eventually
 from tests.security.common import deliveries
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from tests.contract import slack_harness
-from tests.contract.slack_harness import CHANNELS, SIGNING_SECRET, SlackHarness, user_id
+from animahub_kit.contract import slack_harness
+from animahub_kit.contract.slack_harness import CHANNELS, SIGNING_SECRET, SlackHarness, user_id
 from tests.security.surface import (
     AUTH,
     MALFORMED,

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from animahub_kit.contract.harness import Harness, eventually
 from hub.app import Hub
-from tests.contract.harness import Harness, eventually
 
 AUTH = frozenset({401})
 MALFORMED = frozenset({400})

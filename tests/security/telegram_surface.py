@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from adapters.telegram.webhook import SECRET_HEADER
-from tests.contract import telegram_harness
-from tests.contract.telegram_harness import PEOPLE, SECRET, TelegramHarness
+from animahub_kit.contract import telegram_harness
+from animahub_kit.contract.telegram_harness import PEOPLE, SECRET, TelegramHarness
 from tests.security.surface import AUTH, MALFORMED, Case, HarnessSurface, Replayed, post, sender
 
 JSON_TYPE = {"Content-Type": "application/json"}

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from animahub_kit.contract import line_harness
+from animahub_kit.contract.cases import answered_marker, replies_containing
+from animahub_kit.contract.harness import eventually
+from animahub_kit.fakes.line_server import sign
 from tests.conftest import postgres_url
-from tests.contract import line_harness
-from tests.contract.harness import eventually
-from tests.contract.test_contract import answered_marker, replies_containing
-from tests.fakes.line_server import sign
 from tests.security import redelivery_targets as targets
 from tests.security.common import deliveries, inbox
 from tests.security.redelivery_targets import Message, Opener, Target

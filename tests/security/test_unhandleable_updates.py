@@ -6,7 +6,7 @@ platform has each surrogate replaced with U+FFFD (hub/messages.py `clean_text`).
 that fails anyway (here: a database trigger refusing it, a fault at the database, not in
 the hub's code) is kept as failed (audit `update.failed`), named in health, and the
 platform keeps flowing: the polling offset moves past it, a webhook answers 200. The real
-SDKs (python-telegram-bot, line-bot-sdk, slack-bolt) against tests/fakes.
+SDKs (python-telegram-bot, line-bot-sdk, slack-bolt) against animahub_kit/fakes.
 """
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import httpx
 from sqlalchemy import text
 from sqlmodel import select
 
+from animahub_kit.contract import line_harness, slack_harness, telegram_harness
+from animahub_kit.contract.cases import reply_to
+from animahub_kit.contract.harness import eventually
 from hub.api.routes import health
 from hub.app import Hub
 from hub.cli_status import _failed_line
 from hub.store.models import AuditEntry, InboxItem
-from tests.contract import line_harness, slack_harness, telegram_harness
-from tests.contract.harness import eventually
-from tests.contract.test_contract import reply_to
 
 LONE = "\ud800"
 REPLACED = "\ufffd"

@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 
+from animahub_kit.contract.harness import ScriptedResponder, eventually
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.runtime import Responders
 from tests.conftest import add_demo_animas, make_settings
-from tests.contract.harness import ScriptedResponder, eventually
 from tests.security.common import deliveries
 from tests.security.surface import AUTH, MARKER, Case, Replayed
 

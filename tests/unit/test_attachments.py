@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import col, select
 
+from animahub_kit.contract import telegram_harness
+from animahub_kit.contract.harness import eventually
 from hub.messages import Attachment, describe_attachment, with_attachments
 from hub.store.models import Turn
-from tests.contract import telegram_harness
-from tests.contract.harness import eventually
 
 
 @pytest.mark.parametrize(

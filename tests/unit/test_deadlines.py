@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
+from animahub_kit.contract.harness import eventually
 from hub.deadlines import BoundedCalls
 from hub.model_client import LiteLLMCalls, LLMError
 from hub.model_failure import FailureKind
 from hub.settings import LLMSection
-from tests.contract.harness import eventually
 
 
 def kwargs(fake: Any) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Tests of the fake OpenAI server (tests/fakes/openai_server.py), driven through litellm."""
+"""Tests of the fake OpenAI server (animahub_kit/fakes/openai_server.py), driven through litellm."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import litellm
 import pytest
 from litellm.exceptions import RateLimitError  # what litellm.RateLimitError names
 
-from tests.fakes.openai_server import FakeOpenAI
+from animahub_kit.fakes.openai_server import FakeOpenAI
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 USER_HI = [{"role": "user", "content": "hi there"}]
@@ -222,7 +222,7 @@ async def standalone_url() -> AsyncIterator[str]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "tests.fakes.openai_server",
+        "animahub_kit.fakes.openai_server",
         "--port",
         "0",
         cwd=REPO_ROOT,

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from animahub_kit.fakes.openai_server import FakeOpenAI
 from hub.model_client import LiteLLMCalls, LLMError
 from hub.model_failure import FailureKind
-from tests.fakes.openai_server import FakeOpenAI
 
 HI = [{"role": "user", "content": "hi"}]
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from animahub_kit.contract.harness import eventually
 from hub.model_client import LLMError, RoundPiece, Usage
 from hub.model_pool import ModelWorkers
-from tests.contract.harness import eventually
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from animahub_kit.contract.harness import eventually
 from hub.adapter import (
     Caller,
     Capabilities,
@@ -25,7 +26,6 @@ from hub.adapter import (
 from hub.messages import Address, Inbound, OutboundChunk, PlatformUser
 from hub.platforms import Platforms
 from hub.supervise import Backoff
-from tests.contract.harness import eventually
 
 
 class Flaky:

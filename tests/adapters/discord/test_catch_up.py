@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.discord.catchup import CURSOR
-from tests.contract.discord_harness import DiscordHarness, open_harness
-from tests.contract.harness import eventually, free_port
-from tests.fakes.discord_server import FakeDiscord, FakeMessage
+from animahub_kit.contract.discord_harness import DiscordHarness, open_harness
+from animahub_kit.contract.harness import eventually, free_port
+from animahub_kit.fakes.discord_server import FakeDiscord, FakeMessage
 
 
 def replies(fake: FakeDiscord) -> dict[str, list[FakeMessage]]:

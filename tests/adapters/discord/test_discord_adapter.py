@@ -18,6 +18,10 @@ from sqlmodel import select
 
 from adapters.discord import rest
 from adapters.discord.commands import NO_REPLY
+from animahub_kit.contract.cases import answered_marker, reply_to, settled_row
+from animahub_kit.contract.discord_harness import MESSAGES_ROUTE, DiscordHarness, open_harness
+from animahub_kit.contract.harness import eventually
+from animahub_kit.fakes.discord_server import FakeDiscord
 from hub.adapter import PlatformState, RateLimited, Receipt
 from hub.messages import (
     Address,
@@ -29,10 +33,6 @@ from hub.messages import (
     OutboundChunk,
 )
 from hub.store.models import DeliveryRow, InboxItem
-from tests.contract.discord_harness import MESSAGES_ROUTE, DiscordHarness, open_harness
-from tests.contract.harness import eventually
-from tests.contract.test_contract import answered_marker, reply_to, settled_row
-from tests.fakes.discord_server import FakeDiscord
 
 EDIT_ROUTE = "/channels/{channel_id}/messages/{message_id}"
 Receive = Callable[[Inbound], Awaitable[Receipt]]

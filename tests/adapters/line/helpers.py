@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sqlmodel import select
 
+from animahub_kit.contract.harness import Posted, eventually
+from animahub_kit.contract.line_harness import LineHarness
 from hub.store.models import InboxItem
-from tests.contract.harness import Posted, eventually
-from tests.contract.line_harness import LineHarness
 
 
 def inbox_count(h: LineHarness) -> int:

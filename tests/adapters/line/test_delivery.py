@@ -1,6 +1,6 @@
 """Replies as LINE receives them: reply tokens first, pushes with retry keys, quota and 429s.
 
-Everything runs through the real hub and line-bot-sdk against tests/fakes/line_server.py.
+Everything runs through the real hub and line-bot-sdk against animahub_kit/fakes/line_server.py.
 """
 
 from __future__ import annotations
@@ -12,16 +12,22 @@ from pathlib import Path
 import httpx
 
 from adapters.line import LineAdapter, LineSettings
+from animahub_kit.contract.harness import ScriptedResponder, eventually
+from animahub_kit.contract.line_harness import (
+    BOT_USER,
+    CHANNELS,
+    LineHarness,
+    open_harness,
+    user_id,
+)
+from animahub_kit.fakes.line_server import MAX_TEXT, QUOTA_MESSAGE
 from hub.adapter import Adapter
 from hub.llm import TurnContext
 from hub.messages import Address, AddressKind, DeliveryKind
 from hub.settings import Settings
 from tests.adapters.line.helpers import reply_to, settled_row
 from tests.conftest import owner_headers
-from tests.contract.harness import ScriptedResponder, eventually
-from tests.contract.line_harness import BOT_USER, CHANNELS, LineHarness, open_harness, user_id
 from tests.contract.test_previews import due_again, restart_adapter
-from tests.fakes.line_server import MAX_TEXT, QUOTA_MESSAGE
 
 PARAGRAPH = "Word " * 900  # ~4,500 characters: one LINE message each
 

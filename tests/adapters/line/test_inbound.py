@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from adapters.line import LineAdapter, LineSettings
+from animahub_kit.contract.harness import eventually
+from animahub_kit.contract.line_harness import BOT_USER, CHANNELS, open_harness, user_id
 from hub.adapter import Adapter, PlatformState
 from hub.settings import Settings
 from tests.adapters.line.helpers import inbox_count, inbox_row, reply_to, settled_row
-from tests.contract.harness import eventually
-from tests.contract.line_harness import BOT_USER, CHANNELS, open_harness, user_id
 
 
 async def test_unsigned_and_forged_webhooks_are_refused_before_anything_is_stored(

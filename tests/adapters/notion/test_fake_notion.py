@@ -1,4 +1,4 @@
-"""The fake Notion (tests/fakes/notion_server.py), driven by the real notion-client SDK."""
+"""The fake Notion (animahub_kit/fakes/notion_server.py), driven by the real notion-client SDK."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import httpx
 import pytest
 from notion_client import APIResponseError, AsyncClient
 
-from tests.fakes.faults import Fault, RateLimit
-from tests.fakes.notion_server import FakeNotion
+from animahub_kit.fakes.faults import Fault, RateLimit
+from animahub_kit.fakes.notion_server import FakeNotion
 
 DATA_SOURCE = "1f2e3d4c-5b6a-4978-8a9b-0c1d2e3f4a5b"
 SCHEMA = {

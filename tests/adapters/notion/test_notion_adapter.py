@@ -1,5 +1,5 @@
 """The Notion adapter (adapters/notion) through the hub's outbox, with the real notion-client
-against tests/fakes/notion_server.py: a report becomes one page with its properties and
+against animahub_kit/fakes/notion_server.py: a report becomes one page with its properties and
 markdown; a create whose answer was lost, a 5xx after the write, a resend after a restart
 never make a second page; a 429's Retry-After is waited out; a long report is one page; a
 wrong token, a database not shared and one without `Report ID` are named at start."""
@@ -17,15 +17,15 @@ from sqlmodel import col
 
 from adapters.notion import NotionAdapter
 from adapters.notion.adapter import address_of
+from animahub_kit.contract.harness import eventually, free_port, harness_settings
+from animahub_kit.fakes.notion_server import FakeNotion
 from hub.adapter import PlatformState
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import DeliveryKind
 from hub.store.models import DeliveryRow
 from tests.conftest import add_demo_animas
-from tests.contract.harness import eventually, free_port, harness_settings
 from tests.contract.test_previews import RefuseFirst
-from tests.fakes.notion_server import FakeNotion
 from tests.privacy.world import settle
 from tests.schedule.test_platform_posts import run_the_schedule, write_crons
 

@@ -14,12 +14,12 @@ from sqlmodel import col, select
 from adapters.notion import NotionAdapter
 from adapters.notion.adapter import address_of
 from adapters.web import WebAdapter
+from animahub_kit.contract.harness import eventually, free_port, harness_settings
+from animahub_kit.fakes.notion_server import FakeNotion
 from hub.app import Hub
 from hub.store.models import DeliveryRow, TaskState
 from hub.tools import ToolContext
 from tests.conftest import add_demo_animas
-from tests.contract.harness import eventually, free_port, harness_settings
-from tests.fakes.notion_server import FakeNotion
 from tests.privacy.world import settle
 
 SOURCE = "2a3b4c5d-6e7f-4801-9abc-def012345679"

@@ -10,15 +10,15 @@ import httpx
 import pytest
 from sqlmodel import select
 
+from animahub_kit.contract.cases import reply_to, settled_row
+from animahub_kit.contract.harness import LONG_REPLY, eventually
+from animahub_kit.contract.slack_harness import BOT_TOKEN, BOT_USER, open_harness
+from animahub_kit.fakes.slack_server import FakeSlack
 from hub.adapter import RateLimited
 from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
 from hub.store.models import DeliveryRow, InboxItem
 from tests.conftest import owner_headers
-from tests.contract.harness import LONG_REPLY, eventually
-from tests.contract.slack_harness import BOT_TOKEN, BOT_USER, open_harness
-from tests.contract.test_contract import reply_to, settled_row
 from tests.contract.test_previews import due_again
-from tests.fakes.slack_server import FakeSlack
 
 KAI_TOKEN = "xoxb-kai-own-app"
 

@@ -10,17 +10,17 @@ import httpx
 import pytest
 from sqlmodel import select
 
-from hub.adapter import PlatformState
-from hub.store.models import InboxItem
-from tests.contract.harness import Sent, eventually
-from tests.contract.slack_harness import open_harness
-from tests.contract.test_contract import (
+from animahub_kit.contract.cases import (
     answered_marker,
     inbox_count,
     replies_containing,
     reply_to,
     settled_row,
 )
+from animahub_kit.contract.harness import Sent, eventually
+from animahub_kit.contract.slack_harness import open_harness
+from hub.adapter import PlatformState
+from hub.store.models import InboxItem
 
 
 async def test_url_verification_answers_the_challenge_only_when_signed(tmp_path: Path) -> None:

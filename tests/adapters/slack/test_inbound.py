@@ -6,18 +6,18 @@ from pathlib import Path
 
 from sqlmodel import select
 
-from hub.files import read_document
-from hub.store.models import InboxItem
-from tests.contract.harness import Sent, eventually
-from tests.contract.slack_harness import open_harness
-from tests.contract.test_contract import (
+from animahub_kit.contract.cases import (
     answered_marker,
     inbox_count,
     inbox_row,
     reply_to,
     settled_row,
 )
-from tests.fakes.slack_server import FakeSlack
+from animahub_kit.contract.harness import Sent, eventually
+from animahub_kit.contract.slack_harness import open_harness
+from animahub_kit.fakes.slack_server import FakeSlack
+from hub.files import read_document
+from hub.store.models import InboxItem
 
 
 def _rows(h: object, **where: str) -> list[InboxItem]:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from sqlmodel import select
 
+from animahub_kit.contract.cases import answered_marker, replies_containing, reply_to
+from animahub_kit.contract.slack_harness import APP_TOKEN, open_harness
 from hub.store.models import InboxItem
-from tests.contract.slack_harness import APP_TOKEN, open_harness
-from tests.contract.test_contract import answered_marker, replies_containing, reply_to
 
 
 async def test_an_event_envelope_is_acknowledged_by_its_id_and_answered(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The Telegram adapter beyond the contract suite, with python-telegram-bot against the fake
-Bot API (tests/fakes/telegram_server.py) and a real hub (tests/contract/telegram_harness.py)."""
+Bot API (animahub_kit/fakes/telegram_server.py) and a real hub
+(animahub_kit/contract/telegram_harness.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,8 @@ from sqlmodel import select
 
 from adapters.telegram import TelegramSettings
 from adapters.telegram.render import to_html
-from hub.adapter import OutcomeUnknown, PlatformState, RateLimited
-from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
-from hub.store.models import DeliveryRow, InboxItem
-from tests.contract.harness import eventually
-from tests.contract.telegram_harness import (
+from animahub_kit.contract.harness import eventually
+from animahub_kit.contract.telegram_harness import (
     BOT_ID,
     BOT_NAME,
     CHANNELS,
@@ -26,7 +24,10 @@ from tests.contract.telegram_harness import (
     open_harness,
     populate,
 )
-from tests.fakes.telegram_server import FakeTelegram, PostedMessage
+from animahub_kit.fakes.telegram_server import FakeTelegram, PostedMessage
+from hub.adapter import OutcomeUnknown, PlatformState, RateLimited
+from hub.messages import Address, AddressKind, DeliveryKind, OutboundChunk
+from hub.store.models import DeliveryRow, InboxItem
 
 GENERAL, RANDOM = CHANNELS["general"], CHANNELS["random"]
 ALICE, BOB = PEOPLE["alice"], PEOPLE["bob"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.contract.harness import STREAM_PIECES, eventually
-from tests.contract.telegram_harness import CHANNELS, PEOPLE, open_harness
+from animahub_kit.contract.harness import STREAM_PIECES, eventually
+from animahub_kit.contract.telegram_harness import CHANNELS, PEOPLE, open_harness
 
 FINAL = "".join(STREAM_PIECES)
 

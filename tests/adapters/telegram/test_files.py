@@ -13,14 +13,8 @@ from typing import Any
 import pytest
 
 from adapters.telegram import TelegramAdapter
-from hub.adapter import AttachmentTooLarge, AttachmentUnavailable
-from hub.app import Hub
-from hub.store.models import InboxItem
-from hub.tools import ToolContext
-from tests.adapters.telegram.test_adapter import settled
-from tests.conftest import add_demo_animas
-from tests.contract.harness import eventually, harness_settings
-from tests.contract.telegram_harness import (
+from animahub_kit.contract.harness import eventually, harness_settings
+from animahub_kit.contract.telegram_harness import (
     BOT_ID,
     BOT_NAME,
     PEOPLE,
@@ -30,7 +24,13 @@ from tests.contract.telegram_harness import (
     populate,
     telegram_section,
 )
-from tests.fakes.telegram_server import JSON, FakeTelegram
+from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
+from hub.adapter import AttachmentTooLarge, AttachmentUnavailable
+from hub.app import Hub
+from hub.store.models import InboxItem
+from hub.tools import ToolContext
+from tests.adapters.telegram.test_adapter import settled
+from tests.conftest import add_demo_animas
 
 ALICE, BOB = PEOPLE["alice"], PEOPLE["bob"]
 CAP = 5 * 1024 * 1024  # runtime.max_attachment_bytes, the default

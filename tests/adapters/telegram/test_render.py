@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from adapters.telegram.render import balance, split_balanced, to_html, to_plain
+from animahub_kit.fakes.telegram_html import EntityError, parse
 from hub.chunking import split_text
-from tests.fakes.telegram_html import EntityError, parse
 
 
 def visible(markdown: str) -> str:

@@ -1,1 +1,0 @@
-"""Local fakes of external services, for tests."""
