@@ -147,6 +147,8 @@ async def workers_ready(hub: Hub) -> None:
     """Wait for the model workers to have imported litellm (seconds on a busy machine):
     heartbeats due before then would all wait for them, and start the window bunched."""
     workers = hub.model_workers
+    if workers is not None:
+        workers.start()  # a hub starts them with its first model call; here, before the window
     while workers is not None and workers.status()["ready"] < workers.status()["configured"]:  # noqa: ASYNC110
         await asyncio.sleep(0.2)
 
