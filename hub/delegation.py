@@ -22,8 +22,8 @@ from datetime import datetime, timedelta
 from hub.addressing import Addressing, Asker, NotAllowed
 from hub.animas import AnimaRegistry
 from hub.settings import TasksSection
-from hub.store.models import TaskState
-from hub.tasks import OPEN, Duplicate, NewTask, TaskBoard, TaskError, TaskView
+from hub.store.models import OPEN_TASK_STATES, TaskState
+from hub.tasks import Duplicate, NewTask, TaskBoard, TaskError, TaskView
 
 log = logging.getLogger(__name__)
 ADMIN_MANAGER = "hub"  # the manager of a task an admin gave an Anima that has no supervisor
@@ -205,7 +205,7 @@ class Delegation:
 
     def _check_pair(self, request: Request) -> None:
         back = self._board.listing(
-            states=tuple(OPEN), assignee=request.manager, manager=request.to, limit=1
+            states=tuple(OPEN_TASK_STATES), assignee=request.manager, manager=request.to, limit=1
         )
         if back:
             raise Refused(

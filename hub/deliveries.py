@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, or_, update
@@ -30,11 +30,6 @@ def bounded_key(key: str) -> str:
         return key
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return f"{key[: _MAX_KEY - 17]}~{digest}"
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; everything the hub stores is UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 # The outbox saves every chunk it sends.

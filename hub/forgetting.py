@@ -34,8 +34,16 @@ from hub.memory.profiles import Profiles
 from hub.memory.service import MemoryService
 from hub.messages import DeliveryStatus
 from hub.store.db import Database
-from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Task, TaskEvent, TaskState, Turn
-from hub.tasks import OPEN
+from hub.store.models import (
+    OPEN_TASK_STATES,
+    AuditEntry,
+    DeliveryRow,
+    InboxItem,
+    Task,
+    TaskEvent,
+    TaskState,
+    Turn,
+)
 
 log = logging.getLogger(__name__)
 FORGOTTEN = "person.forgotten"  # the audit action a forget leaves
@@ -148,7 +156,7 @@ def _forget_dm_tasks(db: Database, addresses: list[str]) -> int:
         if not found:
             return 0
         ids = sorted(i for i in found if i is not None)
-        open_ = [state.value for state in OPEN]
+        open_ = [state.value for state in OPEN_TASK_STATES]
         cancelled = conn.execute(
             select(col(Task.id), col(Task.state)).where(
                 col(Task.id).in_(ids), col(Task.state).in_(open_)

@@ -25,11 +25,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.sql.expression import SelectOfScalar
 
-from hub.deliveries import as_utc
 from hub.memory.distill import Session
 from hub.memory.handoff import HandoffNote
 from hub.settings import PeopleSection
-from hub.store.db import Database
+from hub.store.db import Database, as_utc
 from hub.store.models import Handoff, HandoffStatus
 
 log = logging.getLogger(__name__)

@@ -16,13 +16,12 @@ from datetime import datetime, timedelta
 from sqlalchemy import func
 from sqlmodel import col, select
 
-from hub.deliveries import as_utc
 from hub.episodes import describe
 from hub.handoffs import Handoffs
 from hub.memory.consolidation import Consolidator, Session, SessionTurn
 from hub.memory.recall import RecallScope
 from hub.messages import Address, AddressKind
-from hub.store.db import Database
+from hub.store.db import Database, as_utc
 from hub.store.models import InboxItem, SessionMark, Turn
 
 log = logging.getLogger(__name__)

@@ -38,7 +38,7 @@ from hub.model_client import LLMError
 from hub.outbox import Outbox
 from hub.settings import TasksSection
 from hub.store.db import Database
-from hub.store.models import TaskState, Turn
+from hub.store.models import OPEN_TASK_STATES, TaskState, Turn
 from hub.targets import Post, Resolved, TargetResolver, post_to
 from hub.task_text import (
     failed_text,
@@ -48,7 +48,7 @@ from hub.task_text import (
     task_prompt,
     task_query,
 )
-from hub.tasks import OPEN, TaskBoard, TaskError, TaskView
+from hub.tasks import TaskBoard, TaskError, TaskView
 from hub.thinking import Thinker, scope_for
 from hub.working_memory import estimate_tokens
 
@@ -125,7 +125,7 @@ class TaskRunner:
         its Anima is paused; one past due is told once. How many were orphaned."""
         now = self._now()
         orphaned = 0
-        for task in self._board.listing(states=tuple(OPEN), limit=10_000):
+        for task in self._board.listing(states=tuple(OPEN_TASK_STATES), limit=10_000):
             free = task.id not in self._queued
             if task.state is TaskState.RUNNING and free:
                 try:

@@ -18,8 +18,9 @@ from hub.addressing import Asker
 from hub.delegation import Delegation, Refused, Request
 from hub.llm import TurnContext
 from hub.memory.text import clip
+from hub.store.models import OPEN_TASK_STATES
 from hub.targets import parse_target
-from hub.tasks import OPEN, TaskBoard, TaskError, TaskView
+from hub.tasks import TaskBoard, TaskError, TaskView
 from hub.tools import Tool, ToolContext, ToolRegistry
 
 _RELATIVE = re.compile(r"^(?:in\s+)?(\d+)\s*(m|min|minutes?|h|hours?|d|days?)$", re.IGNORECASE)
@@ -232,7 +233,7 @@ def task_tools(delegation: Delegation, board: TaskBoard, now: Callable[[], datet
 
     async def check(args: dict[str, Any], ctx: ToolContext) -> str:
         which = str(args.get("state") or "open")
-        states = tuple(OPEN) if which == "open" else ()
+        states = tuple(OPEN_TASK_STATES) if which == "open" else ()
         tasks = board.listing(states=states, manager=ctx.anima, limit=_LISTED)
         if not tasks:
             return "no open tasks" if which == "open" else "no tasks"

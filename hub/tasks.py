@@ -17,12 +17,10 @@ from sqlalchemy import Connection, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
-from hub.deliveries import as_utc
 from hub.live import LiveFeed
-from hub.store.db import Database
-from hub.store.models import Task, TaskEvent, TaskState
+from hub.store.db import Database, as_utc
+from hub.store.models import OPEN_TASK_STATES, Task, TaskEvent, TaskState
 
-OPEN = frozenset({TaskState.TODO, TaskState.RUNNING, TaskState.BLOCKED, TaskState.REVIEW})
 ALLOWED: dict[TaskState, frozenset[TaskState]] = {
     TaskState.TODO: frozenset({TaskState.RUNNING, TaskState.CANCELLED}),
     TaskState.RUNNING: frozenset(
@@ -83,7 +81,7 @@ class TaskView:
 
     @property
     def open(self) -> bool:
-        return self.state in OPEN
+        return self.state in OPEN_TASK_STATES
 
 
 @dataclass(frozen=True, slots=True)

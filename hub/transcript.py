@@ -6,11 +6,10 @@ from sqlalchemy import CompoundSelect, func, or_, union
 from sqlmodel import col, select
 
 from hub.adapter import ConversationEntry, TranscriptEntry
-from hub.deliveries import as_utc
 from hub.inbox import WAITING
 from hub.memory.redact import redact
 from hub.messages import Address, DeliveryStatus
-from hub.store.db import Database
+from hub.store.db import Database, as_utc
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 
 # What people see of the inbox: all but what no Anima was meant to answer.

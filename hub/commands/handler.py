@@ -29,13 +29,12 @@ from hub.commands.people import PeopleCommands
 from hub.commands.share import ShareCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
-from hub.deliveries import as_utc
 from hub.identity import IdentityService, PersonView
 from hub.inbox import OPEN, WAITING, Inbox
 from hub.mailbox import TurnJob
 from hub.messages import AddressKind, Command, DeliveryStatus, Inbound, utcnow
 from hub.settings import Settings
-from hub.store.db import Database
+from hub.store.db import Database, as_utc
 from hub.store.models import (
     AuditEntry,
     ChannelBinding,

@@ -11,7 +11,8 @@ from hub.delegation import Delegation, Request
 from hub.identity import PersonView
 from hub.memory.text import clip
 from hub.messages import Inbound
-from hub.tasks import OPEN, TaskBoard, TaskError, TaskView
+from hub.store.models import OPEN_TASK_STATES
+from hub.tasks import TaskBoard, TaskError, TaskView
 
 _SHOWN = 20
 _RECENT = 3  # finished tasks shown when none is open
@@ -25,7 +26,9 @@ class TaskCommands:
 
     def listing(self, person: PersonView) -> str:
         mine = None if person.is_admin else person.id
-        open_tasks = self._board.listing(states=tuple(OPEN), requested_by=mine, limit=_SHOWN + 1)
+        open_tasks = self._board.listing(
+            states=tuple(OPEN_TASK_STATES), requested_by=mine, limit=_SHOWN + 1
+        )
         if not open_tasks:
             none = "No open tasks." if person.is_admin else "No open tasks that you asked for."
             recent = self._board.listing(requested_by=mine, limit=_RECENT)

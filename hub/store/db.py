@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,12 @@ from sqlalchemy.engine import make_url
 from sqlmodel import Session, SQLModel
 
 from hub.store import redacting
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; everything the hub stores is UTC."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _BUSY_TIMEOUT_MS = 30000  # how long a write waits for another's lock

@@ -338,6 +338,12 @@ class TaskState(StrEnum):
     CANCELLED = "cancelled"
 
 
+# on the board and not finished: what a listing of open tasks shows
+OPEN_TASK_STATES = frozenset(
+    {TaskState.TODO, TaskState.RUNNING, TaskState.BLOCKED, TaskState.REVIEW}
+)
+
+
 class Task(SQLModel, table=True):
     """A task on the board (hub/tasks.py): a manager Anima's work for a subordinate."""
 

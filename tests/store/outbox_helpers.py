@@ -13,11 +13,11 @@ from sqlalchemy import insert
 from sqlmodel import col, select
 
 from hub.adapter import Capabilities, HubPort
-from hub.deliveries import DELIVERY_FIELDS, Delivery, as_utc
+from hub.deliveries import DELIVERY_FIELDS, Delivery
 from hub.messages import Address, DeliveryKind, OutboundChunk
 from hub.outbox import Outbox
 from hub.settings import OutboxSection
-from hub.store.db import Database
+from hub.store.db import Database, as_utc
 from hub.store.models import AuditEntry, DeliveryRow
 
 START = datetime(2031, 1, 1, 12, 0, tzinfo=UTC)

@@ -8,10 +8,9 @@ from collections.abc import Sequence
 import pytest
 
 from hub.adapter import Adapter, Capabilities, TransientDeliveryError
-from hub.deliveries import as_utc
 from hub.messages import DeliveryStatus, OutboundChunk
 from hub.outbox import Outbox
-from hub.store.db import Database
+from hub.store.db import Database, as_utc
 from tests.store.outbox_helpers import (
     HERE,
     LONG_TEXT,

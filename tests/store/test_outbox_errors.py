@@ -7,10 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from hub.adapter import OutcomeUnknown, PermanentDeliveryError, RateLimited, TransientDeliveryError
-from hub.deliveries import as_utc
 from hub.messages import Address, DeliveryStatus
 from hub.settings import OutboxSection
-from hub.store.db import Database
+from hub.store.db import Database, as_utc
 from tests.store.outbox_helpers import (
     HERE,
     LONG_TEXT,

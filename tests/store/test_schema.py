@@ -16,9 +16,8 @@ from alembic.script import ScriptDirectory
 from sqlmodel import SQLModel, col, select
 
 import hub.store.models  # noqa: F401  (registers every table on SQLModel.metadata)
-from hub.deliveries import as_utc
 from hub.messages import DeliveryKind
-from hub.store.db import _HEAD, MIGRATIONS, Database
+from hub.store.db import _HEAD, MIGRATIONS, Database, as_utc
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, Person
 
 VERSION_TABLE = "alembic_version"

@@ -76,20 +76,20 @@ def test_cronbook_reloads_added_modified_and_removed_files(folder: Path) -> None
 def test_cronbook_reads_only_the_files_that_changed(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import hub.crons
+    from hub import crons
 
     write(folder / "a.md", GOOD)
     write(folder / "b.md", GOOD)
     book = CronBook("aria", folder, TZ)
     book.reload()
     read: list[str] = []
-    real = hub.crons.parse_cron_file
+    real = crons.parse_cron_file
 
     def spy(anima: str, path: Path, timezone: str) -> tuple[list[CronJob], list[CronProblem]]:
         read.append(path.name)
         return real(anima, path, timezone)
 
-    monkeypatch.setattr(hub.crons, "parse_cron_file", spy)
+    monkeypatch.setattr(crons, "parse_cron_file", spy)
     write(folder / "b.md", GOOD + "\n", bump=3)
     assert book.reload() is True
     assert read == ["b.md"]
