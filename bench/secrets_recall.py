@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from locomo_data import load_all
 
-from hub.memory.redact import StreamRedactor, redact
+from hub.redaction.redact import StreamRedactor, redact
 
 UPPER = string.ascii_uppercase
 LOWER = string.ascii_lowercase

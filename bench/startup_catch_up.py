@@ -38,7 +38,7 @@ from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
-from hub.owner_key import ensure_owner_key
+from hub.people.owner_key import ensure_owner_key
 from hub.settings import Settings, load_settings
 
 

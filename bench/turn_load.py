@@ -21,7 +21,7 @@ from pathlib import Path
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before litellm loads (through hub.app)
 
 from hub.app import Hub
-from hub.deliveries import Delivery
+from hub.delivery.deliveries import Delivery
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from hub.commands.parse import parse_command
 from hub.messages import Address, Inbound, OutboundChunk, PlatformUser, mentioned
 from hub.plugins import ENTRY_POINT_GROUP, load_plugins
 from hub.settings import Settings, SettingsSection
+from hub.slash import parse_command
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
@@ -354,7 +354,7 @@ class HubPort(Protocol):
 
     def update_failed(self, platform: str, update_id: str, error: BaseException, raw: Any) -> None:
         """An update this hub could not handle (normalizing or storing it raised): kept as
-        failed for the operator (hub/failed_updates.py), so the adapter can move past it.
+        failed for the operator (hub/inbound/failed_updates.py), so the adapter can move past it.
         Use `handle_or_keep`, which does it for every failure but a transient one."""
         ...
 

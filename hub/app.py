@@ -12,8 +12,6 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from hub import failed_updates
-from hub.access import Access
 from hub.adapter import (
     Adapter,
     AdapterFactory,
@@ -25,11 +23,7 @@ from hub.adapter import (
     TurnEvent,
     discover,
 )
-from hub.addressing import Addressing
-from hub.admission import Admission
-from hub.agenda import Agenda
 from hub.animas import Anima, AnimaRegistry
-from hub.attachments import read_attachment_tool
 from hub.clock import Clock, SystemClock
 from hub.commands.about import AboutCommands
 from hub.commands.handler import CommandService
@@ -37,53 +31,59 @@ from hub.commands.people import PeopleCommands
 from hub.commands.share import ShareCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
-from hub.deadlines import BoundedCalls
-from hub.delegation import Delegation
-from hub.dispatch import Dispatcher
-from hub.episodes import replay_recent
-from hub.events import EventBus
-from hub.forgetting import Forgotten, forget_person, reapply_forgets
-from hub.handoffs import Handoffs
-from hub.identity import IdentityService, PersonView
-from hub.inbox import OPEN, Inbox
-from hub.ingress import Ingress, storable
-from hub.linking import Linking
+from hub.delivery.outbox import Outbox
+from hub.delivery.platforms import Platforms
+from hub.inbound import failed_updates
+from hub.inbound.dispatch import Dispatcher
+from hub.inbound.ingress import Ingress, storable
+from hub.inbound.pacing import Pacer, Pacing, Rate, flood_reporter
+from hub.inbound.routing import Router
 from hub.live import LiveFeed
-from hub.llm import LiteLLMResponder
 from hub.memory.consolidation import Consolidator
-from hub.memory.distill_llm import anima_distillers
 from hub.memory.profiles import Profiles
-from hub.memory.redact import redact, remember_secrets
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
-from hub.model_client import LiteLLMCalls, ModelClient
-from hub.model_gate import GatedModelClient, LocalGate
-from hub.model_health import ModelHealth, WatchedModel, configured_models, live_notices
-from hub.model_pool import ModelWorkers
-from hub.model_routes import hub_model_problems
-from hub.offline import OfflineResponder
-from hub.outbox import Outbox
-from hub.pacing import Pacer, Pacing, Rate, flood_reporter
-from hub.people import People
-from hub.platforms import Platforms
+from hub.model.client import LiteLLMCalls, ModelClient
+from hub.model.deadlines import BoundedCalls
+from hub.model.gate import GatedModelClient, LocalGate
+from hub.model.health import ModelHealth, WatchedModel, configured_models, live_notices
+from hub.model.pool import ModelWorkers
+from hub.model.routes import hub_model_problems
+from hub.model.tools import ToolRegistry, builtin_tools
+from hub.people.admission import Admission
+from hub.people.credentials import Access
+from hub.people.forgetting import Forgotten, forget_person, reapply_forgets
+from hub.people.handoffs import Handoffs
+from hub.people.identity import IdentityService, PersonView
+from hub.people.linking import Linking
+from hub.people.sharing import Sharing
+from hub.people.speaker import People
+from hub.redaction.redact import redact, remember_secrets
 from hub.roles import load_roles
-from hub.routing import Router
-from hub.runtime import Responders, Runtime
-from hub.scheduler import Scheduler
-from hub.sessions import close_idle_sessions
+from hub.schedule.agenda import Agenda
+from hub.schedule.distill_llm import anima_distillers
+from hub.schedule.scheduler import Scheduler
+from hub.schedule.sessions import close_idle_sessions
 from hub.settings import ConfigError, Settings, configured_secrets
-from hub.sharing import Sharing
 from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.supervise import Backoff, Supervisor
-from hub.task_runner import TaskRunner, report_links
-from hub.task_tools import offline_delegation, task_tools
-from hub.tasks import TaskBoard
-from hub.thinking import Thinker
-from hub.tools import ToolRegistry, builtin_tools
-from hub.transcript import conversations, transcript
+from hub.tasks.addressing import Addressing
+from hub.tasks.board import TaskBoard
+from hub.tasks.delegation import Delegation
+from hub.tasks.runner import TaskRunner, report_links
+from hub.tasks.tools import offline_delegation, task_tools
+from hub.turns.attachments import read_attachment_tool
+from hub.turns.episodes import replay_recent
+from hub.turns.events import EventBus
+from hub.turns.inbox import OPEN, Inbox
+from hub.turns.llm import LiteLLMResponder
+from hub.turns.offline import OfflineResponder
+from hub.turns.runtime import Responders, Runtime
+from hub.turns.thinking import Thinker
+from hub.views.transcript import conversations, transcript
 
 log = logging.getLogger(__name__)
 _SESSION_SCAN = timedelta(minutes=1)
@@ -103,7 +103,7 @@ class Hub:
         runs_tasks: bool = True,
     ) -> None:
         self.settings = settings
-        # Its credentials are redacted wherever text is kept or shown (hub/memory/redact.py).
+        # Its credentials are redacted wherever text is kept or shown (hub/redaction/redact.py).
         remember_secrets(configured_secrets(settings).values())
         redact("")  # compiles the rule set now, not in the first person's turn
         self.clock: Clock = clock or SystemClock()
@@ -156,7 +156,8 @@ class Hub:
             if settings.llm.workers
             else None
         )
-        # Every model call ends by the [llm] deadlines, wherever litellm runs (hub/deadlines.py).
+        # Every model call ends by the [llm] deadlines, wherever litellm runs
+        # (hub/model/deadlines.py).
         calls: ModelClient = BoundedCalls(self.model_workers or LiteLLMCalls(), settings.llm)
         # Every model call goes through `self.model`, which reports to `model_health`.
         animas = self.animas
@@ -301,7 +302,7 @@ class Hub:
         (self.settings.home / "shared" / "users").mkdir(parents=True, exist_ok=True)
         self.db.migrate()
         # Before anyone is made or let in: an admin or allowlist entry a stranger's name
-        # could have taken stops the hub (hub/person_names.py).
+        # could have taken stops the hub (hub/people/names.py).
         if problem := self.identity.config_problem(self.settings.people.allowlist):
             raise ConfigError(problem)
         owner = self.identity.owner()  # now, so that a database outage later cannot hide it
@@ -311,7 +312,7 @@ class Hub:
             log.warning("%d turns were cut off by the last stop; running them again", interrupted)
         for problem in self.animas.load():
             log.error("Anima not loaded: %s", problem)
-        # The model workers start with the first model call (hub/model_pool.py), not here:
+        # The model workers start with the first model call (hub/model/pool.py), not here:
         # each holds litellm (~200 MB) and its import took a core for 2-3 s of the start,
         # which an idle hub, or one in offline mode, never needs (issue 47).
         for problem in hub_model_problems(
@@ -418,7 +419,7 @@ class Hub:
                 .where(DeliveryRow.inbox_id == inbox_id)
                 .order_by(col(DeliveryRow.created_at))
             ).all()
-        # A message may have a notice (its answer was delayed, hub/turn_retry.py) before its reply.
+        # A message may have a notice (its answer was delayed, hub/turns/retry.py) before its reply.
         reply = next((d for d in sent if d.kind == DeliveryKind.REPLY), None)
         if reply is not None and row is not None and row.status == InboxStatus.DONE:
             return [TurnEvent("text", reply.text, reply.anima), TurnEvent("done", "", reply.anima)]
@@ -484,7 +485,7 @@ class Hub:
         return self.memory.count_scopes([f"person:{i}" for i in self.identity.ids_of(person.id)])
 
     async def forget_person(self, person: PersonView, actor: str) -> Forgotten:
-        """Everything kept private to the person goes (hub/forgetting.py)."""
+        """Everything kept private to the person goes (hub/people/forgetting.py)."""
         profiles = self.memory.profiles if self.memory else Profiles(self.identity.users_dir)
         return await forget_person(
             self.db, self.identity, self.memory, profiles, self.handoffs, person, actor

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from hub.memory.redact import redact_json
 from hub.messages import utcnow
+from hub.redaction.redact import redact_json
 
 # Enough for a burst of turns at once; past it a watcher re-reads instead of catching up.
 _QUEUE = 256

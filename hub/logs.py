@@ -1,7 +1,7 @@
 """Logging: the console, <home>/logs/hub.log, and one file per Anima for `animahub logs`.
 
 A record that carries `extra={"anima": name}` also lands in <home>/logs/animas/<name>.log.
-Every line is written redacted (hub/memory/redact.py), tracebacks included: an error about
+Every line is written redacted (hub/redaction/redact.py), tracebacks included: an error about
 a message, or a database error quoting its parameters, must not put a pasted key on disk.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.logging import RichHandler
 
-from hub.memory.redact import redact
+from hub.redaction.redact import redact
 
 FORMAT = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
 
@@ -134,7 +134,8 @@ class _PerSocket(logging.Filter):
 
 
 def _quiet_noisy() -> None:
-    # apscheduler: the hub logs what its jobs do (hub/agenda.py); the store's bookkeeping is noise
+    # apscheduler: the hub logs what its jobs do (hub/schedule/agenda.py); the store's bookkeeping
+    # is noise
     for noisy in ("LiteLLM", "httpx", "uvicorn.access", "alembic", "apscheduler"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     for per_socket in ("uvicorn.error", "websockets.server"):

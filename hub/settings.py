@@ -39,8 +39,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from hub.memory.redact import remember_secrets
 from hub.plugins import load_plugins
+from hub.redaction.redact import remember_secrets
 
 DEFAULT_PORT = 18500
 CONFIG_NAME = "hub.toml"
@@ -62,7 +62,7 @@ _ACCOUNT_ID = {
 def account_form(entry: str) -> str:
     """Why `entry` (`[hub] admins`, `[people] allowlist`) is not an account by its platform's
     user id nor a person by id; "" when it is. Whether it names someone a stranger could have
-    become is the hub's check at start (hub/person_names.py)."""
+    become is the hub's check at start (hub/people/names.py)."""
     platform, sep, user_id = entry.partition(":")
     if not sep:
         return f"{entry!r} is not platform:user_id (e.g. telegram:5551234) nor person:ID"
@@ -142,7 +142,7 @@ class PeopleSection(SettingsSection):
 
     dm_policy: dict[str, DmPolicy] = Field(default_factory=_default_dm_policy)
     allowlist: list[str] = Field(default_factory=list)  # platform:user_id
-    # Where you left off (hub/handoffs.py): offered in the same DM after this gap (in
+    # Where you left off (hub/people/handoffs.py): offered in the same DM after this gap (in
     # another DM at once), kept this many days.
     handoff_gap_hours: float = Field(default=8.0, ge=0)
     handoff_days: int = Field(default=14, ge=1)
@@ -236,17 +236,17 @@ class LLMSection(SettingsSection):
     temperature: float | None = Field(default=None, ge=0, le=2)
     # A model call (one round of a turn, or one completion) with no first token within
     # first_token_timeout_s, or not finished within timeout_s, is cut off by the hub as
-    # `timing out` (hub/deadlines.py), in the hub process and in a model worker alike.
+    # `timing out` (hub/model/deadlines.py), in the hub process and in a model worker alike.
     timeout_s: float = Field(default=120, gt=0)
     first_token_timeout_s: float = Field(default=30, gt=0)
     # The web chat (and the live feed) says "still waiting for the model" past this.
     waiting_notice_s: float = Field(default=5, gt=0)
     max_tool_rounds: int = Field(default=6, ge=1, le=50)
-    # After a model call fails, the model is checked again (hub/model_health.py) after
+    # After a model call fails, the model is checked again (hub/model/health.py) after
     # about this many seconds, doubling up to the max, until a call or a check succeeds.
     health_check_min_s: float = Field(default=2.0, gt=0)
     health_check_max_s: float = Field(default=60.0, gt=0)
-    # Worker processes that make the litellm calls (hub/model_pool.py); 0: on the hub's own
+    # Worker processes that make the litellm calls (hub/model/pool.py); 0: on the hub's own
     # event loop. Each holds ~300 MB (litellm); litellm's ~5 ms of CPU per call moves off the hub.
     workers: int = Field(default=1, ge=0, le=32)
     # Workers that took no call for this long are ended, and the next call starts them again
@@ -275,7 +275,8 @@ class RuntimeSection(SettingsSection):
     max_concurrent_turns: int = Field(default=8, ge=1)
     # The largest attachment an Anima may read (the read_attachment tool).
     max_attachment_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
-    # Inbound pacing (hub/pacing.py): past a burst, one person's messages (and one channel's)
+    # Inbound pacing (hub/inbound/pacing.py): past a burst, one person's messages (and one
+    # channel's)
     # are answered at most this many a minute; the rest wait their turn, none is dropped.
     person_messages_per_minute: float = Field(default=20.0, gt=0)
     person_burst: int = Field(default=10, ge=1)
@@ -312,14 +313,14 @@ class MemorySection(SettingsSection):
 
 
 class SchedulerSection(SettingsSection):
-    """Heartbeats, crons and consolidation (hub/scheduler.py)."""
+    """Heartbeats, crons and consolidation (hub/schedule/scheduler.py)."""
 
     enabled: bool = True
     # How often the scheduler looks for due jobs and changed crons/*.md files.
     tick_s: float = Field(default=1.0, gt=0)
     # A conversation idle this long has its session summarized into the episode log.
     session_idle_minutes: int = Field(default=10, ge=1)
-    # Scheduled model calls (heartbeats, crons) at once, hub-wide (hub/model_gate.py): the
+    # Scheduled model calls (heartbeats, crons) at once, hub-wide (hub/model/gate.py): the
     # rest wait their turn. A provider's 429 halves it for a while; successes grow it back.
     max_model_calls: int = Field(default=4, ge=1, le=256)
     # How long scheduled model calls pause after a 429 whose answer names no Retry-After.
@@ -327,7 +328,7 @@ class SchedulerSection(SettingsSection):
 
 
 class TasksSection(SettingsSection):
-    """Delegation (hub/delegation.py) and running tasks (hub/task_runner.py)."""
+    """Delegation (hub/tasks/delegation.py) and running tasks (hub/tasks/runner.py)."""
 
     # How many delegations a chain may hold: mika → kai → … (a task's depth is below it).
     max_depth: int = Field(default=3, ge=1, le=10)

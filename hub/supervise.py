@@ -18,8 +18,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from hub.memory.redact import redact
 from hub.messages import utcnow
+from hub.redaction.redact import redact
 
 log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]

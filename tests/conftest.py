@@ -19,7 +19,7 @@ from animahub_kit.contract.harness import add_demo_animas as add_demo_animas  # 
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import Clock
-from hub.owner_key import ensure_owner_key
+from hub.people.owner_key import ensure_owner_key
 from hub.settings import Settings, load_settings
 from hub.store.db import Database
 

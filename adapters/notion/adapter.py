@@ -220,7 +220,7 @@ def _report_id(chunk: OutboundChunk) -> str:
 
 def _report(chunk: OutboundChunk, report_id: str) -> Report:
     day = datetime.now(UTC).date().isoformat()
-    task = _TASK_KEY.match(report_id)  # a task's report (hub/task_runner.py keys them)
+    task = _TASK_KEY.match(report_id)  # a task's report (hub/tasks/runner.py keys them)
     status = (task.group(2) or "done") if task else "published"
     return Report(
         report_id,

@@ -233,6 +233,6 @@ class Normalizer:
             address=address,
             sender=PlatformUser(PLATFORM, user, display),
             text=f"/{name} {text}".strip(),
-            command=Command(name, tuple(text.split())),  # as hub/commands/parse.py splits
+            command=Command(name, tuple(text.split())),  # as hub/slash.py splits
             raw={k: v for k, v in payload.items() if k not in ("token", "response_url")},
         )

@@ -3,7 +3,8 @@
 The `X-Telegram-Bot-Api-Secret-Token` header is compared (in constant time) with the
 secret given to `setWebhook` before the body is even read: a request without it, or with
 another, is answered 401 and touches nothing. An update is acknowledged (200) only once the
-hub has stored it, or kept it as failed (hub/failed_updates.py: one nobody can handle must not
+hub has stored it, or kept it as failed (hub/inbound/failed_updates.py: one nobody can handle must
+not
 come back for ever); any other answer makes Telegram deliver it again, and the hub's dedup
 then answers it once.
 """

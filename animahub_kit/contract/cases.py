@@ -25,8 +25,8 @@ from animahub_kit.contract.harness import (
     eventually,
 )
 from hub.adapter import PlatformState
+from hub.delivery.platforms import PlatformStatus
 from hub.messages import DeliveryKind
-from hub.platforms import PlatformStatus
 from hub.store.models import DeliveryRow, InboxItem
 from hub.supervise import Backoff
 

@@ -19,10 +19,10 @@ from typing import Any, Protocol
 from animahub_kit.fakes.faults import FaultPolicy
 from hub.adapter import AdapterFactory, discover
 from hub.app import Hub
-from hub.llm import TurnContext
 from hub.messages import Address
-from hub.runtime import Responders
 from hub.settings import Settings, SettingsSection, installed_sections, load_settings
+from hub.turns.llm import TurnContext
+from hub.turns.runtime import Responders
 
 # A code fence in the middle of a 10,000-character reply: chunking must never break it.
 FENCE = "```python\n" + "\n".join(f"print('line {i:03d}')" for i in range(120)) + "\n```"

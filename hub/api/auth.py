@@ -1,9 +1,10 @@
 """Who sent an /api request (docs/people.md): the edge decides, never the request body.
 
 In order: a bearer token (the server's `[server] api_token` is the admin token, the data
-folder's `owner.key` the owner's, hub/owner_key.py; any other is looked up among the
+folder's `owner.key` the owner's, hub/people/owner_key.py; any other is looked up among the
 people's own tokens), then the web session: its cookie together with its page key
-(`X-Page-Key`, hub/access.py `page_key`). Nothing else: no request is anyone for where it
+(`X-Page-Key`, hub/people/credentials.py `page_key`). Nothing else: no request is anyone for where
+it
 comes from (a reverse proxy on the hub's machine makes every request a loopback one). A
 credential that is given but not valid is refused (401), never passed over for the next rule.
 """
@@ -15,9 +16,9 @@ import re
 
 from starlette.datastructures import Headers
 
-from hub.access import TOKEN_PREFIX, Access, page_key
 from hub.adapter import Caller, CallerKind
-from hub.identity import IdentityService
+from hub.people.credentials import TOKEN_PREFIX, Access, page_key
+from hub.people.identity import IdentityService
 
 SESSION_COOKIE = "animahub_session"
 PAGE_KEY_HEADER = "x-page-key"

@@ -16,15 +16,15 @@ from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, HTTPException, Query
 
-from hub import audit, conversations
 from hub.adapter import AmbiguousName, Caller, PlatformState
 from hub.animas import Anima, effective_timezone
 from hub.api.people_routes import CallerDep, actor_of, when
 from hub.api.routes import AnimaOut, DeliveryOut, HubDep, anima_out
 from hub.app import Hub
-from hub.deliveries import Delivery, UnknownDelivery, WrongState
-from hub.heartbeat import last_runs
-from hub.scheduler import Fire, JobKind
+from hub.delivery.deliveries import Delivery, UnknownDelivery, WrongState
+from hub.schedule.heartbeat import last_runs
+from hub.schedule.scheduler import Fire, JobKind
+from hub.views import audit, conversations
 
 router = APIRouter(prefix="/api")
 WHERE = "api"  # what the audit log says these actions came through
@@ -77,7 +77,7 @@ def dashboard_animas(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
         )
     return {
         "animas": shown,
-        # state, reason (redacted by hub/platforms.py), since, next_retry_at, failures: the
+        # state, reason (redacted by hub/delivery/platforms.py), since, next_retry_at, failures: the
         # page says why a platform is not up, and what happens next
         "platforms": {name: status.as_dict() for name, status in platforms.items()},
         "model": _model_state(hub, caller),
@@ -85,7 +85,7 @@ def dashboard_animas(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
 
 
 def _model_state(hub: Hub, caller: Caller) -> dict[str, Any]:
-    """Whether the models answer (hub/model_health.py), shown to everyone as a platform's
+    """Whether the models answer (hub/model/health.py), shown to everyone as a platform's
     state is; the provider's own error (it may name a host) only to the owner and admins."""
     report = hub.model_health.report()
     if not caller.may_act_for_others:

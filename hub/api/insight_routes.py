@@ -1,4 +1,4 @@
-"""The dashboard's charts over HTTP: `GET /api/stats` (hub/stats.py says what each series
+"""The dashboard's charts over HTTP: `GET /api/stats` (hub/views/stats.py says what each series
 counts). A person may call it (`hub/api/auth.py` `_PERSON_ROUTES`) and gets their own
 messages and the memory a DM with them would recall; admins get the whole hub."""
 
@@ -9,10 +9,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from hub import stats
 from hub.api.people_routes import CallerDep
 from hub.api.routes import HubDep
-from hub.mcp_tools import MemoryTools, Reader
+from hub.views import stats
+from hub.views.mcp_tools import MemoryTools, Reader
 
 router = APIRouter(prefix="/api")
 

@@ -1,10 +1,10 @@
 """The MCP server at /mcp (streamable HTTP, the official MCP SDK): an Anima's memory as
 tools for coding agents and other MCP clients (docs/mcp.md). `animahub mcp` serves the same
-tools over stdio by relaying to this endpoint (hub/cli_mcp.py).
+tools over stdio by relaying to this endpoint (hub/cli/mcp.py).
 
 The caller is whoever the hub's edge recognised for the request (ApiGuard: a person's token,
 the admin token, or the owner on a loopback hub without one), exactly as for /api; the tools
-themselves are in hub/mcp_tools.py. Stateless and JSON-answering: every request stands
+themselves are in hub/views/mcp_tools.py. Stateless and JSON-answering: every request stands
 alone, so any number of hubs behind a balancer, or a restart, loses no session.
 """
 
@@ -23,7 +23,7 @@ from starlette.requests import Request
 from hub import __version__
 from hub.adapter import Caller
 from hub.app import Hub
-from hub.mcp_tools import MemoryTools, Reader, ToolRefused
+from hub.views.mcp_tools import MemoryTools, Reader, ToolRefused
 
 PATH = "/mcp"
 _ANIMA = Annotated[

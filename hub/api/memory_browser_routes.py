@@ -3,7 +3,7 @@ episode days, its knowledge and procedure notes, the graph of their [[wikilinks]
 notes it forgot.
 
 A person may call all but `forgotten` (`hub/api/auth.py` `_PERSON_ROUTES`) and sees what
-the Anima would recall in a DM with them (hub/mcp_tools.py `MemoryTools.visible`); the
+the Anima would recall in a DM with them (hub/views/mcp_tools.py `MemoryTools.visible`); the
 owner and the admin token see every scope. Reading a day or a note is `GET .../read`.
 """
 

@@ -2,7 +2,7 @@
 stage and restore what was forgotten.
 
 A person may search and read (`hub/api/auth.py` `_PERSON_ROUTES`), and gets what the Anima
-would recall in a DM with them (hub/mcp_tools.py `Reader`); the rest is for the owner and
+would recall in a DM with them (hub/views/mcp_tools.py `Reader`); the rest is for the owner and
 the admin token, and the edge answers a person 403 before it runs."""
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from hub.animas import effective_timezone
 from hub.api.people_routes import CallerDep
 from hub.api.routes import HubDep
 from hub.app import Hub
-from hub.mcp_tools import MemoryTools, Reader, item_lines, missing
 from hub.memory.admin_search import recall, rows, scopes_and_layer, search_rows
 from hub.memory.consolidation import Consolidator
 from hub.memory.documents import UNREADABLE
 from hub.memory.files import MemoryPathError
 from hub.memory.readable import AdminOnly
 from hub.memory.service import MemoryService
+from hub.views.mcp_tools import MemoryTools, Reader, item_lines, missing
 
 router = APIRouter(prefix="/api/memory")
 

@@ -13,16 +13,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from pydantic import BaseModel, Field
 
-from hub.access import CredentialInfo
 from hub.adapter import Caller, caller_of
 from hub.api.auth import SESSION_COOKIE, session_secret
 from hub.api.routes import HubDep
 from hub.app import Hub
-from hub.forgetting import Forgotten
-from hub.identity import PersonView
-from hub.linking import PLATFORMS, Account, LinkRefused
 from hub.memory.profiles import Learned
-from hub.people import actor_of as actor_of
+from hub.people.credentials import CredentialInfo
+from hub.people.forgetting import Forgotten
+from hub.people.identity import PersonView
+from hub.people.linking import PLATFORMS, Account, LinkRefused
+from hub.people.speaker import actor_of as actor_of
 from hub.store.models import CredentialKind
 
 router = APIRouter(prefix="/api")
@@ -36,7 +36,7 @@ CallerDep = Annotated[Caller, Depends(get_caller)]
 
 
 class OwnerIn(BaseModel):
-    # A person id, or a name (hub/person_names.py: a name a platform says, or several
+    # A person id, or a name (hub/people/names.py: a name a platform says, or several
     # people go by, is a 409 with the candidates).
     name: str = Field(min_length=1, max_length=200)
     # False: a name that matches nobody is a 404, not a new person.
@@ -106,7 +106,7 @@ def me(caller: CallerDep, hub: HubDep) -> dict[str, Any]:
     """Who this request speaks as; the web chat shows it and opens `default_anima` first
     (the person's own, else the hub's; "" when neither exists). A session's page key is
     never in it: the page got it at sign-in, and a cookie planted in the browser must not
-    be able to ask for it (hub/access.py `page_key`)."""
+    be able to ask for it (hub/people/credentials.py `page_key`)."""
     own = hub.identity.by_id(caller.person_id).default_anima
     default = next((a for a in (own, hub.settings.hub.default_anima) if a in hub.animas), "")
     return {
@@ -197,7 +197,7 @@ def invite(
     person = found or hub.identity.create(name, actor_of(caller))
     issued = hub.access.create_signin(person.id, created_by=caller.person_id)
     hub.people.audit(caller, "person.invite", person.id)
-    # An admin's invite lets the person in (hub/admission.py): their web account, made by
+    # An admin's invite lets the person in (hub/people/admission.py): their web account, made by
     # the hub, would not.
     hub.admission.let_in(person.id)
     return {
@@ -310,7 +310,7 @@ def _shown(hub: Hub, person: PersonView) -> dict[str, Any]:
 
 @router.get("/pairing")
 def pairing(hub: HubDep) -> list[dict[str, Any]]:
-    """Strangers waiting to be let in to DMs (hub/admission.py)."""
+    """Strangers waiting to be let in to DMs (hub/people/admission.py)."""
     return [
         {"id": r.id, "person": r.person_id, "where": r.where, "since": when(r.since)}
         for r in hub.admission.requests()

@@ -8,14 +8,15 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, Field
 from sqlalchemy.exc import DBAPIError
 
-from hub import __version__, failed_updates
+from hub import __version__
 from hub.animas import Anima, effective_model
 from hub.app import Hub
-from hub.deliveries import Delivery
-from hub.memory.redact import fingerprint, redact_json
+from hub.delivery.deliveries import Delivery
+from hub.inbound import failed_updates
+from hub.redaction.redact import fingerprint, redact_json
 from hub.settings import configured_secrets
 from hub.store.models import DeliveryRow
-from hub.turn_retry import recent_failures
+from hub.turns.retry import recent_failures
 
 router = APIRouter(prefix="/api")
 
@@ -171,10 +172,10 @@ def health(hub: HubDep) -> dict[str, Any]:
         "failed_deliveries": deliveries.get("failed", 0) if deliveries is not None else None,
         "tasks": tasks,  # the task board's tasks by state
         # platform updates the hub could not handle in the last day, kept and skipped
-        # (hub/failed_updates.py; the audit log's `update.failed` entries hold them)
+        # (hub/inbound/failed_updates.py; the audit log's `update.failed` entries hold them)
         "failed_updates": failed,
         # messages given up on in the last day, the latest's error with its fix
-        # (hub/turn_retry.py: a model that refused, or failed past the retry bound)
+        # (hub/turns/retry.py: a model that refused, or failed past the retry bound)
         "failed_turns": failed_turns,
         "mailboxes": hub.runtime.mailboxes.pending(),
         # messages from people sending faster than their rate, waiting for their slot

@@ -35,7 +35,7 @@ from hub.api import (
 )
 from hub.api.auth import Authenticator
 from hub.app import Hub
-from hub.owner_key import ensure_owner_key
+from hub.people.owner_key import ensure_owner_key
 from hub.settings import ServerSection
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Sharing from the dashboard (hub/sharing.py): a person's own messages in an Anima's
+"""Sharing from the dashboard (hub/people/sharing.py): a person's own messages in an Anima's
 episodes, and sharing one of them with the team.
 
 Both are the person's own routes (`hub/api/auth.py` `_PERSON_ROUTES`): a caller only ever
@@ -17,7 +17,7 @@ from hub.api.memory_routes import memory_of
 from hub.api.people_routes import CallerDep
 from hub.api.routes import HubDep
 from hub.commands.share import told
-from hub.sharing import ShareRefused
+from hub.people.sharing import ShareRefused
 
 router = APIRouter(prefix="/api/memory")
 

@@ -7,7 +7,8 @@ The owner's link (`animahub start`, `animahub signin`, `POST /api/signin/owner`)
 in the owner's terminal, never posted anywhere: its page sends the POST by itself.
 
 The POST's answer sets the session cookie and hands the hub's page the session's page key
-(hub/access.py `page_key`), which signin.js keeps in the hub's origin's local storage: the
+(hub/people/credentials.py `page_key`), which signin.js keeps in the hub's origin's local storage:
+the
 only way the key reaches a page, so a session cookie planted from another port, without it,
 is nobody."""
 
@@ -21,11 +22,11 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
-from hub.access import OWNER_LABEL, SESSION_TTL, Refused, SignInRefused, page_key
 from hub.adapter import Caller, caller_of
 from hub.api.auth import SESSION_COOKIE
 from hub.api.routes import HubDep
 from hub.app import Hub
+from hub.people.credentials import OWNER_LABEL, SESSION_TTL, Refused, SignInRefused, page_key
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)

@@ -1,4 +1,4 @@
-"""The task board over HTTP (hub/tasks.py): list, show, delegate, cancel, retry. For the
+"""The task board over HTTP (hub/tasks/board.py): list, show, delegate, cancel, retry. For the
 owner and admin tokens only (`hub/api/auth.py`): a task's details are what a person asked a
 manager."""
 
@@ -10,13 +10,13 @@ from zoneinfo import ZoneInfo
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from hub.addressing import Asker
 from hub.api.people_routes import CallerDep, actor_of, when
 from hub.api.routes import HubDep
-from hub.delegation import Request
 from hub.store.models import TaskState
-from hub.task_tools import parse_due
-from hub.tasks import TaskError, TaskView, UnknownTask
+from hub.tasks.addressing import Asker
+from hub.tasks.board import TaskError, TaskView, UnknownTask
+from hub.tasks.delegation import Request
+from hub.tasks.tools import parse_due
 
 router = APIRouter(prefix="/api")
 
@@ -76,7 +76,7 @@ async def delegate(body: DelegateIn, hub: HubDep, caller: CallerDep) -> dict[str
     """Give an Anima a task for its supervisor, as `/anima delegate` does; it starts at once."""
     try:
         due = parse_due(body.due, hub.clock.now(), ZoneInfo(hub.settings.hub.timezone))
-        # The one check of where the hub posts (hub/addressing.py): only the owner and the
+        # The one check of where the hub posts (hub/tasks/addressing.py): only the owner and the
         # admin token reach this route, so it passes, and each target is audited.
         asker = Asker(caller.person_id, caller.may_act_for_others, anima=body.to)
         if body.origin:

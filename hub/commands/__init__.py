@@ -8,6 +8,6 @@ The package itself exports only the parser: adapters reach it through `hub.adapt
 importing the handler here would make that contract pull in the whole hub.
 """
 
-from hub.commands.parse import COMMAND_NAMES, USAGE, is_command_text, parse_command
+from hub.slash import COMMAND_NAMES, USAGE, is_command_text, parse_command
 
 __all__ = ["COMMAND_NAMES", "USAGE", "is_command_text", "parse_command"]

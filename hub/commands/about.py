@@ -1,13 +1,13 @@
 """What the Animas know about the person asking: `/whoami`'s last lines, and `/forget-me`
-(hub/forgetting.py), which asks to be confirmed, since nothing brings it back."""
+(hub/people/forgetting.py), which asks to be confirmed, since nothing brings it back."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from hub.forgetting import Forgotten
-from hub.identity import PersonView
 from hub.messages import Command
+from hub.people.forgetting import Forgotten
+from hub.people.identity import PersonView
 
 Count = Callable[[PersonView], dict[str, int]]
 """How many memories each Anima keeps private to the person."""

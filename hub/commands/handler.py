@@ -3,7 +3,7 @@
 Slack slash commands, Discord application commands and commands typed in the web chat all
 arrive as an `Inbound` with `command` set. Ingress has already persisted and deduplicated
 it; `CommandService.answer` resolves the sender, asks admission (a stranger held back by
-the DM policy runs only `hub.admission.STRANGER_COMMANDS`, and is otherwise told the
+the DM policy runs only `hub.people.admission.STRANGER_COMMANDS`, and is otherwise told the
 pairing notice), runs the command once, closes the inbox row (no turn, no model) and
 returns the text the adapter shows as the command's immediate response. Admin commands
 check the person's roles (from `[hub] admins`), and every admin action and every refusal
@@ -21,19 +21,17 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import func, select
 from sqlmodel import col
 
-from hub.admission import Admission
 from hub.animas import Anima, AnimaRegistry, effective_model
 from hub.commands.about import FORGET_NAMES, AboutCommands
-from hub.commands.parse import USAGE, parse_command
 from hub.commands.people import PeopleCommands
 from hub.commands.share import ShareCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
-from hub.identity import IdentityService, PersonView
-from hub.inbox import OPEN, WAITING, Inbox
-from hub.mailbox import TurnJob
 from hub.messages import AddressKind, Command, DeliveryStatus, Inbound, utcnow
+from hub.people.admission import Admission
+from hub.people.identity import IdentityService, PersonView
 from hub.settings import Settings
+from hub.slash import USAGE, parse_command
 from hub.store.db import Database, as_utc
 from hub.store.models import (
     AuditEntry,
@@ -44,6 +42,8 @@ from hub.store.models import (
     InboxStatus,
     Turn,
 )
+from hub.turns.inbox import OPEN, WAITING, Inbox
+from hub.turns.mailbox import TurnJob
 
 log = logging.getLogger(__name__)
 

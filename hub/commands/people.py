@@ -1,5 +1,6 @@
 """Commands about people: `/link`, `/link CODE` and `/unlink PLATFORM[:USER_ID]` (one person
-across platforms, hub/linking.py), and the admin's `/anima approve CODE` (hub/admission.py).
+across platforms, hub/people/linking.py), and the admin's `/anima approve CODE`
+(hub/people/admission.py).
 
 A link code is only ever handed out in a DM: whoever sends it from another account becomes
 this person, with their private memory, so it must not be read by anyone else.
@@ -9,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hub.access import label_address, where_label
-from hub.admission import Admission
-from hub.identity import PersonView
-from hub.linking import PLATFORMS, Linking, LinkRefused
 from hub.messages import Address, AddressKind, Command, Inbound
+from hub.people.admission import Admission
+from hub.people.credentials import label_address, where_label
+from hub.people.identity import PersonView
+from hub.people.linking import PLATFORMS, Linking, LinkRefused
 
 Notify = Callable[[Address, str], None]
 """Sends a notice to an address through the outbox (the other side of a link)."""

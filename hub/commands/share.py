@@ -1,6 +1,6 @@
-"""`/share`: a person shares what they said with the team (hub/sharing.py).
+"""`/share`: a person shares what they said with the team (hub/people/sharing.py).
 
-`/share` alone (or the whole message "share that with the team", hub/commands/parse.py)
+`/share` alone (or the whole message "share that with the team", hub/slash.py)
 shares the sender's last message in this conversation; `/share TEXT` shares TEXT. Either is
 the sender's own words, so only ever widens what they said, never anyone else's.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from hub.excerpt import cut
-from hub.identity import PersonView
+from hub.memory.excerpt import cut
 from hub.messages import Command, Inbound
-from hub.sharing import Shared, ShareRefused, Sharing
+from hub.people.identity import PersonView
+from hub.people.sharing import Shared, ShareRefused, Sharing
 
 AnimaHere = Callable[[Inbound, PersonView], str | None]
 """The Anima a message sent here would reach (for `/share TEXT`), or None."""

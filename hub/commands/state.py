@@ -1,6 +1,6 @@
 """Paused Animas (`/anima pause`, `/anima resume`) and the messages held while they are.
 
-A message routed to a paused Anima is kept in the inbox held (hub/inbox.py) instead of being
+A message routed to a paused Anima is kept in the inbox held (hub/turns/inbox.py) instead of being
 answered; its sender is told once (per pause, per channel) through a notice delivery. The
 state and the held rows are in the database, so both survive a restart: recovery only
 resubmits open rows, and a held row is not open. Resuming flips the Anima's state and
@@ -18,13 +18,13 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
-from hub.inbox import Inbox
+from hub.delivery.outbox import Outbox
 from hub.live import LiveFeed
-from hub.mailbox import TurnJob
 from hub.messages import Address, DeliveryKind, utcnow
-from hub.outbox import Outbox
 from hub.store.db import Database
 from hub.store.models import AnimaState, DeliveryRow, InboxItem, InboxStatus
+from hub.turns.inbox import Inbox
+from hub.turns.mailbox import TurnJob
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class AnimaStates:
     """Run state of each Anima; no row means running. The scheduler asks `is_paused`.
 
     Which Animas are paused is also kept in memory, since the runtime asks before every
-    turn: this object is the only writer, as one hub holds its database (hub/runfile.py).
+    turn: this object is the only writer, as one hub holds its database (hub/cli/runfile.py).
     """
 
     def __init__(

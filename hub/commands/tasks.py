@@ -1,4 +1,4 @@
-"""`/anima tasks` and `/anima delegate`: the board (hub/tasks.py) from a chat.
+"""`/anima tasks` and `/anima delegate`: the board (hub/tasks/board.py) from a chat.
 
 `/anima tasks` lists open tasks: an admin sees every one, anyone else the tasks they asked
 for, since a task holds what a person asked a manager. `/anima delegate NAME TASK…` (admins)
@@ -7,12 +7,12 @@ gives an Anima a task for its supervisor; the report is posted where the command
 
 from __future__ import annotations
 
-from hub.delegation import Delegation, Request
-from hub.identity import PersonView
 from hub.memory.text import clip
 from hub.messages import Inbound
+from hub.people.identity import PersonView
 from hub.store.models import OPEN_TASK_STATES
-from hub.tasks import TaskBoard, TaskError, TaskView
+from hub.tasks.board import TaskBoard, TaskError, TaskView
+from hub.tasks.delegation import Delegation, Request
 
 _SHOWN = 20
 _RECENT = 3  # finished tasks shown when none is open

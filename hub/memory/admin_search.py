@@ -1,7 +1,7 @@
 """Memory search as the API, the CLI and the MCP tools show it: any layer, including
 "people" (the profiles' learned facts, not in the index), within a `RecallScope`: an
 admin's every scope unless narrowed, a person's what a DM with them would recall
-(hub/mcp_tools.py `Reader.scope`). Each row says why it matched (hub/memory/explain.py)."""
+(hub/views/mcp_tools.py `Reader.scope`). Each row says why it matched (hub/memory/explain.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 knowledge and procedure notes with the [[wikilinks]] between them, and forgotten notes.
 
 Every listing takes `visible`, whether the caller may see an item of a privacy scope
-(hub/mcp_tools.py `MemoryTools.visible`: a person sees what a DM with them would recall, an
+(hub/views/mcp_tools.py `MemoryTools.visible`: a person sees what a DM with them would recall, an
 admin everything), and leaves out what they may not: a link to a note they cannot see is
 drawn as a note that is missing, named by the link's own words, never by that note's path
 or title.

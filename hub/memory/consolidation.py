@@ -42,9 +42,9 @@ from hub.memory.documents import (
 from hub.memory.filing import Candidate, file_fact, winners
 from hub.memory.forgetting import forget, restore
 from hub.memory.notes import Changes, Ledger, load_notes
-from hub.memory.redact import redact
 from hub.memory.service import MemoryService
 from hub.memory.weekly import weekly
+from hub.redaction.redact import redact
 
 __all__ = [
     "STAGES",
@@ -135,7 +135,7 @@ class Consolidator:
     """Runs the stages for the Animas of one MemoryService, one stage at a time per Anima.
 
     `distiller` is one Distiller for every Anima, or a function giving each Anima its own
-    (its model, see `hub.memory.distill_llm.anima_distillers`)."""
+    (its model, see `hub.schedule.distill_llm.anima_distillers`)."""
 
     def __init__(
         self, memory: MemoryService, distiller: Distiller | Callable[[str], Distiller]

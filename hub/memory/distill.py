@@ -1,7 +1,7 @@
 """Distillers: what turns conversations into summaries, knowledge and procedures.
 
 The `Distiller` protocol, and `OfflineDistiller`: deterministic rules, no model needed.
-`hub/memory/distill_llm.py` has the language-model implementation, which falls back to these
+`hub/schedule/distill_llm.py` has the language-model implementation, which falls back to these
 rules call by call.
 
 Offline rules, in short (docs/memory.md has the full list):
@@ -66,7 +66,7 @@ class Session:
     scope: str  # RecallScope.scope_of_new_item() of the conversation
     turns: list[SessionTurn]
     last_turn_id: int  # the summary is written once per (conversation, last turn)
-    dm: bool = False  # a DM: the person gets a handoff (hub/handoffs.py)
+    dm: bool = False  # a DM: the person gets a handoff (hub/people/handoffs.py)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Forgetting a person in an Anima's markdown, in every copy of what they said (hub/forgetting.py
+"""Forgetting a person in an Anima's markdown, in every copy of what they said
+(hub/people/forgetting.py
 forgets them everywhere else).
 
 Their items go wherever consolidation copied them: the sections of the episode days, of the

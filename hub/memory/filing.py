@@ -16,7 +16,7 @@ from typing import Any
 from hub.memory.distill import Fact, add_lines, restates
 from hub.memory.documents import LAYER_DIRS, Layer, MemoryItem, stable_id
 from hub.memory.notes import Changes, Note, free_path, iso, save
-from hub.memory.redact import redact
+from hub.redaction.redact import redact
 
 NOTE_IMPORTANCE = 0.5  # distilled notes rank a little above raw episodes
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

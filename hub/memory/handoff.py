@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from hub.memory.redact import redact
 from hub.memory.text import clip, is_placeholder
+from hub.redaction.redact import redact
 
 PARTS_MAX = 3  # open questions and next steps kept, each
 _PART_CHARS = 200

@@ -27,8 +27,8 @@ from hub.memory.documents import (
     is_retired,
     stable_id,
 )
-from hub.memory.redact import redact
 from hub.memory.slugs import slug
+from hub.redaction.redact import redact
 
 log = logging.getLogger(__name__)
 NOTE_DIRS = ("knowledge", "procedures")  # what consolidation writes, merges and forgets

@@ -13,8 +13,8 @@ from typing import Protocol
 
 from hub.memory.documents import Layer
 from hub.memory.graph import KnowledgeGraph
+from hub.memory.mentions import Named
 from hub.memory.recall import PROFILE, Priming, Recalled, RecallScope, fit, when
-from hub.mentions import Named
 from hub.settings import MemorySection
 
 _NOTES = frozenset({Layer.SEMANTIC.value, Layer.PROCEDURAL.value, Layer.SKILL.value})

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from hub.files import read_document, write_document
 from hub.memory.lexical import tokenize
-from hub.memory.redact import REDACTED_MARK, redact
 from hub.plaintext import one_line
+from hub.redaction.redact import REDACTED_MARK, redact
 
 LEARNED = "## What Animas have learned"
 IN_DM = ", in a DM)_"  # how a bullet learned in a DM ends

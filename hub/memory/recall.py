@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hub.memory.index import Boost, Hit
-from hub.tools import ToolContext
-from hub.working_memory import estimate_tokens
+from hub.memory.working import estimate_tokens
+from hub.model.tools import ToolContext
 
 RECENCY_HALF_LIFE_DAYS = 30.0
 # Lifts on the fused score. Kept below the gap between neighbouring fused ranks for recency
@@ -39,7 +39,7 @@ class RecallScope:
     is_dm: bool
     # Set only for admin tools (API, CLI): these exact scopes, or every scope when empty.
     admin_scopes: tuple[str, ...] | None = None
-    # Ids merged into person_id (hub/linking.py): what they said in DMs is the person's.
+    # Ids merged into person_id (hub/people/linking.py): what they said in DMs is the person's.
     aliases: tuple[str, ...] = ()
 
     @classmethod

@@ -34,7 +34,7 @@ class Wanted:
     # Run each retriever alone as well, to say why each result matched (what the API and
     # CLI show; priming skips it, as it costs two or three more queries).
     explain: bool = True
-    # The query with the people it names as "I" (hub/mentions.py): what the people retriever
+    # The query with the people it names as "I" (hub/memory/mentions.py): what the people retriever
     # searches their words for. Every line of theirs carries their name in its label, so
     # there the name is no search term, only noise (bench/README.md, session 25).
     own_words: str | None = None

@@ -40,15 +40,15 @@ from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import MemoryFilter, SearchMode, VectorIndex
 from hub.memory.index_open import open_index
 from hub.memory.indexer import EMBED_CHARS, Indexer, Progress
+from hub.memory.mentions import Named
 from hub.memory.priming import primed
 from hub.memory.profiles import Profiles, self_statements
 from hub.memory.recall import Priming, Recalled, RecallScope
 from hub.memory.reconcile import behind, changed_items, mark_synced, synced_at
-from hub.memory.redact import redact
 from hub.memory.search import Wanted, asked_in, ranked
 from hub.memory.timings import Durations
-from hub.mentions import Named
 from hub.plaintext import one_line
+from hub.redaction.redact import redact
 from hub.settings import MemorySection
 
 log = logging.getLogger(__name__)

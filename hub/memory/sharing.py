@@ -26,8 +26,8 @@ from hub.memory.documents import (
     importance_of,
     stable_id,
 )
-from hub.memory.redact import redact
 from hub.plaintext import one_line
+from hub.redaction.redact import redact
 
 SHARED = "shared"
 PERSON = "person:"

@@ -30,8 +30,8 @@ from hub.memory.notes import (
     read,
     save,
 )
-from hub.memory.redact import redact
 from hub.memory.service import MemoryService
+from hub.redaction.redact import redact
 
 log = logging.getLogger(__name__)
 COMPRESS_AFTER_DAYS = 30  # episode days older than this become summaries

@@ -14,7 +14,7 @@ from hub.messages import DeliveryKind, DeliveryStatus, utcnow
 
 
 class InboxStatus(StrEnum):
-    """Where an inbox row is in its life; only hub/inbox.py moves a row between them."""
+    """Where an inbox row is in its life; only hub/turns/inbox.py moves a row between them."""
 
     RECEIVED = "received"  # persisted, not yet claimed by a turn (or released for a retry)
     PROCESSING = "processing"  # a turn claimed it
@@ -92,12 +92,12 @@ class Person(SQLModel, table=True):
     roles: list[str] = _json(_new_list)
     default_anima: str | None = Field(default=None, max_length=64)
     created_at: datetime = _ts(nullable=False)
-    # When the offline mode first explained itself to this person (hub/offline.py): once
+    # When the offline mode first explained itself to this person (hub/turns/offline.py): once
     # per person, then in one line.
     offline_told_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     # Who gave the person their name (an admin's invite, `user`, the owner at first start),
     # or "" for a person made from a platform account: that name is the platform's claim,
-    # which anyone can choose, so it never picks the person (hub/person_names.py).
+    # which anyone can choose, so it never picks the person (hub/people/names.py).
     named_by: str = Field(default="", max_length=200, sa_column_kwargs={"server_default": ""})
 
 
@@ -165,7 +165,7 @@ class InboxItem(SQLModel, table=True):
     person_id: str | None = Field(default=None, max_length=64)
     attempts: int = 0  # failed attempts of its turn (the model was down, a bug)
     interrupted: int = 0  # times the hub stopped while its turn ran
-    # When its turn's model call first failed in this spell of retries (hub/turn_retry.py):
+    # When its turn's model call first failed in this spell of retries (hub/turns/retry.py):
     # the bound `runtime.model_retry_for_s` counts from it, across restarts.
     failing_since: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
     error: str | None = None
@@ -214,7 +214,7 @@ class Turn(SQLModel, table=True):
     channel_key: str = Field(max_length=300, index=True)
     anima: str = Field(max_length=64, index=True)
     role: str = Field(max_length=16)  # user | assistant
-    # Indexed: the dashboard lists a person's conversations by it (hub/conversations.py).
+    # Indexed: the dashboard lists a person's conversations by it (hub/views/conversations.py).
     person_id: str | None = Field(default=None, max_length=64, index=True)
     author: str = Field(default="", max_length=200)
     text: str
@@ -245,7 +245,8 @@ class AnimaState(SQLModel, table=True):
 
 
 class HeartbeatRun(SQLModel, table=True):
-    """Each Anima's last heartbeat and what came of it (hub/heartbeat.py), for the dashboard:
+    """Each Anima's last heartbeat and what came of it (hub/schedule/heartbeat.py), for the
+    dashboard:
     the log says it too, but reading logs back is not a query."""
 
     __tablename__ = "heartbeat_run"
@@ -305,7 +306,7 @@ class HandoffStatus(StrEnum):
 
 
 class Handoff(SQLModel, table=True):
-    """Where a person left off with an Anima in a DM (hub/handoffs.py): offered once."""
+    """Where a person left off with an Anima in a DM (hub/people/handoffs.py): offered once."""
 
     __tablename__ = "handoff"
     __table_args__ = (UniqueConstraint("conversation", "anima", "last_turn_id"),)
@@ -345,7 +346,7 @@ OPEN_TASK_STATES = frozenset(
 
 
 class Task(SQLModel, table=True):
-    """A task on the board (hub/tasks.py): a manager Anima's work for a subordinate."""
+    """A task on the board (hub/tasks/board.py): a manager Anima's work for a subordinate."""
 
     __tablename__ = "task"
     id: int | None = Field(default=None, primary_key=True)

@@ -1,4 +1,4 @@
-"""Every write of kept text to the database passes through `redact` (hub/memory/redact.py).
+"""Every write of kept text to the database passes through `redact` (hub/redaction/redact.py).
 
 Writers redact what they write (the turn log, deliveries, the inbox once a turn is done),
 but text reaches the database from many places: the audit log's details, task titles,
@@ -7,7 +7,7 @@ bodies, results and their events, a heartbeat's outcome, a model's error text in
 INSERT and UPDATE, Core or ORM, before it is sent: a writer added later cannot forget.
 
 Not here: the inbox's `text` and `raw`, which the Anima reads while its turn runs (the
-inbox redacts them when the turn closes, hub/inbox.py); and the people, identities and
+inbox redacts them when the turn closes, hub/turns/inbox.py); and the people, identities and
 credentials tables, which hold names and hashes, not text a person wrote.
 """
 
@@ -20,7 +20,7 @@ from sqlalchemy import Engine, event
 from sqlalchemy.sql.dml import Insert, Update
 from sqlalchemy.sql.elements import BindParameter
 
-from hub.memory.redact import redact_json
+from hub.redaction.redact import redact_json
 
 # table -> the columns that keep text a person, a model or an error wrote
 KEPT_TEXT: Mapping[str, frozenset[str]] = {

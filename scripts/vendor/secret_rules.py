@@ -1,4 +1,4 @@
-"""Refresh hub/memory/rules/gitleaks.toml: gitleaks' default rule set, from the registry.
+"""Refresh hub/redaction/rules/gitleaks.toml: gitleaks' default rule set, from the registry.
 
 Gitleaks (MIT, github.com/gitleaks/gitleaks) keeps the best-maintained open rule set for
 credentials; it ships as a Go program with the rules embedded as the text of its

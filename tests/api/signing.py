@@ -1,6 +1,6 @@
 """Signing a test client in as a browser does: the sign-in form's POST, whose answer sets the
 session cookie and carries the page key the hub's page keeps and sends as X-Page-Key
-(hub/api/signin.py, hub/access.py `page_key`)."""
+(hub/api/signin.py, hub/people/credentials.py `page_key`)."""
 
 from __future__ import annotations
 

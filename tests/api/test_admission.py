@@ -1,4 +1,4 @@
-"""Who may reach an Anima in a DM (hub/admission.py, docs/people.md): the defaults (pairing
+"""Who may reach an Anima in a DM (hub/people/admission.py, docs/people.md): the defaults (pairing
 on Telegram and LINE, open elsewhere), an admin's approval, allowlist, and people known from
 an open platform by a link. Messages go in through `Hub.receive`, as adapters hand them."""
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hub.cli import app
+from hub.cli.main import app
 from tests.api.test_people_cli import run
 
 

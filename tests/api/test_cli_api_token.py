@@ -13,9 +13,9 @@ from typer.testing import CliRunner, Result
 from animahub_kit.contract.server import HubServer
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.cli import app
-from hub.owner_key import owner_key_path
-from hub.runfile import hold_data_root
+from hub.cli.main import app
+from hub.cli.runfile import hold_data_root
+from hub.people.owner_key import owner_key_path
 from hub.settings import load_settings
 
 TOKEN = "the-hubs-admin-token"

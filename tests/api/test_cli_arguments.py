@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from hub.cli import app
+from hub.cli.main import app
 
 
 def invoke(*args: str, stdin: str | None = None) -> Result:

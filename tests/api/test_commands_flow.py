@@ -17,10 +17,10 @@ from sqlmodel import col, select
 from hub.app import Hub
 from hub.commands import parse_command
 from hub.commands.state import paused_notice
-from hub.mailbox import TurnJob
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.settings import Settings
 from hub.store.models import AuditEntry, ChannelBinding, DeliveryRow, InboxItem, InboxStatus, Turn
+from hub.turns.mailbox import TurnJob
 from tests.conftest import add_demo_animas, make_settings
 
 ROOT = PlatformUser("web", "root", "root")  # an admin in these settings

@@ -16,7 +16,7 @@ from animahub_kit.contract.harness import eventually
 from hub.adapter import CallerKind, PlatformState
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.spread import heartbeat_trigger, offsets
+from hub.schedule.spread import heartbeat_trigger, offsets
 from hub.store.models import InboxItem, InboxStatus
 from tests.api.dashboard_hub import (
     ADMIN,
@@ -89,7 +89,7 @@ async def test_the_animas_their_tree_schedule_heartbeat_and_turns_today(
     assert aria["last_heartbeat"] == START.isoformat()
     assert aria["last_heartbeat_outcome"] == beat.json()["outcome"].removeprefix("aria: ")
     assert mika["last_heartbeat"] is None and mika["last_heartbeat_outcome"] is None
-    # Within the half hour, at aria's own phase of it among the Animas (hub/spread.py).
+    # Within the half hour, at aria's own phase of it among the Animas (hub/schedule/spread.py).
     every = [a.name for a in hub.animas.all() if a.spec.heartbeat.interval_minutes == 30]
     phase = offsets(every, timedelta(minutes=30))["aria"]
     beat = heartbeat_trigger(phase, 30, "UTC").get_next_fire_time(None, START)

@@ -1,4 +1,4 @@
-"""Delegation end to end in one process (hub/delegation.py, hub/task_runner.py): a manager
+"""Delegation end to end in one process (hub/tasks/delegation.py, hub/tasks/runner.py): a manager
 hands a subordinate a task by tool, by command or in plain words; the task runs as the
 assignee's own turn (through litellm against the fake OpenAI server, or offline); its report
 reaches the conversation that asked once, and the manager's next turn and memory; a failing
@@ -20,9 +20,9 @@ from sqlmodel import col, select
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, PlatformUser
+from hub.model.tools import ToolContext
 from hub.store.models import DeliveryRow, InboxItem, TaskState, Turn
-from hub.tasks import NewTask, TaskView
-from hub.tools import ToolContext
+from hub.tasks.board import NewTask, TaskView
 from tests.api.test_chat_api import chat, sse_events
 from tests.api.test_linking import command
 from tests.conftest import started_hub
@@ -177,7 +177,7 @@ async def test_the_limits_refuse_with_a_reason_and_a_log_line(
 ) -> None:
     hub = offline
     hub.create_anima("zed", "engineer", "aria")
-    caplog.set_level(logging.WARNING, logger="hub.delegation")
+    caplog.set_level(logging.WARNING, logger="hub.tasks.delegation")
     assert "not a direct subordinate of mika" in await delegate(hub, mika(), to="zed", title="x")
     assert "mika's direct subordinates: aria, kai" in caplog.text
     assert "cannot delegate to itself" in await delegate(hub, mika(), to="mika", title="x")

@@ -1,4 +1,4 @@
-"""What the Animas know about a person, and forgetting it (hub/forgetting.py,
+"""What the Animas know about a person, and forgetting it (hub/people/forgetting.py,
 docs/people.md): `/whoami` counts a person's private memories, `/forget-me confirm` deletes
 them from markdown and index with the facts learned and the DM conversations, someone else's
 stay, and the audit log says it happened, not what. Through `Hub.receive` and the API, with
@@ -17,11 +17,11 @@ from animahub_kit.contract.harness import eventually
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.files import write_document
-from hub.forgetting import FORGOTTEN_TASK
 from hub.memory.recall import RecallScope
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
+from hub.people.forgetting import FORGOTTEN_TASK
 from hub.store.models import AuditEntry, InboxItem, TaskEvent, TaskState, Turn
-from hub.tasks import NewTask
+from hub.tasks.board import NewTask
 from tests.api.test_linking import command
 from tests.api.test_people import ADMIN, TOKEN, web
 from tests.conftest import started_hub

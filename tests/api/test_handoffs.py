@@ -1,4 +1,4 @@
-"""Where you left off (hub/handoffs.py, docs/people.md): a DM session that ends leaves a
+"""Where you left off (hub/people/handoffs.py, docs/people.md): a DM session that ends leaves a
 handoff for its person; it is offered once, in a DM on another platform at once or in the
 same DM after the gap; never in a channel or to someone else, whom it is not used up by; it
 expires, follows a link, goes with `/forget-me`, and the API lists it. Through

@@ -1,4 +1,4 @@
-"""One person across platforms (hub/linking.py, docs/people.md): `/link` codes, what a link
+"""One person across platforms (hub/people/linking.py, docs/people.md): `/link` codes, what a link
 merges, `/unlink`, the admin's people API, and DM memory that follows the person and no one
 else. Commands go in through `Hub.receive`, as every adapter hands them over."""
 
@@ -13,10 +13,10 @@ from sqlmodel import select
 
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.linking import ALPHABET, CODE_LENGTH
 from hub.memory.recall import RecallScope
 from hub.memory.service import TurnRecord
 from hub.messages import Address, AddressKind, Command, Inbound, PlatformUser
+from hub.people.linking import ALPHABET, CODE_LENGTH
 from hub.store.models import AuditEntry, DeliveryRow
 from tests.api.test_people import ADMIN, TOKEN, _started, web
 from tests.conftest import started_hub

@@ -10,7 +10,7 @@ from typing import Any
 from websockets.asyncio.client import connect
 
 from hub.app import Hub
-from hub.tasks import NewTask
+from hub.tasks.board import NewTask
 from tests.api.test_live_ws import _http, _next, clock, served  # noqa: F401 (the fixtures)
 from tests.api.test_people import TOKEN, say, token_for
 

@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from hub.api import live_ws
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.tasks import NewTask
+from hub.tasks.board import NewTask
 from tests.api.test_people import ADMIN, TOKEN, say, token_for
 from tests.api.web_edge import EVIL, uvicorn_serving
 from tests.conftest import owner_headers, started_hub

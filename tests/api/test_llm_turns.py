@@ -12,7 +12,7 @@ import pytest
 
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.model_failure import FailureKind
+from hub.model.failure import FailureKind
 from tests.api.test_chat_api import chat, sse_events
 from tests.conftest import add_demo_animas, make_settings, owner_headers
 
@@ -78,7 +78,7 @@ async def test_tool_calling_loop(
     client, _hub = llm_client
     fake_openai.queue_tool_call("current_time", {"timezone": "Asia/Tokyo"})
     fake_openai.queue_reply("It is evening in Tokyo.")
-    with caplog.at_level(logging.INFO, logger="hub.runtime"):
+    with caplog.at_level(logging.INFO, logger="hub.turns.runtime"):
         response = await chat(client, "kai", message="What time is it in Tokyo?")
     assert reply_text(response) == "It is evening in Tokyo."
     assert len(fake_openai.requests) == 2
@@ -98,7 +98,7 @@ async def test_permanent_model_error_tells_the_sender(llm_client: Any, fake_open
     response = await chat(client, "aria", message="hello?")
     events = sse_events(response.text)
     assert events[-1]["type"] == "error"
-    # one plain sentence, no provider text (issue 47: the kind's words, hub/model_failure.py)
+    # one plain sentence, no provider text (issue 47: the kind's words, hub/model/failure.py)
     assert events[-1]["message"] == (
         "Sorry, I cannot answer your message. " + FailureKind.KEY_REFUSED.for_person
     )

@@ -1,7 +1,7 @@
 """What a local model server's refusals become: real litellm against the fakes of
 animahub_kit/fakes/local_models/, through the hub's own call arguments (`litellm_kwargs`), so a
-refusal is read as the failure it is (hub/model_failure.py), never as litellm's "Missing
-credentials"; and the settings that cannot work, named at start (hub/model_routes.py)."""
+refusal is read as the failure it is (hub/model/failure.py), never as litellm's "Missing
+credentials"; and the settings that cannot work, named at start (hub/model/routes.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 
 from animahub_kit.fakes.local_models.server import FakeLocalServer
 from animahub_kit.fakes.local_models.spec import OLLAMA, ServerSpec, spec_from_commands
-from hub.model_client import LiteLLMCalls, LLMError
-from hub.model_failure import FailureKind
-from hub.model_routes import (
+from hub.model.client import LiteLLMCalls, LLMError
+from hub.model.failure import FailureKind
+from hub.model.routes import (
     PLACEHOLDER_KEY,
     ModelSetup,
     litellm_kwargs,

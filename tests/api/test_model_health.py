@@ -1,6 +1,6 @@
 """A failing model is visible: /api/system/health says which model is degraded or down,
 why, since when and what to do, checks it again with backoff by the cheapest call, and says
-`ok` once a call succeeds (hub/model_health.py). Through the real hub, litellm and the fake
+`ok` once a call succeeds (hub/model/health.py). Through the real hub, litellm and the fake
 OpenAI server (animahub_kit/fakes/openai_server.py)."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from animahub_kit.contract.server import HubServer
 from animahub_kit.fakes.openai_server import FakeOpenAI
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.cli import app
-from hub.model_failure import FailureKind
-from hub.runfile import hold_data_root
+from hub.cli.main import app
+from hub.cli.runfile import hold_data_root
+from hub.model.failure import FailureKind
 from tests.api.test_chat_api import chat
 from tests.conftest import add_demo_animas, make_settings, owner_headers
 
@@ -220,7 +220,7 @@ async def test_no_key_at_all_is_key_refused_and_nothing_is_sent(
     home: Path, fake_openai: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """OpenAI's own route with no key anywhere (a local server at `api_base` gets a
-    placeholder, hub/model_routes.py): litellm (the openai SDK) refuses to send a request
+    placeholder, hub/model/routes.py): litellm (the openai SDK) refuses to send a request
     without one, and the checks cannot mend that either."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     hub = await open_hub(home, fake_openai, api_key=None, api_base="")

@@ -21,10 +21,10 @@ from sqlmodel import col, select
 
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.cli_status import _failed_turns_line
-from hub.model_client import LLMError
-from hub.model_failure import FailureKind
-from hub.model_routes import litellm_kwargs
+from hub.cli.status import _failed_turns_line
+from hub.model.client import LLMError
+from hub.model.failure import FailureKind
+from hub.model.routes import litellm_kwargs
 from hub.settings import Settings
 from hub.store.models import DeliveryRow, InboxItem
 from tests.api.test_chat_api import chat, sse_events
@@ -183,7 +183,7 @@ async def test_a_refused_key_is_explained_once_and_not_retried(
 ) -> None:
     client, hub = started
     fake_openai.fail_next(status=401, message="Incorrect API key provided: sk-abc***xyz")
-    with caplog.at_level(logging.ERROR, logger="hub.runtime"):
+    with caplog.at_level(logging.ERROR, logger="hub.turns.runtime"):
         events = sse_events((await chat(client, "aria", message="hello?")).text)
     kind = FailureKind.KEY_REFUSED
     assert events[-1] == {

@@ -12,9 +12,9 @@ import httpx
 
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.llm import TurnContext
-from hub.offline import OfflineResponder
-from hub.runtime import Responders
+from hub.turns.llm import TurnContext
+from hub.turns.offline import OfflineResponder
+from hub.turns.runtime import Responders
 from tests.api.test_chat_api import chat, sse_events
 from tests.conftest import add_demo_animas, make_settings, owner_headers
 

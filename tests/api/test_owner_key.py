@@ -12,7 +12,7 @@ import pytest
 
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.owner_key import OwnerKeyError, ensure_owner_key, owner_key_path, read_owner_key
+from hub.people.owner_key import OwnerKeyError, ensure_owner_key, owner_key_path, read_owner_key
 from tests.api.signing import same_origin, sign_in
 from tests.conftest import owner_headers, started_hub
 

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from hub.app import Hub
-from hub.cli import app
+from hub.cli.main import app
 from hub.messages import PlatformUser
 from hub.settings import load_settings
 from hub.store.db import Database
@@ -41,7 +41,7 @@ def invoke(*args: str, typed: str | None = None) -> Result | Ran:
     try:
         os.write(main, typed.encode())
         done = subprocess.run(
-            [sys.executable, "-c", "from hub.cli import app; app()", *args],
+            [sys.executable, "-c", "from hub.cli.main import app; app()", *args],
             stdin=terminal,
             capture_output=True,
             text=True,

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.cli import app
+from hub.cli.main import app
 from hub.settings import load_settings
 from tests.api.signing import sign_in
 

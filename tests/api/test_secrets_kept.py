@@ -19,13 +19,13 @@ from sqlmodel import select
 
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.delegation import Request
 from hub.logs import configure
 from hub.store.models import AuditEntry, Task
+from hub.tasks.delegation import Request
 from tests.api.test_chat_api import chat, sse_events
 from tests.conftest import add_demo_animas, make_settings, owner_headers
 
-# Each one in the shape its provider issues (hub/memory/redact.py); values made up.
+# Each one in the shape its provider issues (hub/redaction/redact.py); values made up.
 SECRETS = {
     "openai": "sk-proj-Q7fLm2Xv9TzR4kWp8NbY3cHd6JsA1eGu",
     "aws": "AKIAQ3JW5MPLR7KEY2ZZ",

@@ -1,4 +1,4 @@
-"""The dashboard's charts (`GET /api/stats`, hub/stats.py): messages per platform and day,
+"""The dashboard's charts (`GET /api/stats`, hub/views/stats.py): messages per platform and day,
 turn seconds, recall latency, memory per layer and what was forgotten; a person's own
 share of it. Real messages through the chat API and `Hub.receive`, real memory."""
 

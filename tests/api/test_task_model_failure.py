@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from hub.app import Hub
-from hub.model_failure import FailureKind
+from hub.model.failure import FailureKind
 from hub.store.models import TaskState
 from tests.api.test_delegation import delegate, deliveries, mika, modelled, settled
 

@@ -11,9 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from hub.app import Hub
-from hub.cli import app
+from hub.cli.main import app
 from hub.settings import load_settings
-from hub.tasks import NewTask
+from hub.tasks.board import NewTask
 from tests.api.test_people_cli import run
 
 

@@ -18,7 +18,7 @@ from sqlmodel import col, select
 
 from hub.api.routes import health
 from hub.app import Hub
-from hub.identity import PersonView
+from hub.people.identity import PersonView
 from hub.store.models import DeliveryRow, InboxItem
 from tests.api.test_model_retry import eventually
 from tests.api.test_recovery import inbound

@@ -2,7 +2,7 @@
 
 Fixtures, for any test module in tests/browser:
 
-- `hub` (one per module): the running hub. `hub.url` is its base URL, `hub.cli(...)` runs
+- `hub` (one per module): the running hub. `hub.url` is its base URL, `hub.cli.main(...)` runs
   `animahub` against it (fails the test on a non-zero exit), `hub.sign_in_link(name)` is
   `animahub people invite NAME`'s link, `hub.owner_link()` `animahub signin`'s (the owner's),
   `hub.process` the underlying `HubProcess` (`process.owner()`: the owner's key, for httpx).

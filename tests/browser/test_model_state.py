@@ -1,6 +1,6 @@
 """A model that fails is in full view on the dashboard, against a real `animahub start`
 whose model is the fake OpenAI server: down with its reason, since when and the fix, and
-gone once the server is back (hub/model_health.py). Screenshots land in artifacts/."""
+gone once the server is back (hub/model/health.py). Screenshots land in artifacts/."""
 
 from __future__ import annotations
 

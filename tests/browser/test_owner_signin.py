@@ -20,7 +20,7 @@ import httpx
 import pytest
 from playwright.sync_api import Page, expect
 
-from hub.identity import os_user
+from hub.people.identity import os_user
 from tests.browser.conftest import OWNER, BrowserPages, RunningHub
 from tests.browser.test_web_chat import open_anima, send
 from tests.e2e.hubproc import HubProcess, cli, free_port

@@ -1,4 +1,4 @@
-"""Admission before any command, per platform (issue 41 class 2, hub/admission.py).
+"""Admission before any command, per platform (issue 41 class 2, hub/people/admission.py).
 
 Each platform's own command path, through its real adapter and fake (Telegram bot commands
 and LINE typed commands as messages, Slack slash commands, Discord slash interactions) and
@@ -33,8 +33,8 @@ from animahub_kit.contract import (
 from animahub_kit.contract.harness import eventually
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.identity import PersonView
 from hub.messages import PlatformUser
+from hub.people.identity import PersonView
 from hub.store.models import Credential, CredentialKind
 from tests.api.test_chat_api import sse_events
 from tests.conftest import started_hub

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from hub.owner_key import read_owner_key
+from hub.people.owner_key import read_owner_key
 
 BIN = Path(sys.executable).parent
 

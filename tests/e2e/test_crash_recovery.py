@@ -82,7 +82,7 @@ def test_sigkill_mid_turn_then_restart_answers_once(tmp_path: Path, fake_llm: st
     sender.start()
     wait_for(lambda: len(control(fake_llm, "requests")) == 1)  # the turn is at the model
     assert hub.proc is not None
-    workers = child_pids(hub.proc.pid, "hub.model_worker")
+    workers = child_pids(hub.proc.pid, "hub.model.worker")
     assert len(workers) == 1  # [llm] workers = 1: the call is in that process
     hub.kill()
     sender.join(timeout=30)

@@ -139,7 +139,7 @@ def test_delegation_survives_a_kill_and_reports_once(
     for name in ("mika", "aria", "kai"):
         toml = home / "animas" / name / "anima.toml"
         text = toml.read_text().replace('model = ""', f'model = "openai/{name}"')
-        # Sam is no admin, so the model may not name Notion in his turn (hub/addressing.py):
+        # Sam is no admin, so the model may not name Notion in his turn (hub/tasks/addressing.py):
         # the report goes there as the admin configured it, in each assignee's anima.toml.
         if name != "mika":
             text = text.replace("report_to = []", f'report_to = ["{NOTION}"]')

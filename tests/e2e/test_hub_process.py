@@ -13,7 +13,7 @@ import httpx
 import pytest
 from sqlmodel import select
 
-from hub.runfile import hold_data_root
+from hub.cli.runfile import hold_data_root
 from hub.store.db import Database
 from hub.store.models import Person
 from tests.e2e.hubproc import HubProcess, cli, free_port

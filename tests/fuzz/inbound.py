@@ -1,5 +1,5 @@
 """What every normalized Inbound must be, whatever the platform sent: what the hub can store
-and act on (hub/ingress.py stores the address as a string and parses it back)."""
+and act on (hub/inbound/ingress.py stores the address as a string and parses it back)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """split_text over any text and limit: every chunk fits, and the chunks are the input in order,
 with only the whitespace at each cut dropped and the fence lines a cut closes and reopens
-added (hub/chunking.py)."""
+added (hub/delivery/chunking.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hub.chunking import MIN_LIMIT, split_text
+from hub.delivery.chunking import MIN_LIMIT, split_text
 from tests.fuzz.strategies import examples, nasty_text
 
 # Markdown made of the pieces a cut has to respect: fences (closed, unclosed, nested kinds,

@@ -1,4 +1,4 @@
-"""The cron parser (hub/crons.py) over any crons/*.md text and any schedule: jobs and
+"""The cron parser (hub/schedule/crons.py) over any crons/*.md text and any schedule: jobs and
 problems, never an exception; a schedule is a trigger or a ScheduleError, and a trigger
 fires on the weekdays crontab would."""
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hub.crons import KINDS, ScheduleError, cron_trigger, parse_cron_text
+from hub.schedule.crons import KINDS, ScheduleError, cron_trigger, parse_cron_text
 from hub.settings import check_timezone
 from tests.fuzz.strategies import examples, nasty_text
 

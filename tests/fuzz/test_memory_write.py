@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from hub.app import Hub
-from hub.memory.redact import redact
+from hub.redaction.redact import redact
 from tests.fuzz.strategies import examples, nasty_text
 from tests.fuzz.test_front_matter import written_file
 

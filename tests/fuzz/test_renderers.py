@@ -18,7 +18,7 @@ from adapters.slack.render import to_mrkdwn
 from adapters.telegram.render import balance, split_balanced, to_html
 from adapters.telegram.render import to_plain as telegram_text
 from animahub_kit.fakes.telegram_html import parse
-from hub.chunking import MIN_LIMIT, split_text
+from hub.delivery.chunking import MIN_LIMIT, split_text
 from tests.fuzz.strategies import examples, nasty_text
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits: `_` is markup

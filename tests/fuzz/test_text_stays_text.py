@@ -19,7 +19,6 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from hub.files import read_document, write_document
-from hub.identity import PROFILE_BODY
 from hub.memory.documents import (
     Layer,
     MemoryItem,
@@ -35,6 +34,7 @@ from hub.memory.documents import (
 )
 from hub.memory.notes import load_notes, save
 from hub.memory.profiles import Profiles, heading
+from hub.people.identity import PROFILE_BODY
 from tests.fuzz.markup import text
 from tests.fuzz.strategies import examples, nasty_text
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hub.animas import AnimaRegistry
-from hub.cli import app
+from hub.cli.main import app
 from hub.memory.consolidation import stage_days
 from hub.memory.documents import Layer, MemoryItem, append_episode, episode_path, stable_id
 from hub.roles import load_roles

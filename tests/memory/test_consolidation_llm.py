@@ -14,10 +14,10 @@ import pytest
 
 from hub.memory.consolidation import Consolidator, Session, SessionTurn
 from hub.memory.distill import OfflineDistiller
-from hub.memory.distill_llm import LLMDistiller, make_distiller, parse_json
 from hub.memory.documents import read_episodes
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService
+from hub.schedule.distill_llm import LLMDistiller, make_distiller, parse_json
 from hub.settings import LLMSection
 from tests.memory import test_consolidation as offline_tests
 from tests.memory.test_consolidation import (
@@ -233,8 +233,8 @@ def test_parse_json_is_forgiving() -> None:
 
 def test_anima_model_picks_the_distiller(tmp_path: Path) -> None:
     from hub.animas import AnimaRegistry
-    from hub.memory.distill_llm import anima_distillers
     from hub.roles import load_roles
+    from hub.schedule.distill_llm import anima_distillers
 
     registry = AnimaRegistry(tmp_path / "animas", load_roles())
     registry.load()

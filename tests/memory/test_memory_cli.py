@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from hub.cli import app
+from hub.cli.main import app
+from hub.cli.runfile import hold_data_root
 from hub.memory.index import MemoryFilter
 from hub.memory.service import MemoryService
-from hub.runfile import hold_data_root
 from hub.settings import load_settings
 
 # Wide enough that a result row is not wrapped into many short lines.

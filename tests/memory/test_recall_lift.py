@@ -30,9 +30,9 @@ from hub.memory.lifts import (
     lift_when,
     lift_within,
 )
+from hub.memory.mentions import Mentions, Named
 from hub.memory.recall import RecallScope, rescore, used
 from hub.memory.service import MemoryService
-from hub.mentions import Mentions, Named
 from hub.settings import MemorySection
 
 FLT = MemoryFilter("aria", scopes=("shared",), since=100.0)

@@ -1,4 +1,4 @@
-"""Tests for hub.memory.redact: provider formats, realistic pastes, ordinary text, idempotence.
+"""Tests for hub.redaction.redact: provider formats, realistic pastes, ordinary text, idempotence.
 
 Secrets are generated from a seeded RNG rather than written out, so no scanner mistakes
 this file for a leak, and each run sees the same values.
@@ -13,7 +13,7 @@ import string
 
 import pytest
 
-from hub.memory.redact import redact
+from hub.redaction.redact import redact
 
 ALNUM = string.ascii_letters + string.digits
 B64URL = ALNUM + "-_"

@@ -1,4 +1,4 @@
-"""The redactor's rule sources (hub/memory/ruleset.py, hand_rules.py, redact.py): the
+"""The redactor's rule sources (hub/redaction/ruleset.py, hand_rules.py, redact.py): the
 vendored gitleaks rules all load and translate, a sample of credential formats from every
 source is caught (the full sweep is bench/secrets_recall.py), configured credentials are
 redacted by value and shown by fingerprint, and the stream redactor keeps its promise.
@@ -16,9 +16,9 @@ import warnings
 
 import pytest
 
-from hub.memory import redact as redact_module
-from hub.memory.redact import StreamRedactor, fingerprint, redact, remember_secrets
-from hub.memory.ruleset import RULES_FILE, gitleaks, python_pattern
+from hub.redaction import redact as redact_module
+from hub.redaction.redact import StreamRedactor, fingerprint, redact, remember_secrets
+from hub.redaction.ruleset import RULES_FILE, gitleaks, python_pattern
 
 ALNUM = string.ascii_letters + string.digits
 B64URL = ALNUM + "-_"

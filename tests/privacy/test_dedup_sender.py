@@ -19,8 +19,8 @@ from sqlmodel import select
 from animahub_kit.contract.harness import ScriptedResponder
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.runtime import Responders
 from hub.store.models import InboxItem
+from hub.turns.runtime import Responders
 from tests.api.test_chat_api import sse_events
 from tests.api.test_people import TOKEN, token_for
 from tests.conftest import add_demo_animas, make_settings

@@ -4,7 +4,7 @@ A Telegram stranger calls themselves "Carol" (anyone picks their own display nam
 writes first. Before, they became person `carol`: `people invite Carol` then signed the real
 Carol into the stranger's person (her DMs recalled to the stranger), and `[hub] admins =
 ["web:carol"]` made the stranger an admin after `/web`. Now no display name picks anyone
-(hub/person_names.py): person ids are opaque, every place that takes a name asks when the
+(hub/people/names.py): person ids are opaque, every place that takes a name asks when the
 name is a platform's or several people's (409 with the candidates and their accounts), and
 config names accounts by their platform's user id or an admin's person by id. Through the
 real hub and its API, on SQLite and PostgreSQL."""
@@ -27,10 +27,10 @@ from sqlmodel import select
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.commands.parse import parse_command
-from hub.linking import Account
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
+from hub.people.linking import Account
 from hub.settings import ConfigError
+from hub.slash import parse_command
 from hub.store.db import MIGRATIONS, Database
 from hub.store.models import AuditEntry, CredentialKind, Identity, Person
 from tests.api.signing import sign_in
@@ -188,7 +188,7 @@ async def test_a_stranger_goes_by_the_owners_name_and_does_not_become_owner(
     who wrote before the owner was made (or after an owner change) took it."""
     db = Database(database_url)
     db.migrate()
-    from hub.identity import IdentityService
+    from hub.people.identity import IdentityService
     from tests.conftest import make_settings
 
     settings = make_settings(home, **_settings(database_url))

@@ -3,7 +3,7 @@
 Eve writes, in her own DM, lines shaped like an episode file's section headings and
 metadata comments: one "section" in Bob's private scope (a bank account for his refunds)
 and one shared (an approval code for wire transfers). And through MCP `memory_write` (its
-tools, hub/mcp_tools.py) she writes a note whose pasted private key, redacted after the
+tools, hub/views/mcp_tools.py) she writes a note whose pasted private key, redacted after the
 front matter was made, would have let her body say `scope: shared`. Everything she wrote
 must stay one item each, in her own scope: Bob is not told the account in his DM, nobody
 is told the code in a channel or by the memory search and read APIs, and a day's
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import httpx
 
-from hub.mcp_tools import MemoryTools, Reader
 from hub.memory.documents import episode_path, items_in
 from hub.memory.notes import load_notes
+from hub.views.mcp_tools import MemoryTools, Reader
 from tests.privacy.world import ANIMA, GENERAL, TG_PEOPLE, World, open_world, slack_user
 
 ACCOUNT = "DE89 3704 0044 0532 0130 00"

@@ -6,7 +6,7 @@ Through the real hub, its real Slack, Telegram and web adapters and the scripted
 `dm:` and as its address), a channel they never wrote in, another platform's address. Each
 call comes back as a tool error the model reads, which names the rule and not whose the
 place is; no task is made and nothing is posted there. A person's own DM and a channel they
-wrote in are fine, and an admin may name anything, audited (hub/addressing.py).
+wrote in are fine, and an admin may name anything, audited (hub/tasks/addressing.py).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from sqlmodel import col, select
 
 from animahub_kit.contract.harness import eventually
 from animahub_kit.fakes.telegram_server import JSON
-from hub.addressing import ADMIN_AUDIT
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, TaskState
+from hub.tasks.addressing import ADMIN_AUDIT
 from tests.privacy.world import (
     ANIMA,
     FINANCE,

@@ -1,4 +1,4 @@
-"""Class 9 of issue 41 at the mechanism (hub/addressing.py), on SQLite and PostgreSQL: every
+"""Class 9 of issue 41 at the mechanism (hub/tasks/addressing.py), on SQLite and PostgreSQL: every
 way a target reaches the hub passes one check. A task's turn cannot widen where its task
 reports; a heartbeat's or cron's turn names only its own targets; the offline mode's plain
 words never carry a target; a task stored before the check (or whose asker's rights have
@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 from sqlmodel import col, select
 
-from hub.addressing import ADMIN_AUDIT
 from hub.app import Hub
-from hub.identity import PersonView
-from hub.mcp_tools import MemoryTools, Reader, ToolRefused
 from hub.messages import Address, AddressKind, DeliveryStatus, Inbound, PlatformUser
+from hub.model.tools import ToolContext
+from hub.people.identity import PersonView
 from hub.store.models import AuditEntry, DeliveryRow, TaskState
-from hub.tasks import NewTask, TaskView
-from hub.tools import ToolContext
+from hub.tasks.addressing import ADMIN_AUDIT
+from hub.tasks.board import NewTask, TaskView
+from hub.views.mcp_tools import MemoryTools, Reader, ToolRefused
 from tests.api.test_people import ADMIN, TOKEN, web
 from tests.conftest import started_hub
 

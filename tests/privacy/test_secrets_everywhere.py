@@ -25,9 +25,9 @@ from animahub_kit.contract.harness import eventually
 from animahub_kit.contract.telegram_harness import open_harness
 from hub.adapter import PlatformState
 from hub.api.server import create_app
-from hub.cli_status import _status_table
+from hub.cli.status import _status_table
 from hub.logs import RedactingFilter, RedactingFormatter
-from hub.memory.redact import fingerprint, remember_secrets
+from hub.redaction.redact import fingerprint, remember_secrets
 from hub.store.db import Database
 from hub.store.models import AuditEntry, HeartbeatRun, InboxItem, Task, TaskEvent
 from tests.conftest import owner_headers
@@ -113,5 +113,5 @@ def test_kept_columns_are_redacted_whoever_writes_them(db: Database) -> None:
             dump = str(conn.execute(text(f'SELECT * FROM "{table}"')).all())
             assert KEY not in dump and "[REDACTED:gitlab-pat]" in dump, table
         inbox = conn.execute(text("SELECT text, error FROM inbox")).one()
-    assert KEY in inbox.text  # redacted when its turn closes (hub/inbox.py), not before
+    assert KEY in inbox.text  # redacted when its turn closes (hub/turns/inbox.py), not before
     assert KEY not in inbox.error

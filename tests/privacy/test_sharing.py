@@ -21,7 +21,7 @@ from hub.app import Hub
 from hub.memory.documents import read_episodes
 from hub.memory.recall import RecallScope
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
-from hub.sharing import SHARED_ACTION
+from hub.people.sharing import SHARED_ACTION
 from hub.store.models import AuditEntry, DeliveryRow, TaskState
 from tests.api.test_forgetting import tell
 from tests.api.test_mcp import refusal, session, text_of
@@ -36,7 +36,7 @@ _events = itertools.count()
 
 async def command(hub: Hub, where: Address, who: PlatformUser, text: str) -> str:
     """A typed command (or the share phrase) as the web chat and Telegram parse it."""
-    from hub.commands.parse import parse_command
+    from hub.slash import parse_command
 
     parsed = parse_command(text)
     assert parsed is not None, text

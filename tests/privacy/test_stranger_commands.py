@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from hub.admission import STRANGER_COMMANDS, stranger_may
 from hub.app import Hub
-from hub.commands.parse import COMMAND_NAMES, parse_command
 from hub.messages import Address, AddressKind, Command, PlatformUser
+from hub.people.admission import STRANGER_COMMANDS, stranger_may
+from hub.slash import COMMAND_NAMES, parse_command
 from hub.store.models import Credential, CredentialKind, InboxItem
 from tests.api.test_admission import EVE, EVE_DM, GROUP, notices_to, say, started
 from tests.api.test_linking import command

@@ -179,7 +179,7 @@ class World:
 
     async def _web_auth(self, person: str) -> dict[str, str]:
         """`person`'s own API token, made by the owner (the loopback hub's caller) for the
-        person by id: a name a platform account goes by picks no one (hub/person_names.py)."""
+        person by id: a name a platform account goes by picks no one (hub/people/names.py)."""
         if person not in self.web_tokens:
             made = await self.http.post("/api/tokens", json={"person": self._known_as(person)})
             assert made.status_code == 201, made.text

@@ -23,7 +23,7 @@ def life_settings(home: Path, **sections: Any) -> Any:
     base: dict[str, Any] = {
         "hub": {"default_anima": "mika", "admins": ["web:root"]},
         "memory": {"enabled": False},
-        # The test drives the schedule (hub.scheduler.run_due), not a background loop.
+        # The test drives the schedule (hub.schedule.scheduler.run_due), not a background loop.
         "scheduler": {"enabled": False},
         "outbox": {"poll_interval_s": 0.05},
     }

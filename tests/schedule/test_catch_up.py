@@ -13,9 +13,9 @@ import httpx
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.llm import TurnContext
-from hub.offline import OfflineResponder
-from hub.runtime import Responders
+from hub.turns.llm import TurnContext
+from hub.turns.offline import OfflineResponder
+from hub.turns.runtime import Responders
 from tests.conftest import owner_headers
 from tests.schedule.conftest import life_settings, open_life, say, web_address
 

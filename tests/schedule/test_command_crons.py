@@ -8,7 +8,7 @@ from pathlib import Path
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.logs import anima_log_path, to_files
-from hub.scheduler import Fire, JobKind
+from hub.schedule.scheduler import Fire, JobKind
 from tests.schedule.conftest import deliveries
 
 STATUS = """## Status

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.heartbeat import HEARTBEAT_OK
-from hub.scheduler import Fire, JobKind
+from hub.schedule.heartbeat import HEARTBEAT_OK
+from hub.schedule.scheduler import Fire, JobKind
 from tests.schedule.conftest import deliveries, open_life, say, web_address
 
 HALF_HOUR = timedelta(minutes=30)
@@ -134,7 +134,7 @@ async def test_a_model_heartbeat_posts_what_the_model_says_or_nothing_on_ok(
         )
         try:
             await say(hub, "alice", "kai, the build is red")
-            with caplog.at_level(logging.INFO, logger="hub.agenda"):
+            with caplog.at_level(logging.INFO, logger="hub.schedule.agenda"):
                 await beat(hub, clock)
             posts = deliveries(hub, "heartbeat")
             assert len(posts) == expected
@@ -201,7 +201,7 @@ async def test_a_bad_cron_section_is_logged_and_the_others_still_load(
 
 
 def test_the_heartbeat_command_runs_one_now(home: Path) -> None:
-    from hub.cli import app
+    from hub.cli.main import app
 
     env = {"ANIMAHUB_HOME": str(home), "ANIMAHUB_MEMORY__ENABLED": "false"}
     runner = CliRunner()

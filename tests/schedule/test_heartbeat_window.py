@@ -6,8 +6,8 @@ from datetime import timedelta
 
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.heartbeat import HEARTBEAT_OK
 from hub.messages import AddressKind, DeliveryKind
+from hub.schedule.heartbeat import HEARTBEAT_OK
 from tests.schedule.conftest import deliveries, say
 
 

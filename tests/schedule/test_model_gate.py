@@ -1,5 +1,5 @@
 """The cap on scheduled model calls at once, and a provider's 429 slowing the schedule
-instead of failing heartbeats (hub/model_gate.py), against the fake OpenAI server."""
+instead of failing heartbeats (hub/model/gate.py), against the fake OpenAI server."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from animahub_kit.contract.harness import eventually
 from animahub_kit.fakes.openai_server import FakeOpenAI
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.memory.distill_llm import LLMDistiller
-from hub.model_client import LiteLLMCalls, LLMError
-from hub.model_failure import FailureKind
-from hub.model_gate import GatedModelClient, LocalGate, paced
+from hub.model.client import LiteLLMCalls, LLMError
+from hub.model.failure import FailureKind
+from hub.model.gate import GatedModelClient, LocalGate, paced
+from hub.schedule.distill_llm import LLMDistiller
 from hub.settings import load_settings
 from tests.schedule.conftest import deliveries, open_life, say
 

@@ -22,7 +22,7 @@ from animahub_kit.contract.telegram_harness import BOT_ID, CHANNELS, PEOPLE
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.memory.recall import RecallScope
-from hub.scheduler import Fire, JobKind, Scheduler
+from hub.schedule.scheduler import Fire, JobKind, Scheduler
 from hub.store.models import AuditEntry, DeliveryRow, Identity
 from tests.schedule.conftest import deliveries, open_life, say, web_address
 

@@ -16,7 +16,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from hub.clock import ManualClock
-from hub.scheduler import Fire, JobKind, JobSpec, Scheduler
+from hub.schedule.scheduler import Fire, JobKind, JobSpec, Scheduler
 from hub.store.db import Database
 
 T0 = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)  # a Monday
@@ -38,7 +38,7 @@ class Recorder:
 
 
 def heartbeat(clock: ManualClock, minutes: int = 30) -> JobSpec:
-    # A fixed phase, the same at every plan, as the agenda's are (hub/spread.py).
+    # A fixed phase, the same at every plan, as the agenda's are (hub/schedule/spread.py).
     start = T0 + timedelta(minutes=minutes)
     trigger = IntervalTrigger(minutes=minutes, start_date=start, timezone="UTC")
     return JobSpec("heartbeat:aria", JobKind.HEARTBEAT, "aria", trigger)
@@ -149,7 +149,7 @@ async def test_a_cron_missed_beyond_its_grace_is_skipped_and_logged(
     await scheduler.run_due()
     assert rec.at("cron:aria:x.md:digest") == [datetime(2026, 3, 2, 9, 0, tzinfo=UTC)]
     clock.set(datetime(2026, 3, 3, 15, 0, tzinfo=UTC))  # six hours late: skipped
-    with caplog.at_level(logging.WARNING, logger="hub.scheduler"):
+    with caplog.at_level(logging.WARNING, logger="hub.schedule.scheduler"):
         await scheduler.run_due()
     assert len(rec.at("cron:aria:x.md:digest")) == 1
     assert "skipped cron:aria:x.md:digest due at 2026-03-03T09:00:00+00:00" in caplog.text
@@ -193,7 +193,7 @@ async def test_a_failing_run_is_logged_and_the_job_moves_on(
     scheduler = Scheduler(db, clock, rec)
     scheduler.open()
     scheduler.plan([heartbeat(clock)])
-    with caplog.at_level(logging.ERROR, logger="hub.scheduler"):
+    with caplog.at_level(logging.ERROR, logger="hub.schedule.scheduler"):
         await run_for(scheduler, clock, timedelta(hours=1), timedelta(minutes=10))
     assert "heartbeat:aria failed" in caplog.text and "boom" in caplog.text
     assert rec.at("heartbeat:aria") == [T0 + timedelta(hours=1)]

@@ -1,4 +1,5 @@
-"""Each Anima's heartbeat beats at its own stable phase of its interval (hub/spread.py), so a
+"""Each Anima's heartbeat beats at its own stable phase of its interval (hub/schedule/spread.py),
+so a
 hub with many Animas does not fire every heartbeat in the same second."""
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.scheduler import Fire, JobKind, JobSpec, Scheduler
-from hub.spread import offset, offsets
+from hub.schedule.scheduler import Fire, JobKind, JobSpec, Scheduler
+from hub.schedule.spread import offset, offsets
 from hub.store.db import Database
 from tests.schedule.conftest import life_settings
 
@@ -53,7 +54,7 @@ async def test_many_animas_heartbeats_spread_over_the_interval_and_keep_their_ph
         assert max(per_minute.values()) <= 2 * mean, per_minute.most_common(3)
         assert len(per_minute) == 30  # and every minute of it has some
         # Re-planned later (a changed cron, a new Anima) and after a restart: the same phase,
-        # but for the few a newcomer's second pushed on, by a second or so (hub/spread.py).
+        # but for the few a newcomer's second pushed on, by a second or so (hub/schedule/spread.py).
         clock.advance(timedelta(minutes=7))
         hub.create_anima("late", "engineer", None)
         await hub.on_tick()
@@ -116,7 +117,7 @@ def test_the_offset_is_the_same_in_every_process() -> None:
     draw: another process (another hub worker) plans the same phase."""
     interval = timedelta(minutes=30)
     code = (
-        "from datetime import timedelta; from hub.spread import offset; "
+        "from datetime import timedelta; from hub.schedule.spread import offset; "
         "print(offset('kai', timedelta(minutes=30)).total_seconds())"
     )
     seen = {

@@ -1,5 +1,5 @@
 """A turn no one asked for (a heartbeat, a cron, a task) is thought in the context a person's
-turn is (hub/turn_context.py): the same Anima, role and all, and the same rule when memory
+turn is (hub/turns/context.py): the same Anima, role and all, and the same rule when memory
 fails, that a failing index costs the turn its recall, not its answer."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.llm import TurnContext
-from hub.offline import OfflineResponder
-from hub.runtime import Responders
+from hub.turns.llm import TurnContext
+from hub.turns.offline import OfflineResponder
+from hub.turns.runtime import Responders
 from tests.conftest import add_demo_animas
 from tests.schedule.conftest import deliveries, life_settings, say
 

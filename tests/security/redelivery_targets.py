@@ -26,7 +26,7 @@ import httpx
 from animahub_kit.contract import discord_harness, line_harness, slack_harness, telegram_harness
 from animahub_kit.contract.harness import Harness, ScriptedResponder, eventually
 from hub.app import Hub
-from hub.runtime import Responders
+from hub.turns.runtime import Responders
 from tests.conftest import add_demo_animas, make_settings, owner_headers
 from tests.security.common import deliveries
 

@@ -24,7 +24,7 @@ from animahub_kit.contract.cases import reply_to
 from animahub_kit.contract.harness import eventually
 from hub.api.routes import health
 from hub.app import Hub
-from hub.cli_status import _failed_line
+from hub.cli.status import _failed_line
 from hub.store.models import AuditEntry, InboxItem
 
 LONE = "\ud800"

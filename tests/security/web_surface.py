@@ -14,7 +14,7 @@ import httpx
 from animahub_kit.contract.harness import ScriptedResponder, eventually
 from hub.api.server import create_app
 from hub.app import Hub
-from hub.runtime import Responders
+from hub.turns.runtime import Responders
 from tests.conftest import add_demo_animas, make_settings
 from tests.security.common import deliveries
 from tests.security.surface import AUTH, MARKER, Case, Replayed

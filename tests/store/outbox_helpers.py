@@ -13,9 +13,9 @@ from sqlalchemy import insert
 from sqlmodel import col, select
 
 from hub.adapter import Capabilities, HubPort
-from hub.deliveries import DELIVERY_FIELDS, Delivery
+from hub.delivery.deliveries import DELIVERY_FIELDS, Delivery
+from hub.delivery.outbox import Outbox
 from hub.messages import Address, DeliveryKind, OutboundChunk
-from hub.outbox import Outbox
 from hub.settings import OutboxSection
 from hub.store.db import Database, as_utc
 from hub.store.models import AuditEntry, DeliveryRow

@@ -1,4 +1,5 @@
-"""One-time credentials used at the same moment (hub/access.py), on SQLite and PostgreSQL:
+"""One-time credentials used at the same moment (hub/people/credentials.py), on SQLite and
+PostgreSQL:
 a `/link` code sent from two places at once links once, and a sign-in link opened by two
 requests at once opens one session. Threads, each with its own connection, released
 together."""
@@ -10,8 +11,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from hub.access import Access, Refused, SignInRefused
 from hub.messages import utcnow
+from hub.people.credentials import Access, Refused, SignInRefused
 from hub.store.db import Database
 from hub.store.models import CredentialKind, Person
 

@@ -11,7 +11,7 @@ import pytest
 from sqlmodel import func, select
 
 from hub.adapter import MessageTooLarge
-from hub.ingress import Ingress, from_row
+from hub.inbound.ingress import Ingress, from_row
 from hub.messages import Address, AddressKind, Attachment, Inbound, PlatformUser
 from hub.store.db import Database
 from hub.store.models import InboxItem

@@ -1,6 +1,6 @@
 """Migration 0013 (issue 41): the inbox is unique per sender, and people an admin invited
 or made a token for before the upgrade become members, since their web account no longer
-lets them in elsewhere (hub/admission.py). Upgraded from 0012 with data in it."""
+lets them in elsewhere (hub/people/admission.py). Upgraded from 0012 with data in it."""
 
 from __future__ import annotations
 

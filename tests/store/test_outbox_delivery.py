@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import pytest
 
 from hub.adapter import Adapter, Capabilities, TransientDeliveryError
+from hub.delivery.outbox import Outbox
 from hub.messages import DeliveryStatus, OutboundChunk
-from hub.outbox import Outbox
 from hub.store.db import Database, as_utc
 from tests.store.outbox_helpers import (
     HERE,

@@ -8,7 +8,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import func, select
 
 from hub.adapter import PermanentDeliveryError
-from hub.deliveries import DELIVERY_FIELDS
+from hub.delivery.deliveries import DELIVERY_FIELDS
 from hub.messages import Address
 from hub.store.db import Database
 from hub.store.models import AuditEntry, DeliveryRow

@@ -1,4 +1,4 @@
-"""The task board (hub/tasks.py) on SQLite and PostgreSQL: every transition recorded with
+"""The task board (hub/tasks/board.py) on SQLite and PostgreSQL: every transition recorded with
 when, who and why; only the allowed ones; two at once, one wins; listings by state, assignee
 and requester."""
 
@@ -13,7 +13,7 @@ import pytest
 from hub.clock import ManualClock
 from hub.store.db import Database
 from hub.store.models import TaskState
-from hub.tasks import NewTask, TaskBoard, TaskError
+from hub.tasks.board import NewTask, TaskBoard, TaskError
 
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 

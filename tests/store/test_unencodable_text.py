@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hub import failed_updates
-from hub.ingress import Ingress, storable
+from hub.inbound import failed_updates
+from hub.inbound.ingress import Ingress, storable
 from hub.messages import Address, Inbound, PlatformUser
 from hub.store.db import Database
 

@@ -17,13 +17,13 @@ from hub.animas import AnimaRegistry
 from hub.commands import parse_command
 from hub.commands.handler import CommandService
 from hub.commands.state import AnimaStates
-from hub.identity import IdentityService
-from hub.ingress import Ingress
-from hub.mailbox import TurnJob
+from hub.inbound.ingress import Ingress
 from hub.messages import Address, Inbound, PlatformUser
+from hub.people.identity import IdentityService
 from hub.settings import Settings
 from hub.store.db import Database
 from hub.store.models import AuditEntry, ChannelBinding, InboxItem, InboxStatus
+from hub.turns.mailbox import TurnJob
 
 ROOT = PlatformUser("slack", "UROOT", "Root")
 ALICE = PlatformUser("slack", "UALICE", "Alice")

@@ -10,11 +10,11 @@ import pytest
 from hub.animas import AnimaRegistry
 from hub.commands.handler import CommandService
 from hub.commands.state import AnimaStates
-from hub.identity import IdentityService
-from hub.inbox import Inbox
-from hub.outbox import Outbox
+from hub.delivery.outbox import Outbox
+from hub.people.identity import IdentityService
 from hub.roles import load_roles
 from hub.store.db import Database
+from hub.turns.inbox import Inbox
 from tests.conftest import DEMO, make_settings
 from tests.unit.commands_helpers import Parts, Recorder
 

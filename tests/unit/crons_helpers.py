@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hub.crons import CronJob, CronProblem, parse_cron_text
+from hub.schedule.crons import CronJob, CronProblem, parse_cron_text
 
 TZ = "Asia/Tokyo"
 

@@ -1,4 +1,5 @@
-"""Tests for hub.chunking.split_text: limits, fence handling, round trip, split preferences."""
+"""Tests for hub.delivery.chunking.split_text: limits, fence handling, round trip, split
+preferences."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 
 import pytest
 
-from hub.chunking import split_text
+from hub.delivery.chunking import split_text
 
 FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,}).*$", re.MULTILINE)
 

@@ -1,4 +1,4 @@
-"""How the CLI draws a reply while it streams in (`hub/cli_console.py`, `hub/excerpt.py`)."""
+"""How the CLI draws a reply while it streams in (`hub/cli/console.py`, `hub/memory/excerpt.py`)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from collections.abc import AsyncGenerator
 import pytest
 from rich.console import Console
 
-from hub import cli_console
-from hub.excerpt import closed, excerpt
+from hub.cli import console as cli_console
+from hub.memory.excerpt import closed, excerpt
 from hub.memory.lexical import tokenize
 
 

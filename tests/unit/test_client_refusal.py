@@ -1,4 +1,4 @@
-"""What the CLI prints when the hub refuses a request (`hub.client.refusal`): the hub's own
+"""What the CLI prints when the hub refuses a request (`hub.cli.client.refusal`): the hub's own
 words, and for a request that failed validation each field with its problem, not a list's
 repr."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import httpx
 
-from hub.client import refusal
+from hub.cli.client import refusal
 
 
 def test_a_refusal_is_the_hubs_detail() -> None:

@@ -10,12 +10,12 @@ import pytest
 from sqlmodel import col, select
 
 from hub.commands.state import AnimaStates, paused_notice
-from hub.inbox import Inbox
-from hub.mailbox import TurnJob
+from hub.delivery.outbox import Outbox
 from hub.messages import Address, AddressKind
-from hub.outbox import Outbox
 from hub.store.db import Database
 from hub.store.models import AnimaState, ChannelBinding, DeliveryRow, InboxItem, InboxStatus
+from hub.turns.inbox import Inbox
+from hub.turns.mailbox import TurnJob
 from tests.conftest import make_settings
 from tests.unit.commands_helpers import (
     ALICE,

@@ -4,7 +4,7 @@ its row closed; redeliveries, bots' commands and failures are answered without a
 
 from __future__ import annotations
 
-from hub.ingress import Ingress
+from hub.inbound.ingress import Ingress
 from hub.messages import Inbound, PlatformUser
 from hub.store.db import Database
 from hub.store.models import InboxItem

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from hub.delivery.targets import DirectTarget, parse_target
 from hub.messages import Address, AddressKind, DeliveryKind, DeliveryStatus, PlatformUser
 from hub.store.models import DeliveryRow, Identity, InboxStatus, Turn
-from hub.targets import DirectTarget, parse_target
 from tests.unit.commands_helpers import (
     ALICE,
     CHANNEL,

@@ -1,14 +1,14 @@
-"""hub.crons parsing of good crons/*.md sections: keys in any order and case, post_to
+"""hub.schedule.crons parsing of good crons/*.md sections: keys in any order and case, post_to
 targets, bodies that keep their markdown, CJK, BOMs and CRLF line ends."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from hub.crons import CronJob, parse_cron_file
+from hub.delivery.targets import DirectTarget
 from hub.messages import Address, Command
 from hub.roles import bundled_config_dir
-from hub.targets import DirectTarget
+from hub.schedule.crons import CronJob, parse_cron_file
 from tests.unit.crons_helpers import TZ, parse
 
 EXAMPLE = """\

@@ -1,4 +1,4 @@
-"""hub.crons on bad crons/*.md sections: each fault is one problem with its file and line,
+"""hub.schedule.crons on bad crons/*.md sections: each fault is one problem with its file and line,
 the other sections still load, and unreadable files or timezones are refused."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hub.crons import CronBook, CronProblem, parse_cron_file, parse_cron_text
+from hub.schedule.crons import CronBook, CronProblem, parse_cron_file, parse_cron_text
 from tests.unit.crons_helpers import GOOD, TZ, parse
 
 

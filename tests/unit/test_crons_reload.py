@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from hub import logs
-from hub.cli import app
-from hub.crons import CronBook, CronJob, CronProblem
+from hub.cli.main import app
+from hub.schedule.crons import CronBook, CronJob, CronProblem
 from tests.unit.crons_helpers import GOOD, TZ
 
 
@@ -76,7 +76,7 @@ def test_cronbook_reloads_added_modified_and_removed_files(folder: Path) -> None
 def test_cronbook_reads_only_the_files_that_changed(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from hub import crons
+    from hub.schedule import crons
 
     write(folder / "a.md", GOOD)
     write(folder / "b.md", GOOD)

@@ -1,4 +1,4 @@
-"""The hub's deadlines around a model call (hub/deadlines.py), with real litellm against the
+"""The hub's deadlines around a model call (hub/model/deadlines.py), with real litellm against the
 fake OpenAI server: a server that never sends its headers, or never finishes a completion,
 is cut off as `timing out`, and the request is dropped (its client leaves)."""
 
@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from animahub_kit.contract.harness import eventually
-from hub.deadlines import BoundedCalls
-from hub.model_client import LiteLLMCalls, LLMError
-from hub.model_failure import FailureKind
+from hub.model.client import LiteLLMCalls, LLMError
+from hub.model.deadlines import BoundedCalls
+from hub.model.failure import FailureKind
 from hub.settings import LLMSection
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from hub.adapter import TurnEvent
-from hub.events import EventBus
+from hub.turns.events import EventBus
 
 
 async def collect(bus: EventBus, turn: str) -> list[TurnEvent]:

@@ -1,4 +1,4 @@
-"""Tests for hub.identity on SQLite and PostgreSQL: people, identities and profile files."""
+"""Tests for hub.people.identity on SQLite and PostgreSQL: people, identities and profile files."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import pytest
 import yaml
 from sqlmodel import select
 
-from hub.identity import IdentityService, PersonView
 from hub.messages import PlatformUser
+from hub.people.identity import IdentityService, PersonView
 from hub.store.db import Database
 from hub.store.models import Identity, Person
 
 ALICE = PlatformUser("web", "alice", "Alice")
 ROOT = PlatformUser("web", "root", "Root")
-OPAQUE = re.compile(r"u-[0-9a-f]{10}")  # a person id: made from no name (hub/person_names.py)
+OPAQUE = re.compile(r"u-[0-9a-f]{10}")  # a person id: made from no name (hub/people/names.py)
 
 
 @pytest.fixture

@@ -50,7 +50,7 @@ print(json.dumps({"modules": sorted(sys.modules), "built": built}), file=sys.std
 
 CLI = """
 import json, sys
-from hub.cli import main
+from hub.cli.main import main
 sys.argv = ["animahub", *sys.argv[1:]]
 try:
     main()
@@ -122,10 +122,11 @@ def test_status_with_no_hub_running_imports_none_of_the_heavy_modules(tmp_path: 
 
 
 def test_a_command_a_running_hub_serves_needs_no_hub_of_its_own() -> None:
-    """The path to a running hub (hub/client.py) is httpx alone: the in-process hub, the
+    """The path to a running hub (hub/cli/client.py) is httpx alone: the in-process hub, the
     database and the memory are imported only when no hub runs."""
     code = (
-        "import json, sys; import hub.client, hub.cli_api; print(json.dumps(sorted(sys.modules)))"
+        "import json, sys; import hub.cli.client, hub.cli.hub_api; "
+        "print(json.dumps(sorted(sys.modules)))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],

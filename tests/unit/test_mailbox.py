@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hub.mailbox import Job, Mailbox, Mailboxes, TurnJob
+from hub.turns.mailbox import Job, Mailbox, Mailboxes, TurnJob
 
 
 def unexpected(job: Job, exc: Exception) -> float | None:

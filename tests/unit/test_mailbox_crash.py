@@ -3,7 +3,7 @@ lane: the crash is neither dropped nor lets a later message overtake it."""
 
 from __future__ import annotations
 
-from hub.mailbox import Job, Mailbox, TurnJob
+from hub.turns.mailbox import Job, Mailbox, TurnJob
 from tests.unit.test_mailbox import drained
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from hub.mailbox import Job, Mailbox, TurnJob
+from hub.turns.mailbox import Job, Mailbox, TurnJob
 from tests.unit.test_mailbox import drained, unexpected
 
 

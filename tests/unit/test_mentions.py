@@ -1,8 +1,8 @@
-"""Which people a text names (hub/mentions.py): recall's people retriever reads it."""
+"""Which people a text names (hub/memory/mentions.py): recall's people retriever reads it."""
 
 from __future__ import annotations
 
-from hub.mentions import Mentions, Named
+from hub.memory.mentions import Mentions, Named
 
 PEOPLE = Mentions(
     [

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from animahub_kit.fakes.openai_server import FakeOpenAI
-from hub.model_client import LiteLLMCalls, LLMError
-from hub.model_failure import FailureKind
+from hub.model.client import LiteLLMCalls, LLMError
+from hub.model.failure import FailureKind
 
 HI = [{"role": "user", "content": "hi"}]
 

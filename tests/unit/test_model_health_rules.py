@@ -1,15 +1,15 @@
-"""The rules of a model's state (hub/model_health.py) and of what its errors may show
-(hub/model_failure.py): pure functions, tested on their own; the hub's use of them is
+"""The rules of a model's state (hub/model/health.py) and of what its errors may show
+(hub/model/failure.py): pure functions, tested on their own; the hub's use of them is
 tests/api/test_model_health.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from hub.model_client import LLMError
-from hub.model_failure import KEY_ECHO, FailureKind, without_key_shapes
-from hub.model_health import ModelState, configured_models, state_after, without_key_echoes
-from hub.model_probe import list_url
+from hub.model.client import LLMError
+from hub.model.failure import KEY_ECHO, FailureKind, without_key_shapes
+from hub.model.health import ModelState, configured_models, state_after, without_key_echoes
+from hub.model.probe import list_url
 
 TRANSIENT = (
     FailureKind.UNREACHABLE,

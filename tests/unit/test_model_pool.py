@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from animahub_kit.contract.harness import eventually
-from hub.model_client import LLMError, RoundPiece, Usage
-from hub.model_pool import ModelWorkers
+from hub.model.client import LLMError, RoundPiece, Usage
+from hub.model.pool import ModelWorkers
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from sqlmodel import select
 
 from hub.adapter import TurnEvent
 from hub.app import Hub
+from hub.inbound.pacing import Pacer, Rate
 from hub.messages import Address, AddressKind, DeliveryKind, Inbound, PlatformUser
-from hub.pacing import Pacer, Rate
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, InboxStatus
 from tests.conftest import add_demo_animas, make_settings
 

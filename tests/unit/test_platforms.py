@@ -23,8 +23,8 @@ from hub.adapter import (
     TranscriptEntry,
     TurnEvent,
 )
+from hub.delivery.platforms import Platforms
 from hub.messages import Address, Inbound, OutboundChunk, PlatformUser
-from hub.platforms import Platforms
 from hub.supervise import Backoff
 
 
@@ -133,7 +133,7 @@ async def test_a_down_platform_shows_its_reason_and_next_try(
 ) -> None:
     down = Flaky("telegram", [PlatformUnavailable("Bot API unreachable")] * 1000)
     platforms = Platforms({"telegram": down}, Backoff(base_s=30, max_s=60), first_attempt_s=5)
-    with caplog.at_level(logging.WARNING, "hub.platforms"):
+    with caplog.at_level(logging.WARNING, "hub.delivery.platforms"):
         await platforms.start(NoHub())  # returns after the first attempt, not the retries
     status = platforms.status()["telegram"]
     assert status.state is PlatformState.DOWN and status.reason == "Bot API unreachable"
@@ -151,7 +151,7 @@ async def test_a_platform_stays_down_since_its_first_failure_and_logs_each_try_o
     ticks = iter(datetime(2026, 1, 1, tzinfo=UTC) + timedelta(minutes=n) for n in range(10_000))
     down = Flaky("telegram", [PlatformUnavailable("Bot API unreachable")] * 3)
     platforms = Platforms({"telegram": down}, FAST, clock=lambda: next(ticks))
-    with caplog.at_level(logging.WARNING, "hub.platforms"):
+    with caplog.at_level(logging.WARNING, "hub.delivery.platforms"):
         await platforms.start(NoHub())
         went_down = platforms.status()["telegram"].since
         await eventually(lambda: platforms.status()["telegram"].failures == 3)
@@ -170,7 +170,7 @@ async def test_a_platform_stays_down_since_its_first_failure_and_logs_each_try_o
 async def test_refused_credentials_are_not_retried(caplog: pytest.LogCaptureFixture) -> None:
     refused = Flaky("discord", [PlatformUnauthorized("401: Unauthorized")])
     platforms = Platforms({"discord": refused}, FAST)
-    with caplog.at_level(logging.ERROR, "hub.platforms"):
+    with caplog.at_level(logging.ERROR, "hub.delivery.platforms"):
         await platforms.start(NoHub())
         await asyncio.sleep(0.2)  # many backoff periods: a retry would have happened
     assert refused.starts == 1
@@ -188,7 +188,7 @@ async def test_an_unexpected_error_is_logged_with_its_traceback_and_retried(
 ) -> None:
     buggy = Flaky("line", [KeyError("user_id")])
     platforms = Platforms({"line": buggy}, FAST)
-    with caplog.at_level(logging.WARNING, "hub.platforms"):
+    with caplog.at_level(logging.WARNING, "hub.delivery.platforms"):
         await platforms.start(NoHub())
         await eventually(lambda: platforms.ready("line"))
     (crash,) = [r for r in caplog.records if r.exc_info]

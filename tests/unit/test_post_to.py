@@ -1,5 +1,5 @@
 """`post_to`: the one way a heartbeat, a cron and a task post to their resolved targets
-(hub/targets.py), on SQLite and PostgreSQL."""
+(hub/delivery/targets.py), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
+from hub.delivery.outbox import Outbox
+from hub.delivery.targets import Post, Resolved, post_to
 from hub.messages import Address, AddressKind, DeliveryKind
-from hub.outbox import Outbox
 from hub.store.db import Database
 from hub.store.models import DeliveryRow
-from hub.targets import Post, Resolved, post_to
 from tests.conftest import make_settings
 
 CHANNEL = Address("slack", "T1", "C1", None, AddressKind.CHANNEL)

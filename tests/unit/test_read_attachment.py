@@ -1,4 +1,4 @@
-"""The pure parts of `read_attachment` (hub/attachments.py): what a file becomes in the
+"""The pure parts of `read_attachment` (hub/turns/attachments.py): what a file becomes in the
 tool result, and which tools a turn is offered."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from hub.adapter import FetchedFile
-from hub.attachments import TOKEN_BUDGET, is_text, render, truncate
+from hub.memory.working import estimate_tokens
 from hub.messages import Attachment
-from hub.tools import Tool, ToolContext, ToolRegistry
-from hub.working_memory import estimate_tokens
+from hub.model.tools import Tool, ToolContext, ToolRegistry
+from hub.turns.attachments import TOKEN_BUDGET, is_text, render, truncate
 
 
 def test_a_long_text_file_is_cut_to_the_token_budget() -> None:

@@ -1,12 +1,12 @@
-"""Tests for hub.routing: mention > thread > channel binding > DM default > hub default."""
+"""Tests for hub.inbound.routing: mention > thread > channel binding > DM default > hub default."""
 
 from __future__ import annotations
 
 import pytest
 
-from hub.identity import PersonView
+from hub.inbound.routing import Router
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
-from hub.routing import Router
+from hub.people.identity import PersonView
 from hub.store.db import Database
 from hub.store.models import ChannelBinding, Turn
 

@@ -1,4 +1,4 @@
-"""The phrase that shares (hub/commands/parse.py): only the whole message "share that with
+"""The phrase that shares (hub/slash.py): only the whole message "share that with
 the team" (and its few forms) is `/share`; an ordinary message that holds it, asks it or
 negates it never widens anyone's memory (issue 47)."""
 

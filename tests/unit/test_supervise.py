@@ -15,8 +15,8 @@ from sqlalchemy import text
 from sqlmodel import select
 
 from hub.app import Hub
+from hub.delivery.outbox import Outbox
 from hub.messages import Address, DeliveryKind, DeliveryStatus, Inbound, PlatformUser
-from hub.outbox import Outbox
 from hub.store.db import Database
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.supervise import Backoff, Part, Supervisor

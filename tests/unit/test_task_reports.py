@@ -2,7 +2,7 @@
 well-formed Markdown whatever the recalled text, the title and the details hold: the only
 spans are the report's own, and each recalled line renders as exactly what was said.
 And what a task recalls: a person's DM memory only when they asked for it and it is posted
-to them (hub/thinking.py `task_scope`)."""
+to them (hub/turns/thinking.py `task_scope`)."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from hub.memory.recall import RecallScope
-from hub.memory.redact import redact
 from hub.memory.text import clip
+from hub.redaction.redact import redact
 from hub.store.models import TaskState
-from hub.task_text import offline_report, posted_report, task_query
-from hub.tasks import TaskView
-from hub.thinking import task_scope
+from hub.tasks.board import TaskView
+from hub.tasks.text import offline_report, posted_report, task_query
+from hub.turns.thinking import task_scope
 
 NOW = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)
 MD = MarkdownIt("commonmark")
@@ -129,7 +129,7 @@ def test_a_task_recalls_a_persons_dm_memory_only_when_they_asked_for_it() -> Non
     assert task_scope(to_dana, "u-dana") == to_dana
     for asker in ("u-owner", None):
         assert task_scope(to_dana, asker).filter_scopes() == ("shared",)
-    # She asked under an id since merged into hers (hub/linking.py): still her.
+    # She asked under an id since merged into hers (hub/people/linking.py): still her.
     assert task_scope(to_dana, "u-dana-old", ("u-dana-old",)) == to_dana
     channel = RecallScope("kai", None, "slack:T1/C0GENERAL", False)
     assert task_scope(channel, "u-owner") == channel

@@ -1,14 +1,14 @@
-"""One privacy scope for text posted to several places (hub/thinking.py): a task whose
+"""One privacy scope for text posted to several places (hub/turns/thinking.py): a task whose
 report goes to a DM and a channel is thought with only what is shared, so nothing private
 to the DM's person is recalled into words the channel will read."""
 
 from __future__ import annotations
 
-from hub.identity import PersonView
+from hub.delivery.targets import Resolved
 from hub.memory.recall import RecallScope
 from hub.messages import Address, AddressKind
-from hub.targets import Resolved
-from hub.thinking import scope_for
+from hub.people.identity import PersonView
+from hub.turns.thinking import scope_for
 
 DANA = PersonView("dana", "Dana", (), "UTC", "", None)
 DANA_DM = Address("slack", "T1", "D0DANA", kind=AddressKind.DM)

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from hub.identity import PersonView
-from hub.llm import TurnContext
-from hub.model_client import classify
-from hub.offline import OfflineResponder, compose
-from hub.runfile import HubBusy, hold_data_root, hold_database, running_hub
-from hub.tools import ToolContext, ToolRegistry, builtin_tools
+from hub.cli.runfile import HubBusy, hold_data_root, hold_database, running_hub
+from hub.model.client import classify
+from hub.model.tools import ToolContext, ToolRegistry, builtin_tools
+from hub.people.identity import PersonView
+from hub.turns.llm import TurnContext
+from hub.turns.offline import OfflineResponder, compose
 
 CTX = ToolContext("aria", "alice", False, "web:local/dm:aria:alice#s", "Asia/Tokyo")
 
@@ -31,7 +31,7 @@ async def test_current_time_tool_and_errors_the_model_can_read() -> None:
 
 def test_registering_a_tool_twice_is_refused() -> None:
     tools = builtin_tools()
-    from hub.tools import CURRENT_TIME
+    from hub.model.tools import CURRENT_TIME
 
     with pytest.raises(ValueError, match="already registered"):
         tools.register(CURRENT_TIME)
@@ -327,7 +327,7 @@ def test_adapters_are_found_by_entry_point_name() -> None:
 async def test_a_model_litellm_cannot_price_is_registered_free_once() -> None:
     import litellm
 
-    from hub.model_client import LiteLLMCalls
+    from hub.model.client import LiteLLMCalls
 
     unknown = "openai/animahub-test-unpriced-model"
     assert unknown not in litellm.model_cost

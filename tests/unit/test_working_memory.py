@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 from sqlalchemy import insert
 
+from hub.memory.working import WorkingMemory, estimate_tokens
 from hub.store.db import Database
 from hub.store.models import Turn
-from hub.working_memory import WorkingMemory, estimate_tokens
 
 
 def add_turns(db: Database, conversation: str, texts: list[str]) -> None:

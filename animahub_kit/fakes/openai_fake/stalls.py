@@ -8,7 +8,7 @@ Two kinds, each scripted for the next streamed request (of a model, or any):
   nothing, until released.
 
 A released stall goes on and finishes its answer. A stall whose client leaves first (the
-hub's deadline cut the call off, hub/deadlines.py) is counted in ``cut_off``: that is how a
+hub's deadline cut the call off, hub/model/deadlines.py) is counted in ``cut_off``: that is how a
 test sees that the call was really cancelled, in a model worker as in the hub.
 
 (Holding a request before any header is ``hold_next`` in state.py.)

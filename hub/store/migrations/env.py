@@ -6,7 +6,8 @@ from sqlmodel import SQLModel
 import hub.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
 
 connection = context.config.attributes["connection"]
-# APScheduler creates and owns its job table (hub/scheduler.py); autogenerate leaves it alone.
+# APScheduler creates and owns its job table (hub/schedule/scheduler.py); autogenerate leaves it
+# alone.
 FOREIGN_TABLES = {"scheduler_job"}
 
 

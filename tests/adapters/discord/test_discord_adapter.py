@@ -401,7 +401,7 @@ async def test_an_unknown_channel_fails_the_delivery_for_good(h: DiscordHarness)
 async def test_a_rate_limit_discord_py_gives_up_on_is_retried_by_the_outbox(
     h: DiscordHarness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="hub.outbox")
+    caplog.set_level(logging.WARNING, logger="hub.delivery.outbox")
     h.fake.rate_limit("POST", MESSAGES_ROUTE, 5, 0.05)  # discord.py tries five times
     delivery_id = queue_delivery(h, general(h), "after the storm", "notice:429")
 

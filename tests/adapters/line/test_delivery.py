@@ -22,9 +22,9 @@ from animahub_kit.contract.line_harness import (
 )
 from animahub_kit.fakes.line_server import MAX_TEXT, QUOTA_MESSAGE
 from hub.adapter import Adapter
-from hub.llm import TurnContext
 from hub.messages import Address, AddressKind, DeliveryKind
 from hub.settings import Settings
+from hub.turns.llm import TurnContext
 from tests.adapters.line.helpers import reply_to, settled_row
 from tests.conftest import owner_headers
 from tests.contract.test_previews import due_again, restart_adapter

@@ -13,8 +13,8 @@ import pytest
 from animahub_kit.contract.line_harness import LineHarness, open_harness, user_id
 from animahub_kit.fakes.line_server import JSON
 from hub.adapter import AttachmentTooLarge, AttachmentUnavailable
+from hub.model.tools import ToolContext
 from hub.store.models import InboxItem
-from hub.tools import ToolContext
 from tests.adapters.line.helpers import settled_row
 
 CAP = 5 * 1024 * 1024  # runtime.max_attachment_bytes, the default

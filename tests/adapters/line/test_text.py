@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from adapters.line import LineAdapter
 from adapters.line.render import to_plain
-from hub.chunking import split_text
+from hub.delivery.chunking import split_text
 
 
 def test_markers_are_dropped_and_structure_is_kept_in_the_text() -> None:

@@ -1,4 +1,4 @@
-"""A delegated task's report in Notion (hub/task_runner.py through adapters/notion, the real
+"""A delegated task's report in Notion (hub/tasks/runner.py through adapters/notion, the real
 notion-client against the fake): one page, with the task and its status as properties, and
 the page's link posted once to the conversation that asked."""
 
@@ -17,8 +17,8 @@ from adapters.web import WebAdapter
 from animahub_kit.contract.harness import eventually, free_port, harness_settings
 from animahub_kit.fakes.notion_server import FakeNotion
 from hub.app import Hub
+from hub.model.tools import ToolContext
 from hub.store.models import DeliveryRow, TaskState
-from hub.tools import ToolContext
 from tests.conftest import add_demo_animas
 from tests.privacy.world import settle
 
@@ -69,7 +69,7 @@ async def test_a_task_report_is_one_page_and_its_link_is_posted_where_it_was_ask
     hub: Hub, fake: FakeNotion
 ) -> None:
     # The owner's turn: a Notion data source takes no messages, so nobody has written there,
-    # and only an admin may name it (hub/addressing.py); others use the Anima's report_to.
+    # and only an admin may name it (hub/tasks/addressing.py); others use the Anima's report_to.
     owner = hub.identity.owner()
     mika = ToolContext("mika", owner.id, owner.is_admin, GENERAL, "UTC", "general", turn="t1")
     arguments = {"to": "kai", "title": "Check the build", "report_to": [str(address_of(SOURCE))]}

@@ -6,7 +6,7 @@ import re
 
 from adapters.slack.normalize import Bot, Bots, to_commonmark
 from adapters.slack.render import to_mrkdwn
-from hub.chunking import split_text
+from hub.delivery.chunking import split_text
 
 
 def test_bold_italic_strike_and_links_become_mrkdwn() -> None:

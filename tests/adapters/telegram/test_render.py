@@ -7,7 +7,7 @@ import pytest
 
 from adapters.telegram.render import balance, split_balanced, to_html, to_plain
 from animahub_kit.fakes.telegram_html import EntityError, parse
-from hub.chunking import split_text
+from hub.delivery.chunking import split_text
 
 
 def visible(markdown: str) -> str:

@@ -1,0 +1,1 @@
+"""From a platform event to an Anima's mailbox: dedup and persist, pace, route, dispatch."""

@@ -1,0 +1,1 @@
+"""Who is talking: identity, credentials, linking, admission, sharing, forgetting, handoffs."""

@@ -1,0 +1,1 @@
+"""Each Anima's life on the schedule: heartbeats, crons, sessions, consolidation runs."""

@@ -1,0 +1,411 @@
+"""Runs an Anima's turn: working memory -> model (or offline mode) -> turn log + outbox.
+
+A turn's results (the two turn-log rows, the reply delivery, the inbox row marked done) are
+committed in one transaction. A crash before it leaves the inbox row unfinished, and
+recovery runs the turn again; a crash after it leaves a pending delivery the outbox sends.
+Either way the message is answered once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import DBAPIError
+from sqlmodel import col
+
+from hub.adapter import TurnEvent
+from hub.animas import Anima, AnimaRegistry
+from hub.delivery.outbox import Outbox
+from hub.live import LiveFeed
+from hub.memory.recall import RecallScope
+from hub.memory.service import MemoryService
+from hub.memory.working import WorkingMemory, estimate_tokens
+from hub.messages import Address, AddressKind, DeliveryKind, utcnow, with_attachments
+from hub.model.client import LLMError, Usage
+from hub.model.tools import ToolContext
+from hub.people.handoffs import Handoffs, Offer
+from hub.people.identity import IdentityService, PersonView
+from hub.redaction.redact import StreamRedactor, redact
+from hub.settings import Settings
+from hub.store.db import Database
+from hub.store.models import InboxStatus, Person, Turn
+from hub.supervise import Backoff, Part
+from hub.turns.context import TurnContexts
+from hub.turns.episodes import OFFLINE_NOTE, Answered, describe, record
+from hub.turns.events import EventBus
+from hub.turns.inbox import Claimed, Inbox
+from hub.turns.llm import Responder, TurnContext, spent, wrap_message
+from hub.turns.mailbox import Job, Mailboxes, TaskJob, TurnJob
+from hub.turns.retry import TurnFailures
+
+log = logging.getLogger(__name__)
+WAITING = "Still waiting for the AI model to answer…"
+
+
+@dataclass(frozen=True, slots=True)
+class Responders:
+    model: Responder
+    offline: Responder
+
+
+class Runtime:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        animas: AnimaRegistry,
+        identity: IdentityService,
+        responders: Responders,
+        events: EventBus,
+        outbox: Outbox,
+        inbox: Inbox,
+        memory: MemoryService | None = None,
+        hold: Callable[[TurnJob], str | None] | None = None,
+        now: Callable[[], datetime] = utcnow,
+        health: Part | None = None,
+        handoffs: Handoffs | None = None,
+        live: LiveFeed | None = None,
+    ) -> None:
+        self._db = db
+        self._live = live or LiveFeed()  # the dashboard's feed: a turn began, ended
+        self._settings = settings
+        self._animas = animas
+        self._identity = identity
+        self._responders = responders
+        self._events = events
+        self._outbox = outbox
+        self._inbox = inbox
+        self._working = WorkingMemory(db)
+        self._memory = memory
+        self._contexts = TurnContexts(settings, animas.roles, memory)
+        self._handoffs = handoffs
+        self._telling: set[str] = set()  # people a running turn explains offline mode to
+        # Asked before every turn: holds the message of a paused Anima and returns the
+        # notice its sender was given (hub/commands/state.py), or None to run the turn.
+        self._hold = hold
+        self._now = now  # the hub's clock: turns and episodes are dated by it
+        self.mailboxes = Mailboxes(self._handle, self._crashed)
+        self._health = health or Part("turns", now)
+        self._db_backoff = Backoff(base_s=1.0, max_s=30.0)
+        self._failures = TurnFailures(db, settings.runtime, inbox, outbox, events, self._tell, now)
+        # Runs a delegated task in the assignee's mailbox (hub/tasks/runner.py, set by app).
+        self.run_task: Callable[[TaskJob], Awaitable[None]] | None = None
+
+    def expect(self, inbox_id: str) -> None:
+        """Buffer a routed turn's events from now, before pacing lets it run: whoever asks for
+        the reply of a message still waiting for its slot then waits for it, not told to
+        look again later (the CLI had no later)."""
+        self._events.open(inbox_id)
+
+    def submit(self, job: Job) -> None:
+        if isinstance(job, TurnJob):
+            self._events.open(job.inbox_id)
+        anima = self._animas.get(job.anima)
+        limit = anima.spec.limits.max_concurrent_turns if anima else 1
+        self.mailboxes.put(job, min(limit, self._settings.runtime.max_concurrent_turns))
+
+    async def _handle(self, job: Job) -> float | None:
+        if isinstance(job, TurnJob):
+            return await self.handle(job)
+        if self.run_task is not None:
+            await self.run_task(job)
+        return None
+
+    def _crashed(self, job: Job, exc: Exception) -> float | None:
+        """A job raised (a bug): `turns` fails in health until a turn works again, and the
+        turn is retried within its bound, then given up on and explained (hub/turns/retry.py).
+        A task's run is started again by the task runner's sweep."""
+        failures = self._health.failing(f"{job.inbox_id} crashed: {type(exc).__name__}: {exc}")
+        if isinstance(job, TaskJob):
+            return None
+        try:
+            return self._failures.crashed(job, exc)
+        except DBAPIError as db_exc:  # its row cannot be read: the turn is run again later
+            log.error("turn %s: the database failed (%s)", job.inbox_id, db_exc.orig)
+            return self._db_backoff.delay(failures)
+
+    async def handle(self, job: TurnJob) -> float | None:
+        """Run one turn; the seconds after which its lane runs it again, or None when it is
+        finished (answered, given up, held). If the database fails under it, the inbox row is
+        still open (the reply is committed with the row's close, or not at all), so the turn
+        is simply run again once the database is back: nothing lost, nothing doubled."""
+        try:
+            again = await self._turn(job)
+        except DBAPIError as exc:
+            failures = self._health.failing(f"the database failed a turn: {exc.orig}")
+            delay = self._db_backoff.delay(failures)
+            log.error(
+                "turn %s: the database failed (%s); trying again in %.1f s",
+                job.inbox_id,
+                exc.orig,
+                delay,
+                extra={"anima": job.anima},
+            )
+            self._events.publish(
+                job.inbox_id,
+                TurnEvent(
+                    "error",
+                    "The hub cannot reach its database right now. Your message is kept and "
+                    "will be answered in this conversation.",
+                    job.anima,
+                ),
+            )
+            return delay  # run again in its lane: the conversation's later messages wait
+        self._health.ok()
+        return again
+
+    async def _turn(self, job: TurnJob) -> float | None:
+        if self._hold is not None:
+            notice = self._hold(job)
+            if notice is not None:
+                self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
+                return None
+        row = self._inbox.claim(job)
+        if row is None:
+            return None
+        began = time.monotonic()
+        self._tell(row, job, "started")
+        if row.attachments:  # described, never fetched: the turn and its memory say so
+            row = row._replace(text=with_attachments(row.text, row.attachments))
+        anima = self._animas.get(job.anima)
+        if anima is None:
+            return self._give_up(row, job, f"the Anima {job.anima!r} no longer exists")
+        limits = self._settings.runtime
+        if row.attempts >= limits.max_turn_attempts:  # the limit was lowered meanwhile
+            return self._give_up(row, job, f"the turn failed {row.attempts} times")
+        if row.interrupted > limits.max_turn_interruptions:
+            reason = f"the hub stopped during this turn {row.interrupted} times"
+            return self._give_up(row, job, reason)
+        person = self._identity.by_id(row.person_id or "")
+        ctx = self._context(anima, person, row)
+        ctx = await self._contexts.recalled(ctx, RecallScope.of(ctx.tools))
+        offer = self._offer(row, person, anima.name)
+        if offer is not None:
+            ctx = replace(ctx, handoff=tuple(offer.lines()))
+        if not ctx.model:
+            ctx = replace(ctx, offline_intro=self._first_offline(person.id))
+        responder = self._responders.model if ctx.model else self._responders.offline
+        pieces: list[str] = []
+        used = Usage()
+        # Streamed to the sender as it comes, never with a secret in it (hub/redaction/redact.py).
+        shown = StreamRedactor()
+        # A model slow to start is said to be waited for (the web chat shows it), not left
+        # as a blank "replying…" until the deadline (hub/model/deadlines.py) cuts it off.
+        waiting = asyncio.get_running_loop().call_later(
+            self._settings.llm.waiting_notice_s, self._waiting, row, job
+        )
+        try:
+            async for piece in responder.stream(ctx):
+                waiting.cancel()
+                if isinstance(piece, Usage):
+                    used += piece
+                    continue
+                pieces.append(piece)
+                self._show(job, shown.feed(piece))
+            self._show(job, shown.rest())
+        except LLMError as exc:
+            self._telling.discard(person.id)
+            return self._failures.model_failed(row, job, exc)
+        except Exception as exc:
+            # A bug or an unexpected SDK error: the sender still hears about it, and the turn
+            # is retried like a model outage, then given up visibly.
+            self._telling.discard(person.id)
+            log.exception("turn %s crashed", row.id, extra={"anima": job.anima})
+            return self._failures.model_failed(row, job, LLMError(f"internal error: {exc!r}"))
+        finally:
+            waiting.cancel()
+        reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
+        told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
+        try:
+            self._finish(row, job, reply, reply if ctx.model else OFFLINE_NOTE, offer, told)
+        finally:
+            self._telling.discard(person.id)  # told with the commit, or not: ask the row again
+        self._tell(row, job, "done", seconds=round(time.monotonic() - began, 3))
+        log.info(  # in words a person reads: who, where, how long, the model, what was recalled
+            "answered %s in %s in %.1f s (%s; turn %s)",
+            person.display_name,
+            ctx.where,
+            time.monotonic() - began,
+            spent(ctx.model, used, len(ctx.recalled_lines)),
+            row.id,
+            extra={"anima": job.anima},
+        )
+        return None
+
+    def _tell(self, row: Claimed, job: TurnJob, state: str, **more: object) -> None:
+        """A notice on the live feed, for the sender (and admins) only."""
+        self._live.publish(
+            "turn",
+            (row.person_id,) if row.person_id else (),
+            state=state,
+            anima=job.anima,
+            conversation=row.conversation,
+            inbox_id=row.id,
+            **more,
+        )
+
+    def _waiting(self, row: Claimed, job: TurnJob) -> None:
+        """No first token yet, `[llm] waiting_notice_s` into the call: say so."""
+        self._events.publish(job.inbox_id, TurnEvent("waiting", WAITING, job.anima))
+        self._tell(row, job, "waiting")
+
+    def _show(self, job: TurnJob, text: str) -> None:
+        if text:
+            self._events.publish(job.inbox_id, TurnEvent("text", text, job.anima))
+
+    def _first_offline(self, person_id: str) -> bool:
+        """Whether this turn explains the offline mode to its person: never told before, and
+        no turn of theirs in another conversation (those run in parallel) is telling them now.
+        The telling is recorded with that turn's commit."""
+        if person_id in self._telling or self._told_offline(person_id):
+            return False
+        self._telling.add(person_id)
+        return True
+
+    def _told_offline(self, person_id: str) -> bool:
+        """Whether the offline mode has explained itself to this person before."""
+        with self._db.engine.connect() as conn:
+            told = conn.execute(
+                select(col(Person.offline_told_at)).where(col(Person.id) == person_id)
+            ).scalar()
+        return told is not None
+
+    def _offer(self, row: Claimed, person: PersonView, anima: str) -> Offer | None:
+        """Where the person left off, in a DM only: a channel neither sees nor uses it up."""
+        if self._handoffs is None or row.address_kind != AddressKind.DM.value:
+            return None
+        return self._handoffs.offer(person.id, anima, row.conversation, self._now())
+
+    def _context(self, anima: Anima, person: PersonView, row: Claimed) -> TurnContext:
+        budget = (
+            anima.spec.limits.history_token_budget or self._settings.runtime.history_token_budget
+        )
+        turns = self._working.recent(
+            row.conversation, budget, self._settings.runtime.history_max_turns
+        )
+        address = Address.parse(row.address, row.address_kind)
+        return self._contexts.build(
+            anima,
+            person,
+            describe(address),
+            row.text,
+            ToolContext(
+                anima=anima.name,
+                person_id=person.id,
+                person_is_admin=person.is_admin,
+                conversation=row.conversation,
+                timezone=self._contexts.timezone(anima),
+                channel_key=row.channel_key,
+                is_dm=row.address_kind == AddressKind.DM.value,
+                turn=row.id,
+            ),
+            # What people said earlier is labelled like the message itself (tests/privacy).
+            history=[
+                {"role": t.role, "content": wrap_message(t.author, t.text)}
+                if t.role == "user"
+                else {"role": t.role, "content": t.text}
+                for t in turns
+            ],
+            earlier_from_person=[
+                t.text for t in turns if t.role == "user" and t.person_id == person.id
+            ],
+        )
+
+    def _finish(
+        self,
+        row: Claimed,
+        job: TurnJob,
+        reply: str,
+        remembered: str,
+        offer: Offer | None,
+        told_offline: bool = False,
+    ) -> None:
+        """Commit the turn; `remembered` is what the episode keeps of the reply, `offer` the
+        handoff it was offered (used up with this commit), `told_offline` whether the reply
+        explained the offline mode to its person (then never again). The turn log keeps
+        both sides redacted: it outlives the turn (working memory, summaries)."""
+        said, remembered = redact(row.text)[0], redact(remembered)[0]
+        address = Address.parse(row.address, row.address_kind)
+        at = self._now()  # the turn log's and the episode's (a replay finds it by this)
+        common = {
+            "conversation": row.conversation,
+            "channel_key": row.channel_key,
+            "anima": job.anima,
+            "inbox_id": row.id,
+            "created_at": at,
+        }
+        turns = [
+            {
+                **common,
+                "role": "user",
+                "person_id": row.person_id,
+                "author": row.sender_name or row.sender_key,
+                "text": said,
+                "tokens": estimate_tokens(said),
+            },
+            {
+                **common,
+                "role": "assistant",
+                "person_id": None,
+                "author": job.anima,
+                # What the conversation keeps of the reply: an offline answer is a template
+                # (it restates the conversation), so working memory and session summaries
+                # keep only the note that it was answered offline.
+                "text": remembered,
+                "tokens": estimate_tokens(remembered),
+            },
+        ]
+        with self._db.write() as conn:
+            conn.execute(_INSERT_TURN, turns)
+            self._outbox.enqueue(
+                conn,
+                address,
+                reply,
+                DeliveryKind.REPLY,
+                job.anima,
+                f"reply:{row.id}",
+                inbox_id=row.id,
+                reply_to=row.event_id,
+            )
+            self._inbox.close(conn, row.id, InboxStatus.DONE, text=row.text)
+            if offer is not None:
+                Handoffs.offered(conn, offer, row.conversation, at)
+            if told_offline and row.person_id:
+                conn.execute(
+                    update(Person)
+                    .where(col(Person.id) == row.person_id, col(Person.offline_told_at).is_(None))
+                    .values(offline_told_at=at)
+                )
+        if self._memory is not None:  # after the commit: hub/turns/episodes.py says why
+            record(
+                self._memory,
+                Answered(
+                    job.anima,
+                    row.id,
+                    row.person_id,
+                    row.sender_name or row.sender_key,
+                    address,
+                    row.channel_key,
+                    row.text,
+                    remembered,
+                    at,
+                ),
+            )
+        self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
+
+    def _give_up(self, row: Claimed, job: TurnJob, reason: str) -> float | None:
+        """Tell the sender plainly, record why, and stop trying (no model failure: the hub's
+        own reasons, in words). None: the turn is finished."""
+        notice = f"Sorry, I could not answer your message: {reason}."
+        self._failures.give_up(row, job, notice, reason)
+        return None
+
+
+# Built once: building the statement costs more than running it (bench/README.md).
+_INSERT_TURN = insert(Turn)

@@ -1,0 +1,1 @@
+"""Read-only views of what the hub keeps: conversations, transcripts, charts, audit, MCP."""
