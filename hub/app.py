@@ -10,8 +10,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlmodel import col, select
-
 from hub.adapter import (
     Adapter,
     AdapterFactory,
@@ -26,6 +24,7 @@ from hub.adapter import (
 from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock, SystemClock
 from hub.commands.about import AboutCommands
+from hub.commands.cron import CronCommands
 from hub.commands.handler import CommandService
 from hub.commands.people import PeopleCommands
 from hub.commands.share import ShareCommands
@@ -43,7 +42,7 @@ from hub.memory.consolidation import Consolidator
 from hub.memory.profiles import Profiles
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
-from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
+from hub.messages import Address, DeliveryKind, Inbound, PlatformUser
 from hub.model.client import ModelClient
 from hub.model.gate import GatedModelClient
 from hub.model.parts import build_model
@@ -66,7 +65,6 @@ from hub.schedule.sessions import close_idle_sessions
 from hub.settings import ConfigError, Settings, configured_secrets
 from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
-from hub.store.models import DeliveryRow, InboxItem, InboxStatus
 from hub.supervise import Supervisor
 from hub.tasks.addressing import Addressing
 from hub.tasks.board import TaskBoard
@@ -78,9 +76,10 @@ from hub.tasks.tools import offline_delegation, task_tools
 from hub.turns.attachments import read_attachment_tool
 from hub.turns.episodes import replay_recent
 from hub.turns.events import EventBus
-from hub.turns.inbox import OPEN, Inbox
+from hub.turns.inbox import Inbox
 from hub.turns.llm import LiteLLMResponder
 from hub.turns.offline import OfflineResponder
+from hub.turns.outcome import stored_outcome
 from hub.turns.runtime import Responders, Runtime, TurnParts
 from hub.turns.thinking import Thinker
 from hub.views.transcript import conversations, transcript
@@ -309,7 +308,7 @@ class Hub:
             self.outbox,
             self.clock,
             self.anima_states.is_paused,
-            self._run_command,
+            CronCommands(self.commands, self.clock.now).run,
             self.live,
             self.memory,
             self.consolidator,
@@ -432,27 +431,8 @@ class Hub:
                 yield event
             return
         # Not running in this process (answered before a restart, or never routed).
-        for event in self._stored_outcome(inbox_id):
+        for event in stored_outcome(self.db, inbox_id):
             yield event
-
-    def _stored_outcome(self, inbox_id: str) -> list[TurnEvent]:
-        with self.db.session() as session:
-            row = session.get(InboxItem, inbox_id)
-            sent = session.exec(
-                select(DeliveryRow)
-                .where(DeliveryRow.inbox_id == inbox_id)
-                .order_by(col(DeliveryRow.created_at))
-            ).all()
-        # A message may have a notice (its answer was delayed, hub/turns/retry.py) before its reply.
-        reply = next((d for d in sent if d.kind == DeliveryKind.REPLY), None)
-        if reply is not None and row is not None and row.status == InboxStatus.DONE:
-            return [TurnEvent("text", reply.text, reply.anima), TurnEvent("done", "", reply.anima)]
-        if sent:
-            return [TurnEvent("error", sent[-1].text, sent[-1].anima)]
-        if row is not None and row.status in OPEN:
-            return [TurnEvent("error", "still being answered; the reply will appear here")]
-        reason = (row.error if row else None) or "no reply was recorded for this message"
-        return [TurnEvent("error", reason)]
 
     def anima_names(self) -> list[str]:
         return self.animas.names()
@@ -529,22 +509,6 @@ class Hub:
 
     async def _heartbeat_now(self, name: str) -> str:
         return (await self.agenda.heartbeat_now(name)).line()
-
-    async def _run_command(self, anima: str, command: Command, where: Address | None) -> str:
-        """A command cron: the Anima runs a hub command on its own schedule, with admin
-        rights (its crons/*.md are written by whoever administers the hub's disk)."""
-        address = where or Address("hub", "local", f"cron-{anima}")
-        at = self.clock.now()
-        inbound = Inbound(
-            event_id=f"cron:{anima}:{at.isoformat()}",
-            address=address,
-            sender=PlatformUser("hub", anima, f"{anima} (cron)"),
-            text=f"/{command.name} {' '.join(command.args)}".strip(),
-            command=command,
-            sent_at=at,
-        )
-        person = PersonView(f"hub:{anima}", f"{anima} (cron)", ("admin",), "", "", None)
-        return await self.commands.handle(inbound, person)
 
     def create_anima(self, name: str, role: str, supervisor: str | None) -> Anima:
         return self.animas.create(name, role, supervisor)
