@@ -199,15 +199,15 @@ class Hub:
 
     def _build_turns(self, responders: Responders) -> None:
         parts = TurnParts(
-            self.db,
-            self.settings,
-            self.animas,
-            self.identity,
-            responders,
-            self.events,
-            self.outbox,
-            self.inbox,
-            self.memory,
+            db=self.db,
+            settings=self.settings,
+            animas=self.animas,
+            identity=self.identity,
+            responders=responders,
+            events=self.events,
+            outbox=self.outbox,
+            inbox=self.inbox,
+            memory=self.memory,
             handoffs=self.handoffs if self.memory is not None else None,
         )
         self.runtime = Runtime(
@@ -225,13 +225,13 @@ class Hub:
         # Where a task may report: checked as it is made and again as it runs (class 9).
         self.addressing = Addressing(self.db)
         parts = TaskParts(
-            self.db,
-            self.tasks,
-            self.animas,
-            self.outbox,
-            self.memory,
-            self.addressing,
-            settings.tasks,
+            db=self.db,
+            board=self.tasks,
+            animas=self.animas,
+            outbox=self.outbox,
+            memory=self.memory,
+            addressing=self.addressing,
+            limits=settings.tasks,
         )
         self.task_runner = TaskRunner(
             parts,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from hub.memory.service import MemoryService
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TaskParts:
     """The board and where a task's run reads and writes: `addressing` checks a task's own
     `report_to` again as it runs (class 9), `limits` is `[tasks]`."""

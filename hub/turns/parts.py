@@ -31,7 +31,7 @@ class Holds(Protocol):
     def hold(self, job: TurnJob) -> str | None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnParts:
     """Where a turn is read from and written to. `handoffs` only with `memory`: a handoff is
     written when memory closes a DM session (hub/schedule/sessions.py)."""

@@ -152,11 +152,8 @@ class Runtime:
         return again
 
     async def _turn(self, job: TurnJob) -> float | None:
-        if self._hold is not None:
-            notice = self._hold.hold(job)
-            if notice is not None:
-                self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
-                return None
+        if self._held(job):
+            return None
         row = self._parts.inbox.claim(job)
         if row is None:
             return None
@@ -167,13 +164,53 @@ class Runtime:
         anima = self._animas.get(job.anima)
         if anima is None:
             return self._give_up(row, job, f"the Anima {job.anima!r} no longer exists")
-        limits = self._settings.runtime
-        if row.attempts >= limits.max_turn_attempts:  # the limit was lowered meanwhile
-            return self._give_up(row, job, f"the turn failed {row.attempts} times")
-        if row.interrupted > limits.max_turn_interruptions:
-            reason = f"the hub stopped during this turn {row.interrupted} times"
+        if (reason := self._past_limits(row)) is not None:
             return self._give_up(row, job, reason)
         person = self._identity.by_id(row.person_id or "")
+        ctx, offer = await self._prepared(anima, person, row)
+        try:
+            reply, used = await self._stream(row, job, ctx)
+        except LLMError as exc:
+            self._telling.discard(person.id)
+            return self._failures.model_failed(row, job, exc)
+        told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
+        try:
+            answer = Answer(reply, reply if ctx.model else OFFLINE_NOTE, offer, bool(told))
+            self._commit.finish(row, job, answer)
+        finally:
+            self._telling.discard(person.id)  # told with the commit, or not: ask the row again
+        self._tell(row, job, "done", seconds=round(time.monotonic() - began, 3))
+        log.info(  # in words a person reads: who, where, how long, the model, what was recalled
+            "answered %s in %s in %.1f s (%s; turn %s)",
+            person.display_name,
+            ctx.where,
+            time.monotonic() - began,
+            spent(ctx.model, used, len(ctx.recalled_lines)),
+            row.id,
+            extra={"anima": job.anima},
+        )
+        return None
+
+    def _held(self, job: TurnJob) -> bool:
+        """Whether the turn's Anima is paused: its sender is told so (hub/commands/state.py)."""
+        notice = self._hold.hold(job) if self._hold is not None else None
+        if notice is not None:
+            self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
+        return notice is not None
+
+    def _past_limits(self, row: Claimed) -> str | None:
+        """Why a turn is given up on before it runs again, or None."""
+        limits = self._settings.runtime
+        if row.attempts >= limits.max_turn_attempts:  # the limit was lowered meanwhile
+            return f"the turn failed {row.attempts} times"
+        if row.interrupted > limits.max_turn_interruptions:
+            return f"the hub stopped during this turn {row.interrupted} times"
+        return None
+
+    async def _prepared(
+        self, anima: Anima, person: PersonView, row: Claimed
+    ) -> tuple[TurnContext, Offer | None]:
+        """What the turn is thought in, and the handoff it is offered (used up with its commit)."""
         ctx = self._context(anima, person, row)
         ctx = await self._contexts.recalled(ctx, RecallScope.of(ctx.tools))
         offer = self._offer(row, person, anima.name)
@@ -181,6 +218,13 @@ class Runtime:
             ctx = replace(ctx, handoff=tuple(offer.lines()))
         if not ctx.model:
             ctx = replace(ctx, offline_intro=self._first_offline(person.id))
+        return ctx, offer
+
+    async def _stream(self, row: Claimed, job: TurnJob, ctx: TurnContext) -> tuple[str, Usage]:
+        """The reply, streamed to the sender as it comes, and what it spent. Anything the
+        responder raises besides a model failure (a bug, an unexpected SDK error) is raised
+        as one: the sender still hears about it, and the turn is retried like a model outage,
+        then given up visibly."""
         responder = self._responders.model if ctx.model else self._responders.offline
         pieces: list[str] = []
         used = Usage()
@@ -200,35 +244,14 @@ class Runtime:
                 pieces.append(piece)
                 self._show(job, shown.feed(piece))
             self._show(job, shown.rest())
-        except LLMError as exc:
-            self._telling.discard(person.id)
-            return self._failures.model_failed(row, job, exc)
+        except LLMError:
+            raise
         except Exception as exc:
-            # A bug or an unexpected SDK error: the sender still hears about it, and the turn
-            # is retried like a model outage, then given up visibly.
-            self._telling.discard(person.id)
             log.exception("turn %s crashed", row.id, extra={"anima": job.anima})
-            return self._failures.model_failed(row, job, LLMError(f"internal error: {exc!r}"))
+            raise LLMError(f"internal error: {exc!r}") from exc
         finally:
             waiting.cancel()
-        reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
-        told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
-        try:
-            answer = Answer(reply, reply if ctx.model else OFFLINE_NOTE, offer, bool(told))
-            self._commit.finish(row, job, answer)
-        finally:
-            self._telling.discard(person.id)  # told with the commit, or not: ask the row again
-        self._tell(row, job, "done", seconds=round(time.monotonic() - began, 3))
-        log.info(  # in words a person reads: who, where, how long, the model, what was recalled
-            "answered %s in %s in %.1f s (%s; turn %s)",
-            person.display_name,
-            ctx.where,
-            time.monotonic() - began,
-            spent(ctx.model, used, len(ctx.recalled_lines)),
-            row.id,
-            extra={"anima": job.anima},
-        )
-        return None
+        return "".join(pieces).strip() or "_(the model gave an empty answer)_", used
 
     def _tell(self, row: Claimed, job: TurnJob, state: str, **more: object) -> None:
         """A notice on the live feed, for the sender (and admins) only."""
