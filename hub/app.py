@@ -10,8 +10,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlmodel import col, select
-
 from hub.adapter import (
     Adapter,
     AdapterFactory,
@@ -26,6 +24,7 @@ from hub.adapter import (
 from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock, SystemClock
 from hub.commands.about import AboutCommands
+from hub.commands.cron import CronCommands
 from hub.commands.handler import CommandService
 from hub.commands.people import PeopleCommands
 from hub.commands.share import ShareCommands
@@ -43,12 +42,10 @@ from hub.memory.consolidation import Consolidator
 from hub.memory.profiles import Profiles
 from hub.memory.service import open_memory
 from hub.memory.tool import remember_about_person_tool, search_memory_tool
-from hub.messages import Address, Command, DeliveryKind, Inbound, PlatformUser
-from hub.model.client import LiteLLMCalls, ModelClient
-from hub.model.deadlines import BoundedCalls
-from hub.model.gate import GatedModelClient, LocalGate
-from hub.model.health import ModelHealth, WatchedModel, configured_models, live_notices
-from hub.model.pool import ModelWorkers
+from hub.messages import Address, DeliveryKind, Inbound, PlatformUser
+from hub.model.client import ModelClient
+from hub.model.gate import GatedModelClient
+from hub.model.parts import build_model
 from hub.model.routes import hub_model_problems
 from hub.model.tools import ToolRegistry, builtin_tools
 from hub.people.admission import Admission
@@ -68,20 +65,22 @@ from hub.schedule.sessions import close_idle_sessions
 from hub.settings import ConfigError, Settings, configured_secrets
 from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
-from hub.store.models import DeliveryRow, InboxItem, InboxStatus
-from hub.supervise import Backoff, Supervisor
+from hub.supervise import Supervisor
 from hub.tasks.addressing import Addressing
 from hub.tasks.board import TaskBoard
 from hub.tasks.delegation import Delegation
-from hub.tasks.runner import TaskRunner, report_links
+from hub.tasks.parts import TaskParts
+from hub.tasks.runner import TaskRunner
+from hub.tasks.telling import report_links
 from hub.tasks.tools import offline_delegation, task_tools
 from hub.turns.attachments import read_attachment_tool
 from hub.turns.episodes import replay_recent
 from hub.turns.events import EventBus
-from hub.turns.inbox import OPEN, Inbox
+from hub.turns.inbox import Inbox
 from hub.turns.llm import LiteLLMResponder
 from hub.turns.offline import OfflineResponder
-from hub.turns.runtime import Responders, Runtime
+from hub.turns.outcome import stored_outcome
+from hub.turns.runtime import Responders, Runtime, TurnParts
 from hub.turns.thinking import Thinker
 from hub.views.transcript import conversations, transcript
 
@@ -107,74 +106,85 @@ class Hub:
         remember_secrets(configured_secrets(settings).values())
         redact("")  # compiles the rule set now, not in the first person's turn
         self.clock: Clock = clock or SystemClock()
-        home = settings.home
         self.db = Database(settings.database_url)
-        self.animas = AnimaRegistry(home / "animas", load_roles())
-        self.identity = IdentityService.of(settings, self.db)
-        self.access = Access(self.db, self.clock.now)
-        self.people = People(self.db, self.identity)
-        self.linking = Linking(self.db, self.identity, self.access)
+        self.animas = AnimaRegistry(settings.home / "animas", load_roles())
+        self._build_people()
+        self._build_delivery(adapter_factories)
+        self._build_memory_and_model(tools or builtin_tools())
+        self.anima_states = AnimaStates(self.db, self.inbox, self.outbox, self.live)
+        responders = responders or Responders(
+            LiteLLMResponder(settings.llm, self.tools, self.model),
+            OfflineResponder(offline_delegation(self.tools, lambda: self.delegation)),
+        )
+        self._build_turns(responders)
+        self._build_tasks(responders, runs_tasks)
+        self._build_inbound()
+        self._build_commands()
+        self._build_schedule(responders)
+        self._planned: tuple[str, ...] | None = None
+        self._sessions_checked: datetime | None = None
+        self._catch_up: asyncio.Task[None] | None = None
+
+    # wiring: each part built once, in the order the parts need one another ------------
+
+    def _build_people(self) -> None:
+        """Who is talking: identity, sign-in access, speakers, links between accounts, and
+        the handoffs of where a person left off. Also the live feed and the task board."""
+        settings, db = self.settings, self.db
+        self.identity = IdentityService.of(settings, db)
+        self.access = Access(db, self.clock.now)
+        self.people = People(db, self.identity)
+        self.linking = Linking(db, self.identity, self.access)
         # What changed, for the dashboard's WS /ws (hub/live.py).
         self.live = LiveFeed(self.clock.now)
-        self.tasks = TaskBoard(self.db, self.clock.now, self.live)
+        self.tasks = TaskBoard(db, self.clock.now, self.live)
         self.handoffs = Handoffs(
-            self.db,
+            db,
             settings.people,
             lambda person_id: self.identity.by_id(person_id).id,
             self.identity.ids_of,
         )
-        if adapter_factories is None:
-            adapter_factories = {name: plugin.build for name, plugin in discover().items()}
+
+    def _build_delivery(self, factories: Mapping[str, AdapterFactory] | None) -> None:
+        """The adapters the settings enable, their health, and what comes in and goes out:
+        ingress, inbox, events, outbox."""
+        if factories is None:
+            factories = {name: plugin.build for name, plugin in discover().items()}
         self.adapters: dict[str, Adapter] = {}
-        for name, factory in adapter_factories.items():
-            adapter = factory(settings)
+        for name, factory in factories.items():
+            adapter = factory(self.settings)
             if adapter is not None:
                 self.adapters[name] = adapter
         self.supervisor = Supervisor(self.clock.now)
         self.platforms = Platforms(self.adapters)
         self.events = EventBus()
-        self.ingress = Ingress(self.db, settings.runtime.max_message_bytes)
+        self.ingress = Ingress(self.db, self.settings.runtime.max_message_bytes)
         self.inbox = Inbox(self.db, self.clock.now)
         self.outbox = Outbox(
             self.db,
             self.adapters,
-            settings.outbox,
+            self.settings.outbox,
             self.clock.now,
             ready=self.platforms.ready,
             senders=self.supervisor.part("outbox senders"),
             live=self.live,
         )
         self.platforms.on_change(self._platform_changed)
-        self.tools = tools or builtin_tools()
+
+    def _build_memory_and_model(self, tools: ToolRegistry) -> None:
+        """The tools, memory, the model every call goes through (hub/model/parts.py), and
+        consolidation, which distills with the model under the cap on scheduled calls."""
+        settings = self.settings
+        self.tools = tools
         self.tools.register(
             read_attachment_tool(self.db, self.adapters, settings.runtime.max_attachment_bytes)
         )
-        self.memory = open_memory(home, settings.memory, self.clock.now)
-        # Where litellm runs: worker processes, or this event loop when workers = 0.
-        self.model_workers = (
-            ModelWorkers(settings.llm.workers, idle_s=settings.llm.worker_idle_s or None)
-            if settings.llm.workers
-            else None
-        )
-        # Every model call ends by the [llm] deadlines, wherever litellm runs
-        # (hub/model/deadlines.py).
-        calls: ModelClient = BoundedCalls(self.model_workers or LiteLLMCalls(), settings.llm)
-        # Every model call goes through `self.model`, which reports to `model_health`.
-        animas = self.animas
-        self.model_health = ModelHealth(
-            lambda: configured_models(settings.llm.model, (a.spec.model for a in animas.all())),
-            calls,
-            self.clock.now,
-            Backoff(settings.llm.health_check_min_s, settings.llm.health_check_max_s),
-            configured_secrets(settings).values(),
-        )
-        self.model_health.on_change(live_notices(self.live))
-        self.model: ModelClient = WatchedModel(calls, self.model_health)
-        # The cap on scheduled model calls (heartbeats, crons, consolidation), hub-wide.
-        paced_by = settings.scheduler
-        self.model_gate = LocalGate(
-            paced_by.max_model_calls, self.clock, paced_by.rate_limit_pause_s
-        )
+        self.memory = open_memory(settings.home, settings.memory, self.clock.now)
+        model = build_model(settings, self.animas, self.clock, self.live)
+        self.model_workers = model.workers
+        self.model_health = model.health
+        self.model: ModelClient = model.model
+        self.model_gate = model.gate
         distill_with = GatedModelClient(self.model, self.model_gate)
         self.consolidator = (
             Consolidator(self.memory, anima_distillers(settings.llm, self.animas, distill_with))
@@ -186,46 +196,54 @@ class Hub:
             self.memory.names_in = self.identity.names_in
             self.tools.register(search_memory_tool(self.memory))
             self.tools.register(remember_about_person_tool(self.memory))
-        self.anima_states = AnimaStates(self.db, self.inbox, self.outbox, self.live)
-        responders = responders or Responders(
-            LiteLLMResponder(settings.llm, self.tools, self.model),
-            OfflineResponder(offline_delegation(self.tools, lambda: self.delegation)),
+
+    def _build_turns(self, responders: Responders) -> None:
+        parts = TurnParts(
+            db=self.db,
+            settings=self.settings,
+            animas=self.animas,
+            identity=self.identity,
+            responders=responders,
+            events=self.events,
+            outbox=self.outbox,
+            inbox=self.inbox,
+            memory=self.memory,
+            handoffs=self.handoffs if self.memory is not None else None,
         )
         self.runtime = Runtime(
-            self.db,
-            settings,
-            self.animas,
-            self.identity,
-            responders,
-            self.events,
-            self.outbox,
-            self.inbox,
-            self.memory,
-            hold=self.anima_states.hold,
+            parts,
+            hold=self.anima_states,
             now=self.clock.now,
             health=self.supervisor.part("turns"),
-            handoffs=self.handoffs if self.memory is not None else None,
             live=self.live,
         )
+
+    def _build_tasks(self, responders: Responders, runs: bool) -> None:
+        """The task runner (a task runs in its assignee's mailbox) and delegation, whose
+        tools the Animas get."""
+        settings = self.settings
         # Where a task may report: checked as it is made and again as it runs (class 9).
         self.addressing = Addressing(self.db)
+        parts = TaskParts(
+            db=self.db,
+            board=self.tasks,
+            animas=self.animas,
+            outbox=self.outbox,
+            memory=self.memory,
+            addressing=self.addressing,
+            limits=settings.tasks,
+        )
         self.task_runner = TaskRunner(
-            self.db,
-            self.tasks,
-            self.animas,
+            parts,
             Thinker(settings, responders, self.memory, self.animas.roles),
-            self.outbox,
-            self.memory,
-            settings.tasks,
-            self.clock.now,
-            self.runtime.submit,
-            self.anima_states.is_paused,
-            self.identity.display_name,
-            self.addressing,
-            runs=runs_tasks,
+            queue=self.runtime,
+            paused=self.anima_states,
+            names=self.identity,
+            now=self.clock.now,
+            runs=runs,
         )
         self.runtime.run_task = self.task_runner.run
-        self.outbox.on_sent(report_links(self.adapters, self.task_runner))
+        self.outbox.on_sent(report_links(self.adapters, self.task_runner.telling))
         self.delegation = Delegation(
             self.tasks,
             self.animas,
@@ -233,11 +251,14 @@ class Hub:
             self.clock.now,
             self.task_runner.start,
             self.addressing,
-            runs=runs_tasks,
+            runs=runs,
         )
         for tool in task_tools(self.delegation, self.tasks, self.clock.now):
             self.tools.register(tool)
-        paced = settings.runtime
+
+    def _build_inbound(self) -> None:
+        """From a platform event to a mailbox: pacing, admission, routing."""
+        paced = self.settings.runtime
         self.pacing = Pacing(
             Pacer(Rate(paced.person_messages_per_minute, paced.person_burst)),
             Pacer(Rate(paced.channel_messages_per_minute, paced.channel_burst)),
@@ -245,23 +266,25 @@ class Hub:
             flood_reporter(self.db, self.outbox),
         )
         self.admission = Admission(
-            self.db, settings.people, self.access, self.identity, self.linking, self._notify
+            self.db, self.settings.people, self.access, self.identity, self.linking, self._notify
         )
         self.dispatcher = Dispatcher(
             self.inbox,
             self.identity,
-            Router(self.db, settings.hub.default_anima),
+            Router(self.db, self.settings.hub.default_anima),
             self.animas,
             self.runtime,
             self.supervisor.part("turns"),
             self.pacing,
             self.admission,
         )
+
+    def _build_commands(self) -> None:
         self.sharing = Sharing(self.db, self.memory, self.identity, self.clock.now)
         self.commands = CommandService(
             self.db,
             self.inbox,
-            settings,
+            self.settings,
             self.animas,
             self.identity,
             self.anima_states,
@@ -274,6 +297,9 @@ class Hub:
             self.admission,
             share=ShareCommands(self.sharing, self._anima_here),
         )
+
+    def _build_schedule(self, responders: Responders) -> None:
+        settings = self.settings
         self.agenda = Agenda(
             self.db,
             settings,
@@ -282,7 +308,7 @@ class Hub:
             self.outbox,
             self.clock,
             self.anima_states.is_paused,
-            self._run_command,
+            CronCommands(self.commands, self.clock.now).run,
             self.live,
             self.memory,
             self.consolidator,
@@ -292,9 +318,6 @@ class Hub:
         # crons), so that runs waiting for the model do not hold up runs that need none.
         runs = settings.scheduler.max_model_calls + 4
         self.scheduler = Scheduler(self.db, self.clock, self.agenda.run, runs)
-        self._planned: tuple[str, ...] | None = None
-        self._sessions_checked: datetime | None = None
-        self._catch_up: asyncio.Task[None] | None = None
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -408,27 +431,8 @@ class Hub:
                 yield event
             return
         # Not running in this process (answered before a restart, or never routed).
-        for event in self._stored_outcome(inbox_id):
+        for event in stored_outcome(self.db, inbox_id):
             yield event
-
-    def _stored_outcome(self, inbox_id: str) -> list[TurnEvent]:
-        with self.db.session() as session:
-            row = session.get(InboxItem, inbox_id)
-            sent = session.exec(
-                select(DeliveryRow)
-                .where(DeliveryRow.inbox_id == inbox_id)
-                .order_by(col(DeliveryRow.created_at))
-            ).all()
-        # A message may have a notice (its answer was delayed, hub/turns/retry.py) before its reply.
-        reply = next((d for d in sent if d.kind == DeliveryKind.REPLY), None)
-        if reply is not None and row is not None and row.status == InboxStatus.DONE:
-            return [TurnEvent("text", reply.text, reply.anima), TurnEvent("done", "", reply.anima)]
-        if sent:
-            return [TurnEvent("error", sent[-1].text, sent[-1].anima)]
-        if row is not None and row.status in OPEN:
-            return [TurnEvent("error", "still being answered; the reply will appear here")]
-        reason = (row.error if row else None) or "no reply was recorded for this message"
-        return [TurnEvent("error", reason)]
 
     def anima_names(self) -> list[str]:
         return self.animas.names()
@@ -505,22 +509,6 @@ class Hub:
 
     async def _heartbeat_now(self, name: str) -> str:
         return (await self.agenda.heartbeat_now(name)).line()
-
-    async def _run_command(self, anima: str, command: Command, where: Address | None) -> str:
-        """A command cron: the Anima runs a hub command on its own schedule, with admin
-        rights (its crons/*.md are written by whoever administers the hub's disk)."""
-        address = where or Address("hub", "local", f"cron-{anima}")
-        at = self.clock.now()
-        inbound = Inbound(
-            event_id=f"cron:{anima}:{at.isoformat()}",
-            address=address,
-            sender=PlatformUser("hub", anima, f"{anima} (cron)"),
-            text=f"/{command.name} {' '.join(command.args)}".strip(),
-            command=command,
-            sent_at=at,
-        )
-        person = PersonView(f"hub:{anima}", f"{anima} (cron)", ("admin",), "", "", None)
-        return await self.commands.handle(inbound, person)
 
     def create_anima(self, name: str, role: str, supervisor: str | None) -> Anima:
         return self.animas.create(name, role, supervisor)

@@ -19,28 +19,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
-from sqlalchemy import Connection, insert
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection
 
-from hub.adapter import Adapter, Linker
-from hub.animas import AnimaRegistry
-from hub.delivery.deliveries import Delivery
-from hub.delivery.outbox import Outbox
-from hub.delivery.targets import Post, Resolved, TargetResolver, post_to
-from hub.memory.working import estimate_tokens
-from hub.messages import Address, DeliveryKind
+from hub.delivery.targets import Resolved
+from hub.messages import DeliveryKind
 from hub.model.client import LLMError
-from hub.settings import TasksSection
-from hub.store.db import Database
-from hub.store.models import OPEN_TASK_STATES, TaskState, Turn
-from hub.tasks.addressing import Addressing
-from hub.tasks.board import TaskBoard, TaskError, TaskView
+from hub.store.models import OPEN_TASK_STATES, TaskState
+from hub.tasks.board import TaskError, TaskView
+from hub.tasks.parts import Names, Pauses, TaskParts, TaskQueue
+from hub.tasks.telling import TaskTelling
 from hub.tasks.text import (
     failed_text,
     late_text,
@@ -50,50 +41,36 @@ from hub.tasks.text import (
     task_query,
 )
 from hub.turns.mailbox import TaskJob
-from hub.turns.thinking import Thinker, scope_for
-
-if TYPE_CHECKING:
-    from hub.memory.service import MemoryService
+from hub.turns.thinking import Thinker
 
 log = logging.getLogger(__name__)
 _REPLAY = timedelta(days=1)  # how far back notes cut off by a stop are written again
-_INSERT_TURN = insert(Turn)
-_REPORT_KEY = re.compile(r"^task:(\d+)>")  # a report's delivery, not a notice about it
 
 
 class TaskRunner:
     def __init__(
         self,
-        db: Database,
-        board: TaskBoard,
-        animas: AnimaRegistry,
+        parts: TaskParts,
         thinker: Thinker,
-        outbox: Outbox,
-        memory: MemoryService | None,
-        limits: TasksSection,
-        now: Callable[[], datetime],
-        submit: Callable[[TaskJob], None],
-        paused: Callable[[str], bool],
-        name_of: Callable[[str], str],
-        addressing: Addressing,
         *,
+        queue: TaskQueue,
+        paused: Pauses,
+        names: Names,
+        now: Callable[[], datetime],
         runs: bool = True,
     ) -> None:
-        self._db = db
-        self._board = board
-        self._animas = animas
+        self._db = parts.db
+        self._board = parts.board
+        self._animas = parts.animas
         self._thinker = thinker
-        self._outbox = outbox
-        self._memory = memory
-        self._limits = limits
+        self._addressing = parts.addressing
+        self._limits = parts.limits
         self._now = now
-        self._submit = submit
+        self._queue = queue
         self._paused = paused
-        self._name_of = name_of
-        self._addressing = addressing
+        self.telling = TaskTelling(parts, names, now)
         # False in a CLI command's short-lived hub: tasks wait on the board for the hub.
         self.runs = runs
-        self._targets = TargetResolver(db)
         self._queued: set[int] = set()  # queued, running or waiting to retry in this process
         self._retries: dict[int, asyncio.TimerHandle] = {}
 
@@ -103,7 +80,7 @@ class TaskRunner:
         if task.id in self._queued or not self.runs:
             return
         self._queued.add(task.id)
-        self._submit(TaskJob(task.id, task.assignee))
+        self._queue.submit(TaskJob(task.id, task.assignee))
 
     def recover(self) -> int:
         """At start: what was running was cut off by the stop; run it again, with the rest."""
@@ -133,7 +110,7 @@ class TaskRunner:
                 except TaskError:
                     continue
                 orphaned += 1
-            if task.state is TaskState.TODO and free and not self._paused(task.assignee):
+            if task.state is TaskState.TODO and free and not self._paused.is_paused(task.assignee):
                 self.start(task)
             if task.due_at is not None and task.due_at <= now and task.escalated_at is None:
                 self._escalate_late(task)
@@ -148,7 +125,7 @@ class TaskRunner:
             self._queued.discard(job.task_id)
 
     async def _run(self, job: TaskJob) -> None:
-        if self._paused(job.anima):
+        if self._paused.is_paused(job.anima):
             log.info("task %d waits: %s is paused", job.task_id, job.anima)
             return
         try:
@@ -162,13 +139,13 @@ class TaskRunner:
             return
         targets = self._resolve(task)
         offline = not self._thinker.model(anima)
-        where = f"a task {self._manager_words(task)} handed you (task {task.id})"
+        where = f"a task {self.telling.manager_words(task)} handed you (task {task.id})"
         began = time.monotonic()
         try:
             thought = await asyncio.wait_for(
                 self._thinker.think(
                     anima,
-                    task_prompt(task, self._requester(task)),
+                    task_prompt(task, self.telling.requester(task)),
                     targets,
                     where,
                     task_id=task.id,
@@ -216,7 +193,7 @@ class TaskRunner:
         chain = self._board.chain(task.id) if task.report_to else []
         refused = self._addressing.refused_for_task(chain, self._configured)
         places: dict[str, Resolved] = {}
-        for target in self._targets.resolve(task.assignee, unique):
+        for target in self.telling.targets.resolve(task.assignee, unique):
             if target.written in refused:
                 target = Resolved(target.written, error=refused[target.written])
             places.setdefault(str(target.address or target.written), target)
@@ -232,8 +209,8 @@ class TaskRunner:
         posted = posted_report(task, report)
 
         def deliver(conn: Connection, done: TaskView) -> None:
-            self._post(conn, done, posted, targets, DeliveryKind.REPORT, "")
-            self._tell_manager(conn, done, posted)
+            self.telling.post(conn, done, posted, targets, DeliveryKind.REPORT, "")
+            self.telling.tell_manager(conn, done, posted)
 
         try:
             done = self._board.move(
@@ -243,7 +220,7 @@ class TaskRunner:
             log.warning("task %d: report dropped: %s", task.id, exc, extra={"anima": task.assignee})
             return
         log.info("task %d done %s: %s", task.id, took, task.title, extra={"anima": task.assignee})
-        self._notes(done, targets, "", posted)
+        self.telling.notes(done, targets, "", posted)
 
     def _fail(
         self,
@@ -267,12 +244,12 @@ class TaskRunner:
             self._queued.add(task.id)
             self._retries[task.id] = asyncio.get_running_loop().call_later(delay, self._retry, task)
             return
-        text = failed_text(task, plain or reason, self._requester(task))
-        targets = self._resolve_origin(task)
+        text = failed_text(task, plain or reason, self.telling.requester(task))
+        targets = self.telling.resolve_origin(task)
 
         def escalate(conn: Connection, failed: TaskView) -> None:
-            self._post(conn, failed, text, targets, DeliveryKind.NOTICE, ":failed")
-            self._tell_manager(conn, failed, text)
+            self.telling.post(conn, failed, text, targets, DeliveryKind.NOTICE, ":failed")
+            self.telling.tell_manager(conn, failed, text)
 
         try:
             failed = self._board.move(
@@ -281,7 +258,7 @@ class TaskRunner:
         except TaskError:
             return
         log.error("task %d failed: %s", task.id, reason, extra={"anima": task.assignee})
-        self._notes(failed, targets, ":failed", text)
+        self.telling.notes(failed, targets, ":failed", text)
 
     def _retry(self, task: TaskView) -> None:
         self._retries.pop(task.id, None)
@@ -297,97 +274,13 @@ class TaskRunner:
     def _escalate_late(self, task: TaskView) -> None:
         if not self._board.mark_escalated(task.id):
             return
-        text = late_text(task, self._requester(task))
-        targets = self._resolve_origin(task)
+        text = late_text(task, self.telling.requester(task))
+        targets = self.telling.resolve_origin(task)
         with self._db.write() as conn:
-            self._post(conn, task, text, targets, DeliveryKind.NOTICE, ":late")
-            self._tell_manager(conn, task, text)
+            self.telling.post(conn, task, text, targets, DeliveryKind.NOTICE, ":late")
+            self.telling.tell_manager(conn, task, text)
         log.warning("task %d is past due", task.id, extra={"anima": task.assignee})
-        self._notes(task, targets, ":late", text, self._now())
-
-    # telling ----------------------------------------------------------------------------
-
-    def published(self, key: str, address: str, link: str) -> None:
-        """A report went out where it has a link (a Notion page): the link is posted once to
-        the conversation that asked, so the person finds it."""
-        found = _REPORT_KEY.match(key)
-        if found is None:
-            return
-        task = self._board.get(int(found.group(1)))
-        if not task.origin or address == task.origin:
-            return
-        where = address.split(":", 1)[0].capitalize()
-        text = f"{task.assignee}'s report on task {task.id} is in {where}: {link}"
-        targets = self._resolve_origin(task)
-        try:
-            with self._db.write() as conn:
-                self._post(conn, task, text, targets, DeliveryKind.NOTICE, f":link:{address}")
-        except IntegrityError:
-            log.info("task %d: the link to %s was posted before", task.id, address)
-
-    def _resolve_origin(self, task: TaskView) -> list[Resolved]:
-        return self._targets.resolve(task.assignee, [task.origin]) if task.origin else []
-
-    def _post(
-        self,
-        conn: Connection,
-        task: TaskView,
-        text: str,
-        targets: list[Resolved],
-        kind: DeliveryKind,
-        what: str,
-    ) -> None:
-        """Each target once (its key is the task's), or its failure recorded, visibly."""
-        poster = task.assignee if kind is DeliveryKind.REPORT else self._speaker(task)
-        post = Post(text, kind, poster, f"task:{task.id}{what}", f"task {task.id}")
-        for target in targets:
-            post_to(conn, self._outbox, post, target)
-
-    def _tell_manager(self, conn: Connection, task: TaskView, text: str) -> None:
-        """The report in the conversation the manager was asked in: its next turn there has
-        it in its history, like a message from the assignee."""
-        if not task.origin or self._animas.get(task.manager) is None:
-            return
-        address = Address.parse(task.origin)
-        conn.execute(
-            _INSERT_TURN,
-            [
-                {
-                    "conversation": task.origin,
-                    "channel_key": address.channel_key,
-                    "anima": task.manager,
-                    "role": "user",
-                    "person_id": None,
-                    "author": f"{task.assignee} (task {task.id})",
-                    "text": text,
-                    "tokens": estimate_tokens(text),
-                    "inbox_id": None,
-                    "created_at": self._now(),
-                }
-            ],
-        )
-
-    def _notes(
-        self,
-        task: TaskView,
-        targets: list[Resolved],
-        what: str,
-        said: str,
-        at: datetime | None = None,
-    ) -> None:
-        """The assignee's and the manager's memory of it, in the scope it was posted in;
-        dated by the task's last step, so writing them again finds them written."""
-        if self._memory is None:
-            return
-        scope = scope_for(task.assignee, targets)
-        at = at or task.updated_at
-        for anima in (task.assignee, task.manager):
-            if self._animas.get(anima) is None:
-                continue
-            key = f"task:{task.id}{what}" if anima == task.assignee else f"task:{task.id}{what}>m"
-            self._memory.record_note(
-                anima, key, said, scope.scope_of_new_item(), scope.channel_key, at
-            )
+        self.telling.notes(task, targets, ":late", text, self._now())
 
     def _replay_notes(self) -> None:
         since = self._now() - _REPLAY
@@ -396,36 +289,11 @@ class TaskRunner:
                 break
             try:
                 if task.state is TaskState.DONE:
-                    self._notes(task, self._resolve(task), "", posted_report(task, task.result))
+                    self.telling.notes(
+                        task, self._resolve(task), "", posted_report(task, task.result)
+                    )
                 else:
-                    text = failed_text(task, task.result, self._requester(task))
-                    self._notes(task, self._resolve_origin(task), ":failed", text)
+                    text = failed_text(task, task.result, self.telling.requester(task))
+                    self.telling.notes(task, self.telling.resolve_origin(task), ":failed", text)
             except OSError as exc:
                 log.error("task %d: its memory note failed: %s", task.id, exc)
-
-    # words ------------------------------------------------------------------------------
-
-    def _requester(self, task: TaskView) -> str:
-        return self._name_of(task.requested_by) if task.requested_by else ""
-
-    def _manager_words(self, task: TaskView) -> str:
-        return task.manager if self._animas.get(task.manager) else "an admin"
-
-    def _speaker(self, task: TaskView) -> str:
-        """Who tells a failure or lateness: the manager, when it is an Anima."""
-        return task.manager if self._animas.get(task.manager) else task.assignee
-
-
-def report_links(adapters: Mapping[str, Adapter], runner: TaskRunner) -> Callable[[Delivery], None]:
-    """An outbox listener: when a delivery is out where its platform gives it a link (a
-    Notion page), a task's report says so where the task was asked for."""
-
-    def sent(row: Delivery) -> None:
-        adapter = adapters.get(row.address.split(":", 1)[0])
-        if isinstance(adapter, Linker) and row.message_ids:
-            address = Address.parse(row.address, row.address_kind)
-            link = adapter.link(address, row.message_ids[0])
-            if link:
-                runner.published(row.idempotency_key, row.address, link)
-
-    return sent

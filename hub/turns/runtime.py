@@ -12,88 +12,79 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
 from sqlmodel import col
 
 from hub.adapter import TurnEvent
-from hub.animas import Anima, AnimaRegistry
-from hub.delivery.outbox import Outbox
+from hub.animas import Anima
 from hub.live import LiveFeed
 from hub.memory.recall import RecallScope
-from hub.memory.service import MemoryService
-from hub.memory.working import WorkingMemory, estimate_tokens
-from hub.messages import Address, AddressKind, DeliveryKind, utcnow, with_attachments
+from hub.memory.working import WorkingMemory
+from hub.messages import Address, AddressKind, utcnow, with_attachments
 from hub.model.client import LLMError, Usage
 from hub.model.tools import ToolContext
-from hub.people.handoffs import Handoffs, Offer
-from hub.people.identity import IdentityService, PersonView
-from hub.redaction.redact import StreamRedactor, redact
-from hub.settings import Settings
-from hub.store.db import Database
-from hub.store.models import InboxStatus, Person, Turn
+from hub.people.handoffs import Offer
+from hub.people.identity import PersonView
+from hub.redaction.redact import StreamRedactor
+from hub.store.models import Person
 from hub.supervise import Backoff, Part
+from hub.turns.commit import Answer, TurnCommit
 from hub.turns.context import TurnContexts
-from hub.turns.episodes import OFFLINE_NOTE, Answered, describe, record
-from hub.turns.events import EventBus
-from hub.turns.inbox import Claimed, Inbox
-from hub.turns.llm import Responder, TurnContext, spent, wrap_message
+from hub.turns.episodes import OFFLINE_NOTE, describe
+from hub.turns.inbox import Claimed
+from hub.turns.llm import TurnContext, spent, wrap_message
 from hub.turns.mailbox import Job, Mailboxes, TaskJob, TurnJob
+from hub.turns.parts import Holds, Responders, TurnParts
 from hub.turns.retry import TurnFailures
+
+# Responders and TurnParts are what the composition root and tests build a runtime from.
+__all__ = ["WAITING", "Responders", "Runtime", "TurnParts"]
 
 log = logging.getLogger(__name__)
 WAITING = "Still waiting for the AI model to answer…"
 
 
-@dataclass(frozen=True, slots=True)
-class Responders:
-    model: Responder
-    offline: Responder
-
-
 class Runtime:
     def __init__(
         self,
-        db: Database,
-        settings: Settings,
-        animas: AnimaRegistry,
-        identity: IdentityService,
-        responders: Responders,
-        events: EventBus,
-        outbox: Outbox,
-        inbox: Inbox,
-        memory: MemoryService | None = None,
-        hold: Callable[[TurnJob], str | None] | None = None,
+        parts: TurnParts,
+        *,
+        hold: Holds | None = None,
         now: Callable[[], datetime] = utcnow,
         health: Part | None = None,
-        handoffs: Handoffs | None = None,
         live: LiveFeed | None = None,
     ) -> None:
-        self._db = db
+        self._parts = parts
+        self._db = parts.db
         self._live = live or LiveFeed()  # the dashboard's feed: a turn began, ended
-        self._settings = settings
-        self._animas = animas
-        self._identity = identity
-        self._responders = responders
-        self._events = events
-        self._outbox = outbox
-        self._inbox = inbox
-        self._working = WorkingMemory(db)
-        self._memory = memory
-        self._contexts = TurnContexts(settings, animas.roles, memory)
-        self._handoffs = handoffs
+        self._settings = parts.settings
+        self._animas = parts.animas
+        self._identity = parts.identity
+        self._responders = parts.responders
+        self._events = parts.events
+        self._working = WorkingMemory(parts.db)
+        self._contexts = TurnContexts(parts.settings, parts.animas.roles, parts.memory)
+        self._handoffs = parts.handoffs
         self._telling: set[str] = set()  # people a running turn explains offline mode to
-        # Asked before every turn: holds the message of a paused Anima and returns the
-        # notice its sender was given (hub/commands/state.py), or None to run the turn.
         self._hold = hold
         self._now = now  # the hub's clock: turns and episodes are dated by it
+        self._commit = TurnCommit(parts, now)
         self.mailboxes = Mailboxes(self._handle, self._crashed)
         self._health = health or Part("turns", now)
         self._db_backoff = Backoff(base_s=1.0, max_s=30.0)
-        self._failures = TurnFailures(db, settings.runtime, inbox, outbox, events, self._tell, now)
+        self._failures = TurnFailures(
+            parts.db,
+            parts.settings.runtime,
+            parts.inbox,
+            parts.outbox,
+            self._events,
+            self._tell,
+            now,
+        )
         # Runs a delegated task in the assignee's mailbox (hub/tasks/runner.py, set by app).
         self.run_task: Callable[[TaskJob], Awaitable[None]] | None = None
 
@@ -161,12 +152,9 @@ class Runtime:
         return again
 
     async def _turn(self, job: TurnJob) -> float | None:
-        if self._hold is not None:
-            notice = self._hold(job)
-            if notice is not None:
-                self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
-                return None
-        row = self._inbox.claim(job)
+        if self._held(job):
+            return None
+        row = self._parts.inbox.claim(job)
         if row is None:
             return None
         began = time.monotonic()
@@ -176,13 +164,53 @@ class Runtime:
         anima = self._animas.get(job.anima)
         if anima is None:
             return self._give_up(row, job, f"the Anima {job.anima!r} no longer exists")
-        limits = self._settings.runtime
-        if row.attempts >= limits.max_turn_attempts:  # the limit was lowered meanwhile
-            return self._give_up(row, job, f"the turn failed {row.attempts} times")
-        if row.interrupted > limits.max_turn_interruptions:
-            reason = f"the hub stopped during this turn {row.interrupted} times"
+        if (reason := self._past_limits(row)) is not None:
             return self._give_up(row, job, reason)
         person = self._identity.by_id(row.person_id or "")
+        ctx, offer = await self._prepared(anima, person, row)
+        try:
+            reply, used = await self._stream(row, job, ctx)
+        except LLMError as exc:
+            self._telling.discard(person.id)
+            return self._failures.model_failed(row, job, exc)
+        told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
+        try:
+            answer = Answer(reply, reply if ctx.model else OFFLINE_NOTE, offer, bool(told))
+            self._commit.finish(row, job, answer)
+        finally:
+            self._telling.discard(person.id)  # told with the commit, or not: ask the row again
+        self._tell(row, job, "done", seconds=round(time.monotonic() - began, 3))
+        log.info(  # in words a person reads: who, where, how long, the model, what was recalled
+            "answered %s in %s in %.1f s (%s; turn %s)",
+            person.display_name,
+            ctx.where,
+            time.monotonic() - began,
+            spent(ctx.model, used, len(ctx.recalled_lines)),
+            row.id,
+            extra={"anima": job.anima},
+        )
+        return None
+
+    def _held(self, job: TurnJob) -> bool:
+        """Whether the turn's Anima is paused: its sender is told so (hub/commands/state.py)."""
+        notice = self._hold.hold(job) if self._hold is not None else None
+        if notice is not None:
+            self._events.publish(job.inbox_id, TurnEvent("error", notice, job.anima))
+        return notice is not None
+
+    def _past_limits(self, row: Claimed) -> str | None:
+        """Why a turn is given up on before it runs again, or None."""
+        limits = self._settings.runtime
+        if row.attempts >= limits.max_turn_attempts:  # the limit was lowered meanwhile
+            return f"the turn failed {row.attempts} times"
+        if row.interrupted > limits.max_turn_interruptions:
+            return f"the hub stopped during this turn {row.interrupted} times"
+        return None
+
+    async def _prepared(
+        self, anima: Anima, person: PersonView, row: Claimed
+    ) -> tuple[TurnContext, Offer | None]:
+        """What the turn is thought in, and the handoff it is offered (used up with its commit)."""
         ctx = self._context(anima, person, row)
         ctx = await self._contexts.recalled(ctx, RecallScope.of(ctx.tools))
         offer = self._offer(row, person, anima.name)
@@ -190,6 +218,13 @@ class Runtime:
             ctx = replace(ctx, handoff=tuple(offer.lines()))
         if not ctx.model:
             ctx = replace(ctx, offline_intro=self._first_offline(person.id))
+        return ctx, offer
+
+    async def _stream(self, row: Claimed, job: TurnJob, ctx: TurnContext) -> tuple[str, Usage]:
+        """The reply, streamed to the sender as it comes, and what it spent. Anything the
+        responder raises besides a model failure (a bug, an unexpected SDK error) is raised
+        as one: the sender still hears about it, and the turn is retried like a model outage,
+        then given up visibly."""
         responder = self._responders.model if ctx.model else self._responders.offline
         pieces: list[str] = []
         used = Usage()
@@ -209,34 +244,14 @@ class Runtime:
                 pieces.append(piece)
                 self._show(job, shown.feed(piece))
             self._show(job, shown.rest())
-        except LLMError as exc:
-            self._telling.discard(person.id)
-            return self._failures.model_failed(row, job, exc)
+        except LLMError:
+            raise
         except Exception as exc:
-            # A bug or an unexpected SDK error: the sender still hears about it, and the turn
-            # is retried like a model outage, then given up visibly.
-            self._telling.discard(person.id)
             log.exception("turn %s crashed", row.id, extra={"anima": job.anima})
-            return self._failures.model_failed(row, job, LLMError(f"internal error: {exc!r}"))
+            raise LLMError(f"internal error: {exc!r}") from exc
         finally:
             waiting.cancel()
-        reply = "".join(pieces).strip() or "_(the model gave an empty answer)_"
-        told = not ctx.model and ctx.offline_intro  # said once per person, with this commit
-        try:
-            self._finish(row, job, reply, reply if ctx.model else OFFLINE_NOTE, offer, told)
-        finally:
-            self._telling.discard(person.id)  # told with the commit, or not: ask the row again
-        self._tell(row, job, "done", seconds=round(time.monotonic() - began, 3))
-        log.info(  # in words a person reads: who, where, how long, the model, what was recalled
-            "answered %s in %s in %.1f s (%s; turn %s)",
-            person.display_name,
-            ctx.where,
-            time.monotonic() - began,
-            spent(ctx.model, used, len(ctx.recalled_lines)),
-            row.id,
-            extra={"anima": job.anima},
-        )
-        return None
+        return "".join(pieces).strip() or "_(the model gave an empty answer)_", used
 
     def _tell(self, row: Claimed, job: TurnJob, state: str, **more: object) -> None:
         """A notice on the live feed, for the sender (and admins) only."""
@@ -317,95 +332,9 @@ class Runtime:
             ],
         )
 
-    def _finish(
-        self,
-        row: Claimed,
-        job: TurnJob,
-        reply: str,
-        remembered: str,
-        offer: Offer | None,
-        told_offline: bool = False,
-    ) -> None:
-        """Commit the turn; `remembered` is what the episode keeps of the reply, `offer` the
-        handoff it was offered (used up with this commit), `told_offline` whether the reply
-        explained the offline mode to its person (then never again). The turn log keeps
-        both sides redacted: it outlives the turn (working memory, summaries)."""
-        said, remembered = redact(row.text)[0], redact(remembered)[0]
-        address = Address.parse(row.address, row.address_kind)
-        at = self._now()  # the turn log's and the episode's (a replay finds it by this)
-        common = {
-            "conversation": row.conversation,
-            "channel_key": row.channel_key,
-            "anima": job.anima,
-            "inbox_id": row.id,
-            "created_at": at,
-        }
-        turns = [
-            {
-                **common,
-                "role": "user",
-                "person_id": row.person_id,
-                "author": row.sender_name or row.sender_key,
-                "text": said,
-                "tokens": estimate_tokens(said),
-            },
-            {
-                **common,
-                "role": "assistant",
-                "person_id": None,
-                "author": job.anima,
-                # What the conversation keeps of the reply: an offline answer is a template
-                # (it restates the conversation), so working memory and session summaries
-                # keep only the note that it was answered offline.
-                "text": remembered,
-                "tokens": estimate_tokens(remembered),
-            },
-        ]
-        with self._db.write() as conn:
-            conn.execute(_INSERT_TURN, turns)
-            self._outbox.enqueue(
-                conn,
-                address,
-                reply,
-                DeliveryKind.REPLY,
-                job.anima,
-                f"reply:{row.id}",
-                inbox_id=row.id,
-                reply_to=row.event_id,
-            )
-            self._inbox.close(conn, row.id, InboxStatus.DONE, text=row.text)
-            if offer is not None:
-                Handoffs.offered(conn, offer, row.conversation, at)
-            if told_offline and row.person_id:
-                conn.execute(
-                    update(Person)
-                    .where(col(Person.id) == row.person_id, col(Person.offline_told_at).is_(None))
-                    .values(offline_told_at=at)
-                )
-        if self._memory is not None:  # after the commit: hub/turns/episodes.py says why
-            record(
-                self._memory,
-                Answered(
-                    job.anima,
-                    row.id,
-                    row.person_id,
-                    row.sender_name or row.sender_key,
-                    address,
-                    row.channel_key,
-                    row.text,
-                    remembered,
-                    at,
-                ),
-            )
-        self._events.publish(job.inbox_id, TurnEvent("done", anima=job.anima))
-
     def _give_up(self, row: Claimed, job: TurnJob, reason: str) -> float | None:
         """Tell the sender plainly, record why, and stop trying (no model failure: the hub's
         own reasons, in words). None: the turn is finished."""
         notice = f"Sorry, I could not answer your message: {reason}."
         self._failures.give_up(row, job, notice, reason)
         return None
-
-
-# Built once: building the statement costs more than running it (bench/README.md).
-_INSERT_TURN = insert(Turn)
