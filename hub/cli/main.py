@@ -155,11 +155,12 @@ def start(
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
         with hold_data_root(settings.home, url), hold_database(settings.database_url):
-            if problem := _people_problem(settings):
+            hub = Hub(settings)  # built, not started: nothing runs until it serves
+            if problem := hub.config_problem():  # one line, not Hub.start's traceback
                 raise fail(f"config: {problem}", code=2)
             listening = _listen(settings.server.host, settings.server.port)
             console.print(styled("AnimaHub on ", (url, "bold"), f" (data: {settings.home})"))
-            app = create_app(Hub(settings), on_ready=_print_owner_link)
+            app = create_app(hub, on_ready=_print_owner_link)
             config = uvicorn_config(app, settings.server)
             _serve(uvicorn.Server(config), listening)
     except HubBusy as exc:
@@ -202,20 +203,6 @@ def signin() -> None:
     until = link["expires_at"]
     console.print(f"Open this link to sign in as {link['name']} (once, until {until}):")
     console.print(link["url"], style="bold", soft_wrap=True, highlight=False)
-
-
-def _people_problem(settings: Settings) -> str:
-    """What `Hub.start` would refuse in `[hub] admins` / `[people] allowlist` (a name a
-    stranger could have taken), found here so that it is one line, not a traceback."""
-    from hub.people.identity import IdentityService
-    from hub.store.db import Database
-
-    db = Database(settings.database_url)
-    try:
-        db.migrate()
-        return IdentityService.of(settings, db).config_problem(settings.people.allowlist)
-    finally:
-        db.dispose()
 
 
 class _Stopped(Exception):

@@ -74,11 +74,30 @@ def test_memory_commands_and_anima_create_with_a_hub_running_and_without(
 
     hub = HubProcess(home, free_port()).start()
     try:
-        commands(home, "wren")
-        assert "wren" in [a["name"] for a in hub.get("/api/animas")]
         full = cli(home, "repair-rag", "--full")
-        assert full.returncode == 0, full.stderr
-        assert "re-indexed 4 Anima(s)" in full.stdout  # mika, aria, kai, wren
     finally:
         assert hub.stop() == 0
+    assert full.returncode == 0, full.stderr
     assert points(home, monkeypatch, "otto") == 0
+    assert "re-indexed 3 Anima(s)" in full.stdout  # mika, aria, kai
+
+    hub = HubProcess(home, free_port()).start()
+    try:
+        commands(home, "wren")
+        assert "wren" in [a["name"] for a in hub.get("/api/animas")]
+    finally:
+        assert hub.stop() == 0
+
+
+def test_start_refuses_an_admin_who_names_no_person_in_one_line(tmp_path: Path) -> None:
+    """`start` asks the hub it built (not a database and people of its own) what `Hub.start`
+    would refuse, and says it in one line before it listens."""
+    home = tmp_path / "home"
+    assert cli(home, "init").returncode == 0
+    result = cli(
+        home, "start", "--port", str(free_port()), ANIMAHUB_HUB__ADMINS='["person:nobody"]'
+    )
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "config: [hub] admins: 'person:nobody' names no person" in lines[0]
