@@ -26,6 +26,7 @@ from hub.cli.console import (
     fail,
     given,
     print_error,
+    run_async,
     settings_or_exit,
     styled,
 )
@@ -129,7 +130,7 @@ def _create_animas(settings: Settings, animas: list[tuple[str, str, str | None]]
                 console.print(styled("created Anima ", (name, "bold"), f" ({role})"))
 
     if animas:
-        asyncio.run(run())
+        run_async(run())
 
 
 @app.command()

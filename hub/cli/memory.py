@@ -9,14 +9,13 @@ place they are made, so a search, a consolidation or a restore is the hub's, hub
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from datetime import date
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from hub.cli.console import HELP_MARKUP, console, fail, given, settings_or_exit
+from hub.cli.console import HELP_MARKUP, console, fail, given, run_async, settings_or_exit
 from hub.cli.runfile import HubBusy
 
 # The rest is imported where it is used: every command imports this module, and `--help`
@@ -68,7 +67,7 @@ def through_hub(
         async with hub_client(settings, calls_the_model) as client:
             return await work(client)
 
-    return asyncio.run(run())
+    return run_async(run())
 
 
 def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
