@@ -323,10 +323,9 @@ class Hub:
 
     async def start(self) -> None:
         (self.settings.home / "shared" / "users").mkdir(parents=True, exist_ok=True)
-        self.db.migrate()
         # Before anyone is made or let in: an admin or allowlist entry a stranger's name
         # could have taken stops the hub (hub/people/names.py).
-        if problem := self.identity.config_problem(self.settings.people.allowlist):
+        if problem := self.config_problem():
             raise ConfigError(problem)
         owner = self.identity.owner()  # now, so that a database outage later cannot hide it
         log.info("the hub's owner is %s (%s)", owner.display_name, owner.id)
@@ -509,6 +508,12 @@ class Hub:
 
     async def _heartbeat_now(self, name: str) -> str:
         return (await self.agenda.heartbeat_now(name)).line()
+
+    def config_problem(self) -> str:
+        """What `start` refuses in `[hub] admins` / `[people] allowlist`, in one line ("" when
+        nothing), the database migrated first: `animahub start` asks before it serves."""
+        self.db.migrate()
+        return self.identity.config_problem(self.settings.people.allowlist)
 
     def create_anima(self, name: str, role: str, supervisor: str | None) -> Anima:
         return self.animas.create(name, role, supervisor)

@@ -118,6 +118,17 @@ async def write(name: str, body: WriteRequest, hub: HubDep) -> dict[str, Any]:
     return {"path": body.path, "items": items}
 
 
+@router.post("/rebuild")
+async def rebuild_all(hub: HubDep, full: bool = False) -> dict[str, Any]:
+    """Re-index every Anima's markdown (`animahub repair-rag` without `--anima`); `full=true`
+    empties the whole index first, so the points of Animas that no longer exist go too."""
+    if hub.memory is None:
+        raise HTTPException(409, "memory is disabled ([memory] enabled = false)")
+    if full:
+        hub.memory.index.clear()
+    return {"animas": {name: await hub.memory.rebuild(name) for name in hub.animas.names()}}
+
+
 @router.post("/{name}/rebuild")
 async def rebuild(name: str, hub: HubDep) -> dict[str, Any]:
     """Re-index the Anima's markdown (what `animahub repair-rag` does)."""

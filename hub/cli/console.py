@@ -6,9 +6,10 @@ are. With it on, "[llm]" in a hint vanished and a memory containing "[/]" made
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Collection, Sequence
+import asyncio
+from collections.abc import AsyncGenerator, Collection, Coroutine, Sequence
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import typer
 from rich.console import Console
@@ -23,6 +24,23 @@ err = Console(stderr=True, soft_wrap=True, markup=False)
 # Help text is Markdown (`code` shows as code), not Rich markup: "[people] dm_policy" is a
 # config section, not a style.
 HELP_MARKUP: Final = "markdown"
+
+
+T = TypeVar("T")
+
+
+def run_async(work: Coroutine[Any, Any, T]) -> T:
+    """`asyncio.run(work)`; on a thread of its own when this thread already runs an event
+    loop (a notebook, an async test calling the app), where asyncio.run cannot nest: `init
+    --demo`, which creates its Animas through the hub, was once called that way."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(work)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work).result()
 
 
 def styled(*parts: str | tuple[str, str]) -> Text:

@@ -26,6 +26,7 @@ from hub.cli.console import (
     fail,
     given,
     print_error,
+    run_async,
     settings_or_exit,
     styled,
 )
@@ -65,7 +66,11 @@ app.add_typer(task_app, name="task")
 app.command()(mcp)
 app.command("consolidate")(consolidate)
 
-DEMO = (("mika", "manager", None), ("aria", "researcher", "mika"), ("kai", "engineer", "mika"))
+DEMO: tuple[tuple[str, str, str | None], ...] = (
+    ("mika", "manager", None),
+    ("aria", "researcher", "mika"),
+    ("kai", "engineer", "mika"),
+)
 
 
 @app.command()
@@ -95,8 +100,8 @@ def init(
         config.write_text(text, encoding="utf-8")
         console.print(f"wrote {config}")
     if demo:
-        for name, role, supervisor in DEMO:
-            _ensure_anima(settings_or_exit(), name, role, supervisor)
+        settings = settings_or_exit()
+        _create_animas(settings, [a for a in DEMO if a[0] not in registry_of(settings)])
     console.print(styled("data folder ready: ", (str(home), "bold")))
 
 
@@ -110,36 +115,22 @@ def _ask_owner() -> str:
     return str(typer.prompt("The hub's owner (your name)", default=default)).strip() or default
 
 
-def _ensure_anima(settings: Settings, name: str, role: str, supervisor: str | None) -> None:
-    if name in registry_of(settings):
-        return
-    _create_anima(settings, name, role, supervisor)
+def _create_animas(settings: Settings, animas: list[tuple[str, str, str | None]]) -> None:
+    """Create each (name, role, supervisor) through the hub (the running one, else an
+    in-process one, for them all), in order: a supervisor before those it supervises."""
+    from hub.cli.client import hub_client, refusal_line
 
+    async def run() -> None:
+        async with hub_client(settings) as client:
+            for name, role, supervisor in animas:
+                body = {"name": name, "role": role, "supervisor": supervisor}
+                response = await client.post("/api/animas", json=body)
+                if response.status_code != 201:
+                    raise fail(refusal_line(response))
+                console.print(styled("created Anima ", (name, "bold"), f" ({role})"))
 
-def _create_anima(settings: Settings, name: str, role: str, supervisor: str | None) -> None:
-    running = running_hub(settings.home)
-    if running is not None:
-        import httpx
-
-        from hub.cli.client import auth_headers, refusal_line
-
-        response = httpx.post(
-            f"{running.url}/api/animas",
-            json={"name": name, "role": role, "supervisor": supervisor},
-            headers=auth_headers(settings),
-        )
-        if response.status_code != 201:
-            raise fail(refusal_line(response))
-    else:
-        from hub.animas import AnimaError
-
-        with hold_data_root(settings.home):
-            registry = registry_of(settings)
-            try:
-                registry.create(name, role, supervisor)
-            except AnimaError as exc:
-                raise fail(str(exc)) from None
-    console.print(styled("created Anima ", (name, "bold"), f" ({role})"))
+    if animas:
+        run_async(run())
 
 
 @app.command()
@@ -165,11 +156,12 @@ def start(
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
         with hold_data_root(settings.home, url), hold_database(settings.database_url):
-            if problem := _people_problem(settings):
+            hub = Hub(settings)  # built, not started: nothing runs until it serves
+            if problem := hub.config_problem():  # one line, not Hub.start's traceback
                 raise fail(f"config: {problem}", code=2)
             listening = _listen(settings.server.host, settings.server.port)
             console.print(styled("AnimaHub on ", (url, "bold"), f" (data: {settings.home})"))
-            app = create_app(Hub(settings), on_ready=_print_owner_link)
+            app = create_app(hub, on_ready=_print_owner_link)
             config = uvicorn_config(app, settings.server)
             _serve(uvicorn.Server(config), listening)
     except HubBusy as exc:
@@ -212,20 +204,6 @@ def signin() -> None:
     until = link["expires_at"]
     console.print(f"Open this link to sign in as {link['name']} (once, until {until}):")
     console.print(link["url"], style="bold", soft_wrap=True, highlight=False)
-
-
-def _people_problem(settings: Settings) -> str:
-    """What `Hub.start` would refuse in `[hub] admins` / `[people] allowlist` (a name a
-    stranger could have taken), found here so that it is one line, not a traceback."""
-    from hub.people.identity import IdentityService
-    from hub.store.db import Database
-
-    db = Database(settings.database_url)
-    try:
-        db.migrate()
-        return IdentityService.of(settings, db).config_problem(settings.people.allowlist)
-    finally:
-        db.dispose()
 
 
 class _Stopped(Exception):
@@ -276,7 +254,7 @@ def anima_create(
     supervisor: Annotated[str | None, typer.Option(help="The Anima this one reports to.")] = None,
 ) -> None:
     """Create an Anima from a role template."""
-    _create_anima(settings_or_exit(), name, role, supervisor)
+    _create_animas(settings_or_exit(), [(name, role, supervisor)])
 
 
 @anima_app.command("list")

@@ -1,22 +1,22 @@
 """`animahub repair-rag`, `animahub consolidate` and `animahub memory ...`: memory from the
 command line.
 
-With a hub running on the data root these go through its API (the embedded index can only
-be open in one process); otherwise they take the data root's lock and work in-process.
+Each goes through the one client (hub/cli/client.py): the running hub's API, or the same
+routes of an in-process hub when none runs (the embedded index can only be open in one
+process). No command builds memory, people or a database of its own: hub/app.py is the one
+place they are made, so a search, a consolidation or a restore is the hub's, hub or no hub.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import Awaitable, Callable
+from datetime import date
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from hub.cli.console import HELP_MARKUP, console, fail, given, settings_or_exit
-from hub.cli.runfile import HubBusy, hold_data_root, running_hub
+from hub.cli.console import HELP_MARKUP, console, fail, given, run_async, settings_or_exit
+from hub.cli.runfile import HubBusy
 
 # The rest is imported where it is used: every command imports this module, and `--help`
 # needs none of the memory, the database, httpx or the hub (tests/unit/test_lazy_imports.py).
@@ -24,10 +24,9 @@ if TYPE_CHECKING:
     import httpx
 
     from hub.animas import AnimaRegistry
-    from hub.memory.consolidation import Consolidator
-    from hub.memory.service import MemoryService
-    from hub.people.identity import IdentityService
     from hub.settings import Settings
+
+T = TypeVar("T")
 
 memory_app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
@@ -56,93 +55,41 @@ def known_anima(settings: Settings, name: str) -> None:
         raise fail(f"no Anima named {name!r}")
 
 
-@asynccontextmanager
-async def local_memory(settings: Settings) -> AsyncIterator[MemoryService]:
-    async with local_hub(settings) as (memory, _):
-        yield memory
+def through_hub(
+    settings: Settings,
+    work: Callable[[httpx.AsyncClient], Awaitable[T]],
+    calls_the_model: bool = False,
+) -> T:
+    """`work` done with a client of the hub: the running one, else an in-process one."""
+    from hub.cli.client import hub_client
 
+    async def run() -> T:
+        async with hub_client(settings, calls_the_model) as client:
+            return await work(client)
 
-@asynccontextmanager
-async def local_hub(settings: Settings) -> AsyncIterator[tuple[MemoryService, IdentityService]]:
-    """The data root's memory, and its people, with no hub running (holding its lock)."""
-    from hub.logs import to_files
-    from hub.memory.service import MemoryService
-    from hub.people.identity import IdentityService  # heavy (the database): only when used
-    from hub.store.db import Database
-
-    with hold_data_root(settings.home), to_files(settings.home):
-        db = Database(settings.database_url)
-        db.migrate()  # as the hub does at start: a fresh data root has no tables yet
-        identity = IdentityService.of(settings, db)
-        memory = MemoryService.from_settings(settings.home, settings.memory)
-        # The people a query names, and the ids merged into a person, as the running hub
-        # knows them: a search ranks the same with the hub stopped as through it.
-        memory.aliases_of, memory.names_in = identity.aliases_of, identity.names_in
-        try:
-            await memory.start(animas_in(settings))
-            yield memory, identity
-        finally:
-            await memory.stop()
-            db.dispose()
+    return run_async(run())
 
 
 def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
-    names = animas_in(settings)
-    targets = names if anima is None else [anima]
+    """Re-index ANIMA (or every Anima) from its markdown. `full` without an Anima empties
+    the whole index first, so the points of Animas that no longer exist go too; with one,
+    that Anima's points are dropped and rebuilt, as always."""
     if anima is not None:
         known_anima(settings, anima)
-    running = running_hub(settings.home)
-    if running is not None:
-        import httpx
 
-        from hub.cli.client import auth_headers
+    async def work(client: httpx.AsyncClient) -> dict[str, int]:
+        if anima is not None:
+            with console.status(f"re-indexing {anima}…"):
+                response = await client.post(f"/api/memory/{anima}/rebuild")
+            return {anima: int(_answer(response)["items"])}
+        with console.status("re-indexing every Anima…"):
+            response = await client.post("/api/memory/rebuild", params={"full": full})
+        return {name: int(items) for name, items in _answer(response)["animas"].items()}
 
-        for name in targets:
-            with console.status(f"re-indexing {name} through the running hub…"):
-                response = httpx.post(
-                    f"{running.url}/api/memory/{name}/rebuild",
-                    headers=auth_headers(settings),
-                    timeout=None,
-                )
-            console.print(f"{name}: {_answer(response)['items']} items re-indexed")
-        return
-    # --full with --anima: that Anima's points are dropped and rebuilt (as always); the
-    # whole index is emptied only when every Anima is rebuilt.
-    asyncio.run(_repair_locally(settings, targets, full and anima is None))
-
-
-async def _repair_locally(settings: Settings, targets: list[str], everything: bool) -> None:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TaskID,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    async with local_memory(settings) as memory:
-        if everything:  # points of Animas that no longer exist go too
-            memory.index.clear()
-        columns = (
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-        )
-        with Progress(*columns, console=console) as progress:
-            for name in targets:
-                task = progress.add_task(name, total=None)
-
-                def advance(done: int, total: int, task: TaskID = task) -> None:
-                    progress.update(task, completed=done, total=total)
-
-                count = await memory.rebuild(name, advance)
-                progress.update(task, completed=count, total=max(count, 1))
-        # No hub is serving, so the index may block while it builds its search graph.
-        with console.status("optimizing the index…"):
-            memory.index.optimize()
-    console.print(f"re-indexed {len(targets)} Anima(s); the markdown is unchanged")
+    counts = through_hub(settings, work)
+    for name, items in counts.items():
+        console.print(f"{name}: {items} items re-indexed", highlight=False)
+    console.print(f"re-indexed {len(counts)} Anima(s); the markdown is unchanged")
 
 
 @memory_app.command("search")
@@ -177,26 +124,19 @@ def memory_search(
         raise fail(str(exc), code=2) from None
     settings: Settings = ctx.obj
     known_anima(settings, name)
-    running = running_hub(settings.home)
-    if running is not None:
-        import httpx
+    params: dict[str, str | int] = {
+        "query": query,
+        "scope": ",".join(scopes) or "all",
+        "layer": layer,
+        "limit": limit,
+    }
 
-        from hub.cli.client import auth_headers
+    async def work(client: httpx.AsyncClient) -> list[dict[str, Any]]:
+        response = await client.get(f"/api/memory/{name}/search", params=params)
+        found: list[dict[str, Any]] = _answer(response)["results"]
+        return found
 
-        response = httpx.get(
-            f"{running.url}/api/memory/{name}/search",
-            params={
-                "query": query,
-                "scope": ",".join(scopes) or "all",
-                "layer": layer,
-                "limit": limit,
-            },
-            headers=auth_headers(settings),
-            timeout=60,
-        )
-        rows = _answer(response)["results"]
-    else:
-        rows = asyncio.run(_search_locally(settings, name, query, scopes, layer, limit))
+    rows = through_hub(settings, work)
     if not rows:
         console.print(f"nothing in {name}'s memory matches that", highlight=False)
         return
@@ -212,15 +152,6 @@ def memory_search(
     console.print(table)
 
 
-async def _search_locally(
-    settings: Settings, name: str, query: str, scopes: tuple[str, ...], layer: str, limit: int
-) -> list[dict[str, Any]]:
-    from hub.memory.admin_search import search_rows
-
-    async with local_hub(settings) as (memory, identity):
-        return await search_rows(memory, name, query, scopes, layer, limit, identity.display_name)
-
-
 # consolidation and forgetting -------------------------------------------------------------
 
 
@@ -232,17 +163,6 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
         body: dict[str, Any] = response.json()
         return body
     raise fail(refusal_line(response))
-
-
-@asynccontextmanager
-async def local_consolidator(settings: Settings) -> AsyncIterator[Consolidator]:
-    """A Consolidator on an in-process MemoryService (holding the data root's lock)."""
-    from hub.memory.consolidation import Consolidator
-    from hub.schedule.distill_llm import anima_distillers
-
-    registry = registry_of(settings)
-    async with local_memory(settings) as memory:
-        yield Consolidator(memory, anima_distillers(settings.llm, registry))
 
 
 def consolidate(
@@ -272,50 +192,25 @@ def consolidate(
     if not stages:
         raise fail("choose at least one of --daily, --weekly, --monthly", code=2)
     try:
-        one_day = date.fromisoformat(day) if day else None
+        if day:
+            date.fromisoformat(day)
     except ValueError:
         raise fail(f"--day {day!r} is not a day: use YYYY-MM-DD", code=2) from None
     known_anima(settings, name)
-    running = running_hub(settings.home)
-    if running is not None:
-        import httpx
+    params: dict[str, str | bool] = {"today": today, **({"day": day} if day else {})}
 
-        from hub.cli.client import auth_headers
-
-        for stage in stages:
-            with console.status(f"{name}: {stage} consolidation through the running hub…"):
-                response = httpx.post(
-                    f"{running.url}/api/memory/{name}/consolidate",
-                    params={"stage": stage, "today": today, **({"day": day} if day else {})},
-                    headers=auth_headers(settings),
-                    timeout=None,
+    async def work(client: httpx.AsyncClient) -> None:
+        for stage in stages:  # daily, weekly, monthly: in that order
+            with console.status(f"{name}: {stage} consolidation…"):
+                response = await client.post(
+                    f"/api/memory/{name}/consolidate", params={"stage": stage, **params}
                 )
             console.print(_answer(response)["summary"], highlight=False)
-        return
+
     try:
-        summaries = asyncio.run(_consolidate_locally(settings, name, stages, one_day, today))
+        through_hub(settings, work, calls_the_model=True)  # daily distils with the model
     except HubBusy as exc:
         raise fail(str(exc)) from None
-    for line in summaries:
-        console.print(line, highlight=False)
-
-
-async def _consolidate_locally(
-    settings: Settings, name: str, stages: list[str], day: date | None, today: bool
-) -> list[str]:
-    from hub.animas import effective_timezone
-    from hub.memory.consolidation import STAGES
-
-    timezone = effective_timezone(registry_of(settings).get(name), settings.hub)
-    summaries = []
-    async with local_consolidator(settings) as consolidator:
-        for stage in STAGES:
-            if stage in stages:
-                report = await consolidator.run(
-                    name, stage, datetime.now(UTC), timezone, day=day, with_today=today
-                )
-                summaries.append(report.summary())
-    return summaries
 
 
 @memory_app.command("restore")
@@ -331,32 +226,13 @@ def memory_restore(
     """Bring back a note that monthly forgetting moved to archive/forgotten/."""
     settings: Settings = ctx.obj
     known_anima(settings, name)
-    running = running_hub(settings.home)
-    if running is not None:
-        import httpx
 
-        from hub.cli.client import auth_headers
+    async def work(client: httpx.AsyncClient) -> str:
+        response = await client.post(f"/api/memory/{name}/restore", json={"path": path})
+        return str(_answer(response)["path"])
 
-        response = httpx.post(
-            f"{running.url}/api/memory/{name}/restore",
-            json={"path": path},
-            headers=auth_headers(settings),
-            timeout=60,
-        )
-        restored = str(_answer(response)["path"])
-    else:
-        try:
-            restored = asyncio.run(_restore_locally(settings, name, path))
-        except HubBusy as exc:
-            raise fail(str(exc)) from None
+    try:
+        restored = through_hub(settings, work)
+    except HubBusy as exc:
+        raise fail(str(exc)) from None
     console.print(f"{name}: restored {restored}", highlight=False)
-
-
-async def _restore_locally(settings: Settings, name: str, path: str) -> str:
-    from hub.memory.files import MemoryPathError
-
-    async with local_consolidator(settings) as consolidator:
-        try:
-            return await consolidator.restore(name, path)
-        except (MemoryPathError, FileNotFoundError, FileExistsError) as exc:
-            raise fail(str(exc)) from None
