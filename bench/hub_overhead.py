@@ -30,7 +30,7 @@ from hub.delivery.deliveries import Delivery
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
 from hub.model.client import LiteLLMCalls
 from hub.model.pool import ModelWorkers
-from hub.model.tools import builtin_tools
+from hub.model.tool_registry import builtin_tools
 from hub.settings import load_settings
 from hub.turns.llm import LiteLLMResponder, TurnContext
 from hub.turns.offline import OfflineResponder

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hub.files import write_document
+from hub.markdown_files import write_document
 from hub.memory.documents import IMPORTANT_MARK, Layer, MemoryItem, episode_path
 from hub.memory.profiles import LEARNED
 from hub.memory.recall import RecallScope

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from hub.files import atomic_write
+from hub.markdown_files import atomic_write
 from hub.roles import Role
 from hub.settings import HubSection, LLMSection, check_timezone, describe_errors
 

@@ -40,17 +40,17 @@ from hub.inbound.routing import Router
 from hub.live import LiveFeed
 from hub.memory.consolidation import Consolidator
 from hub.memory.profiles import Profiles
+from hub.memory.search_tool import remember_about_person_tool, search_memory_tool
 from hub.memory.service import open_memory
-from hub.memory.tool import remember_about_person_tool, search_memory_tool
 from hub.messages import Address, DeliveryKind, Inbound, PlatformUser
 from hub.model.client import ModelClient
 from hub.model.gate import GatedModelClient
 from hub.model.parts import build_model
 from hub.model.routes import hub_model_problems
-from hub.model.tools import ToolRegistry, builtin_tools
+from hub.model.tool_registry import ToolRegistry, builtin_tools
 from hub.people.admission import Admission
 from hub.people.credentials import Access
-from hub.people.forgetting import Forgotten, forget_person, reapply_forgets
+from hub.people.erasure import Forgotten, forget_person, reapply_forgets
 from hub.people.handoffs import Handoffs
 from hub.people.identity import IdentityService, PersonView
 from hub.people.linking import Linking
@@ -69,10 +69,10 @@ from hub.supervise import Supervisor
 from hub.tasks.addressing import Addressing
 from hub.tasks.board import TaskBoard
 from hub.tasks.delegation import Delegation
+from hub.tasks.manager_tools import offline_delegation, task_tools
 from hub.tasks.parts import TaskParts
 from hub.tasks.runner import TaskRunner
 from hub.tasks.telling import report_links
-from hub.tasks.tools import offline_delegation, task_tools
 from hub.turns.attachments import read_attachment_tool
 from hub.turns.episodes import replay_recent
 from hub.turns.events import EventBus
@@ -488,7 +488,7 @@ class Hub:
         return self.memory.count_scopes([f"person:{i}" for i in self.identity.ids_of(person.id)])
 
     async def forget_person(self, person: PersonView, actor: str) -> Forgotten:
-        """Everything kept private to the person goes (hub/people/forgetting.py)."""
+        """Everything kept private to the person goes (hub/people/erasure.py)."""
         profiles = self.memory.profiles if self.memory else Profiles(self.identity.users_dir)
         return await forget_person(
             self.db, self.identity, self.memory, profiles, self.handoffs, person, actor

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from hub.files import read_document
+from hub.markdown_files import read_document
 
 
 def bundled_config_dir() -> Path:

@@ -21,7 +21,7 @@ from hub.app import Hub
 from hub.memory.admin_search import recall, rows, scopes_and_layer, search_rows
 from hub.memory.consolidation import Consolidator
 from hub.memory.documents import UNREADABLE
-from hub.memory.files import MemoryPathError
+from hub.memory.paths import MemoryPathError
 from hub.memory.readable import AdminOnly
 from hub.memory.service import MemoryService
 from hub.views.mcp_tools import MemoryTools, Reader, item_lines, missing

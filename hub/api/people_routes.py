@@ -19,7 +19,7 @@ from hub.api.routes import HubDep
 from hub.app import Hub
 from hub.memory.profiles import Learned
 from hub.people.credentials import CredentialInfo
-from hub.people.forgetting import Forgotten
+from hub.people.erasure import Forgotten
 from hub.people.identity import PersonView
 from hub.people.linking import PLATFORMS, Account, LinkRefused
 from hub.people.speaker import actor_of as actor_of

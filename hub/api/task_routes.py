@@ -16,7 +16,7 @@ from hub.store.models import TaskState
 from hub.tasks.addressing import Asker
 from hub.tasks.board import TaskError, TaskView, UnknownTask
 from hub.tasks.delegation import Request
-from hub.tasks.tools import parse_due
+from hub.tasks.manager_tools import parse_due
 
 router = APIRouter(prefix="/api")
 

@@ -1,12 +1,12 @@
 """What the Animas know about the person asking: `/whoami`'s last lines, and `/forget-me`
-(hub/people/forgetting.py), which asks to be confirmed, since nothing brings it back."""
+(hub/people/erasure.py), which asks to be confirmed, since nothing brings it back."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
 from hub.messages import Command
-from hub.people.forgetting import Forgotten
+from hub.people.erasure import Forgotten
 from hub.people.identity import PersonView
 
 Count = Callable[[PersonView], dict[str, int]]

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hub.files import atomic_write, read_document, write_document
+from hub.markdown_files import atomic_write, read_document, write_document
 from hub.memory.documents import read_episodes, rewrite_episodes
 
 SIDECAR = ".access.json"

@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from hub.files import read_document
+from hub.markdown_files import read_document
 from hub.memory.documents import UNREADABLE, MemoryItem, read_episodes
 from hub.memory.graph import links_of, note_aliases
 from hub.memory.notes import FORGOTTEN, NOTE_DIRS

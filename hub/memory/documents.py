@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from hub.files import parse_document, read_document, write_document
+from hub.markdown_files import parse_document, read_document, write_document
 from hub.plaintext import decode_block, encode_block
 
 IMPORTANT_MARK = "[IMPORTANT]"

@@ -1,5 +1,5 @@
 """Forgetting a person in an Anima's markdown, in every copy of what they said
-(hub/people/forgetting.py
+(hub/people/erasure.py
 forgets them everywhere else).
 
 Their items go wherever consolidation copied them: the sections of the episode days, of the
@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from hub.files import read_document
+from hub.markdown_files import read_document
 from hub.memory.documents import (
     ARCHIVED_EPISODES,
     LAYER_DIRS,

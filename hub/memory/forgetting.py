@@ -14,10 +14,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from hub.files import read_document, write_document
+from hub.markdown_files import read_document, write_document
 from hub.memory.access import AccessLog
-from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.notes import FORGOTTEN, NOTE_DIRS, Changes, Note, iso, load_notes
+from hub.memory.paths import MemoryPathError, memory_path
 
 FORGET_AFTER_DAYS = 90
 FORGET_BELOW_USES = 3

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from hub.files import atomic_write, read_document, write_document
+from hub.markdown_files import atomic_write, read_document, write_document
 from hub.memory.access import AccessLog
 from hub.memory.documents import (
     IMPORTANT_MARK,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
-from hub.files import read_document, write_document
+from hub.markdown_files import read_document, write_document
 from hub.memory.lexical import tokenize
 from hub.plaintext import one_line
 from hub.redaction.redact import REDACTED_MARK, redact

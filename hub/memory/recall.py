@@ -12,7 +12,7 @@ from typing import Any
 
 from hub.memory.index import Boost, Hit
 from hub.memory.working import estimate_tokens
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 
 RECENCY_HALF_LIFE_DAYS = 30.0
 # Lifts on the fused score. Kept below the gap between neighbouring fused ranks for recency

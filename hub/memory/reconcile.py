@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from hub.files import atomic_write
+from hub.markdown_files import atomic_write
 from hub.memory.context import indexed_text
 from hub.memory.documents import LAYER_DIRS, MemoryItem, items_in
 from hub.memory.index import VectorIndex

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from hub.files import atomic_write
+from hub.markdown_files import atomic_write
 from hub.memory.access import AccessLog
 from hub.memory.context import PASSAGE_FORMAT
 from hub.memory.documents import (
@@ -35,12 +35,12 @@ from hub.memory.documents import (
 )
 from hub.memory.embedder import Embedder, make_embedder
 from hub.memory.erase import drop_set_aside, forget_in
-from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.graph import KnowledgeGraph
 from hub.memory.index import MemoryFilter, SearchMode, VectorIndex
 from hub.memory.index_open import open_index
 from hub.memory.indexer import EMBED_CHARS, Indexer, Progress
 from hub.memory.mentions import Named
+from hub.memory.paths import MemoryPathError, memory_path
 from hub.memory.priming import primed
 from hub.memory.profiles import Profiles, self_statements
 from hub.memory.recall import Priming, Recalled, RecallScope

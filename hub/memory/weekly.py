@@ -9,7 +9,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from hub.files import atomic_write, read_document, write_document
+from hub.markdown_files import atomic_write, read_document, write_document
 from hub.memory.distill import MERGE_SIMILARITY, Distiller, OfflineDistiller, similarity
 from hub.memory.documents import (
     ARCHIVED_EPISODES,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import Session, col, select
 
-from hub.files import read_document, write_document
+from hub.markdown_files import read_document, write_document
 from hub.memory.mentions import Mentions, Named
 from hub.memory.profiles import heading
 from hub.messages import PlatformUser, utcnow

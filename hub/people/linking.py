@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from hub.files import read_document, write_document
+from hub.markdown_files import read_document, write_document
 from hub.memory.profiles import LEARNED, heading
 from hub.messages import PlatformUser, utcnow
 from hub.people.credentials import LINK_TTL, Access

@@ -27,7 +27,7 @@ from sqlmodel import col, select
 
 from hub.memory.distill import said_lines
 from hub.memory.documents import UNREADABLE, MemoryItem, is_episode_file, items_in, stable_id
-from hub.memory.files import MemoryPathError, memory_path
+from hub.memory.paths import MemoryPathError, memory_path
 from hub.memory.service import MemoryService
 from hub.memory.sharing import shared_id, shared_item
 from hub.people.identity import IdentityService, PersonView

@@ -24,7 +24,7 @@ from sqlmodel import col
 from hub.adapter import AttachmentError, AttachmentFetcher, AttachmentTooLarge, FetchedFile
 from hub.memory.working import estimate_tokens
 from hub.messages import Attachment, describe_attachment
-from hub.model.tools import Tool, ToolContext
+from hub.model.tool_registry import Tool, ToolContext
 from hub.store.db import Database
 from hub.store.models import InboxItem
 

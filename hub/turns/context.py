@@ -15,7 +15,7 @@ from dataclasses import replace
 from hub.animas import Anima, effective_model, effective_timezone
 from hub.memory.recall import PROFILE, RecallScope
 from hub.memory.service import MemoryService
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 from hub.people.identity import PersonView
 from hub.roles import Role
 from hub.settings import Settings

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from hub.model.client import ModelClient, Usage
 from hub.model.routes import litellm_kwargs
-from hub.model.tools import ToolContext, ToolRegistry
+from hub.model.tool_registry import ToolContext, ToolRegistry
 from hub.people.identity import PersonView
 from hub.settings import LLMSection
 

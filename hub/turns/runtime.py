@@ -26,7 +26,7 @@ from hub.memory.recall import RecallScope
 from hub.memory.working import WorkingMemory
 from hub.messages import Address, AddressKind, utcnow, with_attachments
 from hub.model.client import LLMError, Usage
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 from hub.people.handoffs import Offer
 from hub.people.identity import PersonView
 from hub.redaction.redact import StreamRedactor

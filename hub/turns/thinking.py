@@ -15,7 +15,7 @@ from hub.animas import Anima
 from hub.delivery.targets import Resolved, groups, scope_of
 from hub.memory.recall import RecallScope
 from hub.model.client import Usage
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 from hub.people.identity import PersonView
 from hub.roles import Role
 from hub.settings import Settings

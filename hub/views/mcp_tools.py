@@ -29,7 +29,7 @@ from hub.memory.documents import (
     layer_name,
     search_layer,
 )
-from hub.memory.files import MemoryPathError, memory_path
+from hub.memory.paths import MemoryPathError, memory_path
 from hub.memory.readable import AdminOnly, items_for_people
 from hub.memory.recall import RecallScope, when
 from hub.memory.service import MemoryService

@@ -20,7 +20,7 @@ from sqlmodel import col, select
 from hub.app import Hub
 from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, PlatformUser
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 from hub.store.models import DeliveryRow, InboxItem, TaskState, Turn
 from hub.tasks.board import NewTask, TaskView
 from tests.api.test_chat_api import chat, sse_events

@@ -1,4 +1,4 @@
-"""What the Animas know about a person, and forgetting it (hub/people/forgetting.py,
+"""What the Animas know about a person, and forgetting it (hub/people/erasure.py,
 docs/people.md): `/whoami` counts a person's private memories, `/forget-me confirm` deletes
 them from markdown and index with the facts learned and the DM conversations, someone else's
 stay, and the audit log says it happened, not what. Through `Hub.receive` and the API, with
@@ -16,10 +16,10 @@ from sqlmodel import select
 from animahub_kit.contract.harness import eventually
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.files import write_document
+from hub.markdown_files import write_document
 from hub.memory.recall import RecallScope
 from hub.messages import Address, AddressKind, Inbound, PlatformUser
-from hub.people.forgetting import FORGOTTEN_TASK
+from hub.people.erasure import FORGOTTEN_TASK
 from hub.store.models import AuditEntry, InboxItem, TaskEvent, TaskState, Turn
 from hub.tasks.board import NewTask
 from tests.api.test_linking import command

@@ -11,7 +11,7 @@ import pytest
 from hub.api.server import create_app
 from hub.app import Hub
 from hub.memory.recall import RecallScope
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 from hub.settings import Settings
 from tests.api.test_chat_api import _sent, chat, sse_events
 from tests.conftest import add_demo_animas, owner_headers

@@ -18,7 +18,7 @@ from hub.clock import ManualClock
 from hub.messages import Address, AddressKind, PlatformUser
 from hub.store.models import TaskState
 from hub.tasks.board import NewTask
-from hub.tasks.tools import parse_due
+from hub.tasks.manager_tools import parse_due
 from tests.api.test_linking import command
 from tests.api.test_people import ADMIN, TOKEN, _started, web
 

@@ -1,4 +1,5 @@
-"""Memory files with front matter (hub/files.py, hub/memory/documents.py, notes.py, files.py)
+"""Memory files with front matter (hub/markdown_files.py, hub/memory/documents.py, notes.py,
+files.py)
 over any text: reading raises only the documented errors, what is written reads back the
 same, and a write that fails leaves the old file as it was."""
 
@@ -15,11 +16,11 @@ import yaml
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hub.files import atomic_write, read_document, write_document
+from hub.markdown_files import atomic_write, read_document, write_document
 from hub.memory.access import AccessLog
 from hub.memory.documents import MemoryFileError, items_in, iter_items
-from hub.memory.files import MemoryPathError, memory_path
 from hub.memory.notes import load_notes, save
+from hub.memory.paths import MemoryPathError, memory_path
 from tests.fuzz.strategies import examples, junk, nasty_text
 
 _KEYS = st.sampled_from(

@@ -18,7 +18,7 @@ from pathlib import Path
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from hub.files import read_document, write_document
+from hub.markdown_files import read_document, write_document
 from hub.memory.documents import (
     Layer,
     MemoryItem,

@@ -27,8 +27,8 @@ from hub.memory.documents import (
     stable_id,
 )
 from hub.memory.embedder import Embedder, make_embedder
-from hub.memory.files import MemoryPathError
 from hub.memory.index_edge import EdgeIndex
+from hub.memory.paths import MemoryPathError
 from hub.memory.recall import RecallScope
 from hub.memory.service import MemoryService, TurnRecord
 from hub.settings import MemorySection

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from hub.files import write_document
+from hub.markdown_files import write_document
 from hub.memory.profiles import LEARNED, Learned, Profiles, self_statements
 
 

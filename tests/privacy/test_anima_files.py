@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from hub.files import atomic_write
+from hub.markdown_files import atomic_write
 from tests.api.test_mcp import refusal, session, text_of
 from tests.privacy.memory_world import ADMIN, Served, rest_read
 

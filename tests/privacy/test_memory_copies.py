@@ -20,7 +20,7 @@ from pathlib import Path
 
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.files import write_document
+from hub.markdown_files import write_document
 from hub.memory.documents import Layer, MemoryItem, render_section
 from hub.store.models import AuditEntry
 from tests.api.test_forgetting import tell

@@ -19,7 +19,7 @@ from sqlmodel import col, select
 
 from hub.app import Hub
 from hub.messages import Address, AddressKind, DeliveryStatus, Inbound, PlatformUser
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 from hub.people.identity import PersonView
 from hub.store.models import AuditEntry, DeliveryRow, TaskState
 from hub.tasks.addressing import ADMIN_AUDIT

@@ -1,11 +1,12 @@
-"""The registry's argument check (hub/model/tools.py): no argument a tool does not declare, and no
+"""The registry's argument check (hub/model/tool_registry.py): no argument a tool does not declare,
+and no
 object where an object belongs given as something else; scalars stay lenient."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hub.model.tools import Tool, ToolContext, ToolRegistry, check_arguments
+from hub.model.tool_registry import Tool, ToolContext, ToolRegistry, check_arguments
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from hub.files import read_document
+from hub.markdown_files import read_document
 from hub.memory.documents import iter_items, stable_id
 from hub.memory.reconcile import PAYLOAD_TEXT
 

@@ -8,7 +8,7 @@ from typing import Any
 from hub.adapter import FetchedFile
 from hub.memory.working import estimate_tokens
 from hub.messages import Attachment
-from hub.model.tools import Tool, ToolContext, ToolRegistry
+from hub.model.tool_registry import Tool, ToolContext, ToolRegistry
 from hub.turns.attachments import TOKEN_BUDGET, is_text, render, truncate
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from hub.cli.runfile import HubBusy, hold_data_root, hold_database, running_hub
 from hub.model.client import classify
-from hub.model.tools import ToolContext, ToolRegistry, builtin_tools
+from hub.model.tool_registry import ToolContext, ToolRegistry, builtin_tools
 from hub.people.identity import PersonView
 from hub.turns.llm import TurnContext
 from hub.turns.offline import OfflineResponder, compose
@@ -31,7 +31,7 @@ async def test_current_time_tool_and_errors_the_model_can_read() -> None:
 
 def test_registering_a_tool_twice_is_refused() -> None:
     tools = builtin_tools()
-    from hub.model.tools import CURRENT_TIME
+    from hub.model.tool_registry import CURRENT_TIME
 
     with pytest.raises(ValueError, match="already registered"):
         tools.register(CURRENT_TIME)

@@ -13,7 +13,7 @@ import pytest
 from animahub_kit.contract.line_harness import LineHarness, open_harness, user_id
 from animahub_kit.fakes.line_server import JSON
 from hub.adapter import AttachmentTooLarge, AttachmentUnavailable
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 from hub.store.models import InboxItem
 from tests.adapters.line.helpers import settled_row
 

@@ -17,7 +17,7 @@ from adapters.web import WebAdapter
 from animahub_kit.contract.harness import eventually, free_port, harness_settings
 from animahub_kit.fakes.notion_server import FakeNotion
 from hub.app import Hub
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 from hub.store.models import DeliveryRow, TaskState
 from tests.conftest import add_demo_animas
 from tests.privacy.world import settle

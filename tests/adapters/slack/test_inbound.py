@@ -16,7 +16,7 @@ from animahub_kit.contract.cases import (
 from animahub_kit.contract.harness import Sent, eventually
 from animahub_kit.contract.slack_harness import open_harness
 from animahub_kit.fakes.slack_server import FakeSlack
-from hub.files import read_document
+from hub.markdown_files import read_document
 from hub.store.models import InboxItem
 
 

@@ -27,7 +27,7 @@ from animahub_kit.contract.telegram_harness import (
 from animahub_kit.fakes.telegram_server import JSON, FakeTelegram
 from hub.adapter import AttachmentTooLarge, AttachmentUnavailable
 from hub.app import Hub
-from hub.model.tools import ToolContext
+from hub.model.tool_registry import ToolContext
 from hub.store.models import InboxItem
 from tests.adapters.telegram.test_adapter import settled
 from tests.conftest import add_demo_animas

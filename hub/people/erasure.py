@@ -27,7 +27,7 @@ from pathlib import Path
 from sqlalchemy import delete, insert, select, update
 from sqlmodel import Session, col
 
-from hub.files import atomic_write
+from hub.markdown_files import atomic_write
 from hub.memory.profiles import Profiles
 from hub.memory.service import MemoryService
 from hub.messages import DeliveryStatus

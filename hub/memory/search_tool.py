@@ -8,7 +8,7 @@ from typing import Any
 from hub.memory.documents import SEARCH_LAYERS, layer_name, search_layer
 from hub.memory.recall import RecallScope, when
 from hub.memory.service import MemoryService
-from hub.model.tools import Tool, ToolContext
+from hub.model.tool_registry import Tool, ToolContext
 
 _LAYERS = SEARCH_LAYERS
 

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from hub.delivery.targets import parse_target
 from hub.memory.text import clip
-from hub.model.tools import Tool, ToolContext, ToolRegistry
+from hub.model.tool_registry import Tool, ToolContext, ToolRegistry
 from hub.store.models import OPEN_TASK_STATES
 from hub.tasks.addressing import Asker
 from hub.tasks.board import TaskBoard, TaskError, TaskView
