@@ -9,9 +9,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 from httpx_sse import aconnect_sse
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from hub.settings import Settings
 
 _DRAIN_TIMEOUT_S = 30.0
+T = TypeVar("T")
 
 
 def auth_headers(settings: Settings) -> dict[str, str]:
@@ -34,6 +35,21 @@ def auth_headers(settings: Settings) -> dict[str, str]:
     token = settings.server.api_token
     secret = token.get_secret_value() if token else read_owner_key(settings.home)
     return {"Authorization": f"Bearer {secret}"} if secret else {}
+
+
+def through_hub(
+    settings: Settings,
+    work: Callable[[httpx.AsyncClient], Awaitable[T]],
+    calls_the_model: bool = False,
+) -> T:
+    """`work` done with a client of the hub (`hub_client`), from synchronous CLI code."""
+    from hub.cli.console import run_async
+
+    async def run() -> T:
+        async with hub_client(settings, calls_the_model) as client:
+            return await work(client)
+
+    return run_async(run())
 
 
 @asynccontextmanager

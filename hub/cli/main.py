@@ -26,7 +26,6 @@ from hub.cli.console import (
     fail,
     given,
     print_error,
-    run_async,
     settings_or_exit,
     styled,
 )
@@ -42,6 +41,7 @@ from hub.people.owner_key import OwnerKeyError
 # cheap, since `--help`, a usage error and every command pay for it (issue 47; what
 # `--help` may import is tests/unit/test_lazy_imports.py).
 if TYPE_CHECKING:
+    import httpx
     import uvicorn
     from sqlalchemy.exc import OperationalError
 
@@ -118,19 +118,18 @@ def _ask_owner() -> str:
 def _create_animas(settings: Settings, animas: list[tuple[str, str, str | None]]) -> None:
     """Create each (name, role, supervisor) through the hub (the running one, else an
     in-process one, for them all), in order: a supervisor before those it supervises."""
-    from hub.cli.client import hub_client, refusal_line
+    from hub.cli.client import refusal_line, through_hub
 
-    async def run() -> None:
-        async with hub_client(settings) as client:
-            for name, role, supervisor in animas:
-                body = {"name": name, "role": role, "supervisor": supervisor}
-                response = await client.post("/api/animas", json=body)
-                if response.status_code != 201:
-                    raise fail(refusal_line(response))
-                console.print(styled("created Anima ", (name, "bold"), f" ({role})"))
+    async def create(client: httpx.AsyncClient) -> None:
+        for name, role, supervisor in animas:
+            body = {"name": name, "role": role, "supervisor": supervisor}
+            response = await client.post("/api/animas", json=body)
+            if response.status_code != 201:
+                raise fail(refusal_line(response))
+            console.print(styled("created Anima ", (name, "bold"), f" ({role})"))
 
     if animas:
-        run_async(run())
+        through_hub(settings, create)
 
 
 @app.command()

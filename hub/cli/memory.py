@@ -9,13 +9,12 @@ place they are made, so a search, a consolidation or a restore is the hub's, hub
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import date
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from hub.cli.console import HELP_MARKUP, console, fail, given, run_async, settings_or_exit
+from hub.cli.console import HELP_MARKUP, console, fail, given, settings_or_exit
 from hub.cli.runfile import HubBusy
 
 # The rest is imported where it is used: every command imports this module, and `--help`
@@ -26,7 +25,6 @@ if TYPE_CHECKING:
     from hub.animas import AnimaRegistry
     from hub.settings import Settings
 
-T = TypeVar("T")
 
 memory_app = typer.Typer(
     rich_markup_mode=HELP_MARKUP,
@@ -55,25 +53,12 @@ def known_anima(settings: Settings, name: str) -> None:
         raise fail(f"no Anima named {name!r}")
 
 
-def through_hub(
-    settings: Settings,
-    work: Callable[[httpx.AsyncClient], Awaitable[T]],
-    calls_the_model: bool = False,
-) -> T:
-    """`work` done with a client of the hub: the running one, else an in-process one."""
-    from hub.cli.client import hub_client
-
-    async def run() -> T:
-        async with hub_client(settings, calls_the_model) as client:
-            return await work(client)
-
-    return run_async(run())
-
-
 def repair_rag(settings: Settings, anima: str | None, full: bool) -> None:
     """Re-index ANIMA (or every Anima) from its markdown. `full` without an Anima empties
     the whole index first, so the points of Animas that no longer exist go too; with one,
     that Anima's points are dropped and rebuilt, as always."""
+    from hub.cli.client import through_hub
+
     if anima is not None:
         known_anima(settings, anima)
 
@@ -111,6 +96,7 @@ def memory_search(
     from rich.table import Table
     from rich.text import Text
 
+    from hub.cli.client import through_hub
     from hub.memory.admin_search import scopes_and_layer
     from hub.memory.documents import layer_name
     from hub.memory.excerpt import excerpt, inline
@@ -186,6 +172,8 @@ def consolidate(
     """Run memory consolidation stages now: daily, weekly, monthly, in that order.
 
     The scheduler runs them by itself: daily at midnight, weekly on Sundays, monthly."""
+    from hub.cli.client import through_hub
+
     settings = settings_or_exit()
     daily = daily or today or day is not None
     stages = [s for s, on in (("daily", daily), ("weekly", weekly), ("monthly", monthly)) if on]
@@ -224,6 +212,8 @@ def memory_restore(
     ],
 ) -> None:
     """Bring back a note that monthly forgetting moved to archive/forgotten/."""
+    from hub.cli.client import through_hub
+
     settings: Settings = ctx.obj
     known_anima(settings, name)
 
