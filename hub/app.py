@@ -99,9 +99,15 @@ class Hub:
         responders: Responders | None = None,
         clock: Clock | None = None,
         *,
-        runs_tasks: bool = True,
+        for_a_command: bool = False,
     ) -> None:
+        if for_a_command:
+            # A CLI command's short-lived hub does its command, not the schedule: due
+            # heartbeats, consolidation and delegated tasks wait for `animahub start`.
+            scheduler = settings.scheduler.model_copy(update={"enabled": False})
+            settings = settings.model_copy(update={"scheduler": scheduler})
         self.settings = settings
+        self._for_a_command = for_a_command
         # Its credentials are redacted wherever text is kept or shown (hub/redaction/redact.py).
         remember_secrets(configured_secrets(settings).values())
         redact("")  # compiles the rule set now, not in the first person's turn
@@ -117,7 +123,7 @@ class Hub:
             OfflineResponder(offline_delegation(self.tools, lambda: self.delegation)),
         )
         self._build_turns(responders)
-        self._build_tasks(responders, runs_tasks)
+        self._build_tasks(responders, runs=not for_a_command)
         self._build_inbound()
         self._build_commands()
         self._build_schedule(responders)
@@ -342,7 +348,9 @@ class Hub:
         ):
             log.warning("model setup: %s", problem)
         if self.memory is not None:
-            await self.memory.start(self.animas.names())
+            # A command's hub stops within seconds: warming the embedder (1-2 s) would only
+            # hold up its stop; a command that searches loads it as it goes.
+            await self.memory.start(self.animas.names(), warm_up=not self._for_a_command)
             await reapply_forgets(self.db, self.identity, self.memory, self.settings.home)
             replay_recent(self.db, self.memory, set(self.animas.names()))
         # Before the platforms start: what they deliver now (sent while the hub was down)

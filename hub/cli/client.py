@@ -72,17 +72,12 @@ async def hub_client(
     from hub.app import Hub
     from hub.logs import to_files
 
-    # A CLI command's short-lived hub does its command, not the schedule: due heartbeats,
-    # consolidation and delegated tasks wait for `animahub start`.
-    quiet = settings.model_copy(
-        update={"scheduler": settings.scheduler.model_copy(update={"enabled": False})}
-    )
     with (
         hold_data_root(settings.home),
         hold_database(settings.database_url),
         to_files(settings.home),
     ):
-        hub = Hub(quiet, runs_tasks=False)
+        hub = Hub(settings, for_a_command=True)
         app = create_app(hub)
         try:
             async with app.router.lifespan_context(app):  # the hub's start and stop, /mcp's

@@ -126,14 +126,15 @@ class MemoryService:
 
     # lifecycle ------------------------------------------------------------------------
 
-    async def start(self, animas: Sequence[str]) -> None:
+    async def start(self, animas: Sequence[str], warm_up: bool = True) -> None:
         """Open the index. A new embedding model means every vector is rebuilt, never mixed;
         an Anima whose index is empty while its markdown is not (a deleted or replaced
         index) is rebuilt from the markdown. The embedder warms up off the loop, started
         here and not awaited: loading it took 1-2 s of a start on two cores, and the hub
         answers meanwhile (issue 47); a turn that comes first waits for the load as the
         warm-up does (`warmed`)."""
-        self._warming = asyncio.create_task(asyncio.to_thread(self._warm_up), name="warm-up")
+        if warm_up:
+            self._warming = asyncio.create_task(asyncio.to_thread(self._warm_up), name="warm-up")
         await self._open(animas)
 
     async def warmed(self) -> None:
