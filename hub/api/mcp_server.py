@@ -13,19 +13,19 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import FastAPI
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from pydantic import Field
 from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from hub import __version__
 from hub.adapter import Caller
 from hub.app import Hub
 from hub.views.mcp_tools import MemoryTools, Reader, ToolRefused
 
-PATH = "/mcp"
 _ANIMA = Annotated[
     str, Field(description="which Anima's memory; empty: your default Anima (or the only one)")
 ]
@@ -41,14 +41,14 @@ _INSTRUCTIONS = (
 )
 
 
-def build(hub: Hub) -> FastMCP:
-    """The MCP server over `hub`'s memory; memory off means no tools but a clear error."""
+def build(hub: Hub, path: str) -> FastMCP:
+    """The MCP server at `path` over `hub`'s memory; memory off means no tools but a clear error."""
     server = FastMCP(
         "animahub",
         instructions=_INSTRUCTIONS,
         stateless_http=True,
         json_response=True,
-        streamable_http_path=PATH,
+        streamable_http_path=path,
         # The hub's edge already checks Host and Origin (hub/api/guard.py).
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
@@ -160,6 +160,7 @@ def build(hub: Hub) -> FastMCP:
     return server
 
 
-def mount(app: FastAPI, server: FastMCP) -> None:
-    """Serve `server` at /mcp; the app's lifespan must run `server.session_manager.run()`."""
-    app.router.routes.extend(server.streamable_http_app().routes)
+def asgi_app(server: FastMCP) -> ASGIApp:
+    """The ASGI app that answers at /mcp; `server.session_manager.run()` must be running."""
+    (route,) = (r for r in server.streamable_http_app().routes if isinstance(r, Route))
+    return route.app

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError
+from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from hub import __version__
@@ -24,7 +25,6 @@ from hub.api import (
     guard,
     insight_routes,
     live_ws,
-    mcp_server,
     memory_browser_routes,
     memory_routes,
     people_routes,
@@ -34,6 +34,7 @@ from hub.api import (
     task_routes,
 )
 from hub.api.auth import Authenticator
+from hub.api.mcp_mount import PATH, LazyMCP
 from hub.app import Hub
 from hub.people.owner_key import ensure_owner_key
 from hub.settings import ServerSection
@@ -80,18 +81,18 @@ def uvicorn_config(app: ASGIApp, server: ServerSection) -> uvicorn.Config:
 def create_app(hub: Hub, on_ready: Callable[[Hub], None] | None = None) -> FastAPI:
     """The app; `on_ready` runs once the hub has started (`animahub start` prints the owner's
     sign-in link then: the link is a row in the database the start migrates)."""
-    mcp = mcp_server.build(hub)
+    mcp = LazyMCP(hub)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        async with mcp.session_manager.run():
-            await hub.start()
-            try:
-                if on_ready is not None:
-                    on_ready(hub)
-                yield
-            finally:
-                await hub.stop()
+        await hub.start()
+        try:
+            if on_ready is not None:
+                on_ready(hub)
+            yield
+        finally:
+            await mcp.close()
+            await hub.stop()
 
     app = _HubApp(
         hub.settings.server,
@@ -151,7 +152,7 @@ def create_app(hub: Hub, on_ready: Callable[[Hub], None] | None = None) -> FastA
     app.include_router(task_routes.router)
     app.include_router(dashboard_routes.router)
     app.include_router(signin.router)
-    mcp_server.mount(app, mcp)
+    app.router.routes.append(Route(PATH, mcp))
     for adapter in hub.adapters.values():
         for router in adapter.routers():
             app.include_router(router)

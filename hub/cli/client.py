@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -79,37 +79,18 @@ async def hub_client(
     ):
         hub = Hub(settings, for_a_command=True)
         app = create_app(hub)
-        try:
-            async with app.router.lifespan_context(app):  # the hub's start and stop, /mcp's
-                if calls_the_model and hub.model_workers is not None and hub.uses_a_model():
-                    hub.model_workers.start()
-                transport = httpx.ASGITransport(app=app)
-                async with httpx.AsyncClient(
-                    transport=transport,
-                    base_url="http://localhost",  # a Host the hub answers to (hub/api/guard.py)
-                    headers=auth_headers(settings),
-                    timeout=None,
-                ) as client:
-                    yield client
-                await _drain(hub)
-        except BaseExceptionGroup as group:
-            raise _alone(group) from None
-
-
-def _alone(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception inside `group`, or the group. The /mcp session manager's task
-    group wraps whatever the command raised (a refusal, its exit code), and the CLI's
-    handlers, which catch the exception itself, then printed a traceback instead."""
-    leaves = list(_leaves(group))
-    return leaves[0] if len(leaves) == 1 else group
-
-
-def _leaves(error: BaseException) -> Iterator[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield error
+        async with app.router.lifespan_context(app):  # the hub's start and stop
+            if calls_the_model and hub.model_workers is not None and hub.uses_a_model():
+                hub.model_workers.start()
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(
+                transport=transport,
+                base_url="http://localhost",  # a Host the hub answers to (hub/api/guard.py)
+                headers=auth_headers(settings),
+                timeout=None,
+            ) as client:
+                yield client
+            await _drain(hub)
 
 
 async def _drain(hub: Hub) -> None:

@@ -140,3 +140,20 @@ def test_a_command_a_running_hub_serves_needs_no_hub_of_its_own() -> None:
     assert "httpx" in modules
     heavy = tuple(name for name in HEAVY if name != "httpx")
     assert imported(modules, (*heavy, *PLATFORM_SDKS, "hub.memory.service")) == []
+
+
+APP = """
+import json, sys
+from hub.api.server import create_app
+from hub.app import Hub
+from hub.settings import load_settings
+create_app(Hub(load_settings()))
+print(json.dumps({"modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def test_the_app_a_start_serves_imports_no_mcp_sdk_until_mcp_is_asked(tmp_path: Path) -> None:
+    """The MCP SDK is /mcp's first request's to import (hub/api/mcp_mount.py), not each
+    start's; tests/api/test_mcp.py has /mcp answering."""
+    result = run(APP, tmp_path)
+    assert imported(result["modules"], ("mcp", "hub.api.mcp_server")) == []
