@@ -374,12 +374,21 @@ def _database_errors() -> tuple[type[OperationalError], ...]:
     return (errors.OperationalError,) if errors is not None else ()
 
 
+def _index_errors() -> tuple[type[RuntimeError], ...]:
+    """Memory's IndexUnavailable (a Qdrant server down or failing), the same way."""
+    index = sys.modules.get("hub.memory.index")
+    return (index.IndexUnavailable,) if index is not None else ()
+
+
 def main() -> None:
     try:
         app()
     except _database_errors() as exc:  # no database server, wrong password, ...: one line
         detail = str(exc.orig or exc).strip().splitlines()[0]
         print_error(f"the database cannot be reached ({detail}); check [storage] database_url")
+        raise SystemExit(1) from None
+    except _index_errors() as exc:  # as for the database: one line, and where to look
+        print_error(f"memory's index cannot be reached ({exc}); check [memory] qdrant_url")
         raise SystemExit(1) from None
     except HubBusy as exc:  # no hub runs, but another command (or a hub starting) holds it
         print_error(f"{exc} (another command, or a hub starting); try again when it is done")

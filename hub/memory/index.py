@@ -46,6 +46,14 @@ DENSE_WEIGHT = 1.5
 DEFAULT_COLLECTION = "animahub_memory"
 SERVER_BATCH = 256  # points per upsert request to a Qdrant server
 NOT_CREATED = "the index does not exist yet: call ensure() first"
+
+
+class IndexUnavailable(RuntimeError):
+    """The index's engine failed a call (a Qdrant server down, refusing, or answering
+    with an error). A RuntimeError, as the embedded engine's failures are: recall logs it
+    and the turn goes on without memories (hub/turns/context.py)."""
+
+
 FORMULA_DEFAULTS = {"importance": 0.0, "ts": 0.0}
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any
+from functools import wraps
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ApiException
 
 from hub.memory.index import (
     DENSE,
@@ -21,6 +23,7 @@ from hub.memory.index import (
     Hit,
     IndexPoint,
     IndexSpec,
+    IndexUnavailable,
     Lookup,
     MemoryFilter,
     Retriever,
@@ -76,6 +79,27 @@ def _server_point(point: IndexPoint) -> models.PointStruct:
     return models.PointStruct(id=point.id, vector=vectors, payload=point.payload)
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _server_call(
+    method: Callable[Concatenate[ServerIndex, P], R],
+) -> Callable[Concatenate[ServerIndex, P], R]:
+    """`method`, its server's failures (qdrant-client's ApiException: unreachable, an error
+    status, an answer it cannot read) raised as IndexUnavailable, the error memory's callers
+    handle for either engine."""
+
+    @wraps(method)
+    def call(index: ServerIndex, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(index, *args, **kwargs)
+        except ApiException as exc:
+            raise IndexUnavailable(f"the Qdrant server failed: {exc}") from exc
+
+    return call
+
+
 class ServerIndex(VectorIndex):
     """The index as one collection on a Qdrant server, whose metadata records dim and
     model_id. The index owns `client` and closes it in close()."""
@@ -83,7 +107,10 @@ class ServerIndex(VectorIndex):
     def __init__(self, client: QdrantClient, collection: str) -> None:
         self._client = client
         self._name = collection
-        self._exists = client.collection_exists(collection)
+        try:
+            self._exists = client.collection_exists(collection)
+        except ApiException as exc:
+            raise IndexUnavailable(f"the Qdrant server failed: {exc}") from exc
 
     @property
     def _open(self) -> bool:
@@ -93,12 +120,14 @@ class ServerIndex(VectorIndex):
         if not self._exists:
             raise RuntimeError(NOT_CREATED)
 
+    @_server_call
     def _stored(self) -> IndexSpec | None:
         if not self._exists:
             return None
         meta = self._client.get_collection(self._name).config.metadata or {}
         return IndexSpec(dim=meta.get("dim", -1), model_id=meta.get("model_id", ""))
 
+    @_server_call
     def _create(self, spec: IndexSpec) -> None:
         dense = models.VectorParams(size=spec.dim, distance=models.Distance.COSINE)
         lexical = models.SparseVectorParams(modifier=models.Modifier.IDF)
@@ -114,11 +143,13 @@ class ServerIndex(VectorIndex):
             self._client.create_payload_index(self._name, name, field_schema=schema)
         self._exists = True
 
+    @_server_call
     def _drop(self) -> None:
         if self._exists:
             self._client.delete_collection(self._name)
             self._exists = False
 
+    @_server_call
     def _search(
         self, lookups: list[Lookup], limit: int, candidates: int, boost: Boost | None
     ) -> list[Hit]:
@@ -149,30 +180,35 @@ class ServerIndex(VectorIndex):
             )
         return [Hit(str(p.id), p.score, p.payload or {}) for p in response.points]
 
+    @_server_call
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         self._require()
         for start in range(0, len(points), SERVER_BATCH):
             batch = [_server_point(p) for p in points[start : start + SERVER_BATCH]]
             self._client.upsert(self._name, points=batch, wait=True)
 
+    @_server_call
     def delete(self, ids: Sequence[str]) -> None:
         self._require()
         if ids:
             selector = models.PointIdsList(points=list(ids))
             self._client.delete(self._name, points_selector=selector, wait=True)
 
+    @_server_call
     def delete_where(self, flt: MemoryFilter) -> None:
         """Delete every point `flt` matches (e.g. one Anima's, before reindexing it)."""
         if self._exists:
             selector = models.FilterSelector(filter=_server_filter(flt))
             self._client.delete(self._name, points_selector=selector, wait=True)
 
+    @_server_call
     def count(self, flt: MemoryFilter | None = None) -> int:
         if not self._exists:
             return 0
         where = None if flt is None else _server_filter(flt)
         return self._client.count(self._name, count_filter=where, exact=True).count
 
+    @_server_call
     def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The payloads of those of `ids` the index holds."""
         if not self._exists or not ids:

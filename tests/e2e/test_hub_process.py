@@ -146,6 +146,17 @@ def test_an_unreachable_database_stops_start_with_one_line(tmp_path: Path) -> No
     assert "secret" not in result.stderr
 
 
+def test_an_unreachable_qdrant_server_stops_start_with_one_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    cli(home, "init")
+    nobody = f"http://127.0.0.1:{free_port()}"
+    result = cli(home, "start", ANIMAHUB_MEMORY__QDRANT_URL=nobody)
+    assert result.returncode == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "memory's index cannot be reached" in lines[0] and "[memory] qdrant_url" in lines[0]
+
+
 def test_a_held_data_root_or_a_refusal_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     # Two `memory search` commands at once with no hub running: the second once printed a
     # forty-line traceback.

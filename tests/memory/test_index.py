@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import random
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,7 @@ from hub.memory.index import (
     DENSE_WEIGHT,
     Boost,
     IndexPoint,
+    IndexUnavailable,
     Lookup,
     MemoryFilter,
     SearchMode,
@@ -486,3 +489,49 @@ def test_the_engine_formula_lifts_recent_and_important_items_as_rescore_does(
         assert hit.score == pytest.approx(want.score, rel=1e-4)
     if mode is not SearchMode.LEXICAL:  # lexically the three tie; by vector they do not
         assert ids(plain) != ids(boosted)  # the lift changed the order: the test has teeth
+
+
+class _FailingQdrant(BaseHTTPRequestHandler):
+    """A Qdrant server whose collection exists and whose every other call fails (its disk
+    full, say): 500 with Qdrant's error body."""
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.endswith("/exists"):
+            status, body = 200, {"result": {"exists": True}, "status": "ok", "time": 0}
+        else:
+            status, body = 500, {"status": {"error": "No space left on device"}, "time": 0}
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+def test_a_failing_qdrant_server_raises_index_unavailable_a_runtime_error() -> None:
+    """What memory's callers handle for either engine (recall logs it and the turn goes
+    on): not qdrant-client's own exceptions, which escaped them."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FailingQdrant)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}"
+        index = ServerIndex(QdrantClient(url=url, check_compatibility=False), "memory")
+        calls: list[Callable[[], object]] = [
+            lambda: index.query(vec((1, 1.0)), None, ARIA, 3, SearchMode.DENSE),
+            lambda: index.upsert([point(vec((1, 1.0)))]),
+            lambda: index.count(),
+            lambda: index.ensure(DIM, MODEL),
+        ]
+        for call in calls:
+            with pytest.raises(IndexUnavailable, match="No space left on device"):
+                call()
+        index.close()
+    finally:
+        server.shutdown()
+        server.server_close()
