@@ -24,27 +24,15 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
-from hub.adapter import RateLimited
+from hub.adapter import Cursors, RateLimited
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 KEEP_S = 7 * 24 * 3600.0  # longer than a reply waits in the outbox, short of a platform outage
 _PRUNE_EVERY_S = 3600.0
 _CACHED = 5_000
-
-
-class Cursors(Protocol):
-    """What the book needs of the hub (a part of `HubPort`)."""
-
-    def load_cursor(self, key: str) -> str | None: ...
-
-    def save_cursor(self, key: str, value: str) -> None: ...
-
-    def forget_cursor(self, key: str) -> None: ...
-
-    def prune_cursors(self, prefix: str, older_than_s: float) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from adapters.previews import Cursors, Intended, Placed, PreviewBook
-from hub.adapter import DeliveryError, RateLimited, TransientDeliveryError, TurnEvent
+from adapters.previews import Intended, Placed, PreviewBook
+from hub.adapter import (
+    Cursors,
+    DeliveryError,
+    RateLimited,
+    TransientDeliveryError,
+    TurnEvent,
+    Watching,
+)
 from hub.messages import Address
 
 log = logging.getLogger(__name__)
@@ -45,12 +52,8 @@ _FORGET_AFTER_S = 600.0  # live previews whose reply never came through the outb
 FIRST_PREVIEW_AFTER_S = 1.0  # a reply written faster than this is not previewed
 
 
-class PreviewHub(Cursors, Protocol):
-    """What the streamer needs of the hub (a part of `HubPort`)."""
-
-    def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]: ...
-
-    def pending_delivery(self, address: Address, besides: str | None = None) -> bool: ...
+class PreviewHub(Cursors, Watching, Protocol):
+    """What the streamer needs of the hub: two of `HubPort`'s small ports."""
 
 
 @dataclass

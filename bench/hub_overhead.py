@@ -107,7 +107,7 @@ async def run_level(
                 mentions=("aria",),
             )
             start = time.perf_counter()
-            receipt = await hub.receive(inbound)
+            receipt = await hub.port.receive(inbound)
             future = sent[receipt.inbox_id] = asyncio.get_running_loop().create_future()
             total = (await future) - start
             del sent[receipt.inbox_id]

@@ -72,8 +72,8 @@ async def first_run(
             mentions=(anima,),
             sent_at=clock.now(),
         )
-        receipt = await hub.receive(inbound)
-        events = [e async for e in hub.subscribe(receipt.inbox_id)]
+        receipt = await hub.port.receive(inbound)
+        events = [e async for e in hub.port.subscribe(receipt.inbox_id)]
         assert events[-1].type == "done", events[-1]
     await hub.stop()
 

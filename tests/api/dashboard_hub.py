@@ -127,7 +127,7 @@ async def chat(
 
 async def say_on_slack(hub: Hub, user: str, name: str, text: str, channel: str = "C1") -> None:
     """A message in a Slack channel naming aria (no Slack adapter: its reply fails)."""
-    receipt = await hub.receive(
+    receipt = await hub.port.receive(
         Inbound(
             event_id=str(uuid.uuid4()),
             address=Address("slack", "T1", channel, None, AddressKind.CHANNEL),

@@ -45,7 +45,7 @@ async def hub(home: Path) -> AsyncIterator[Hub]:
 
 async def say(hub: Hub, where: Address, who: PlatformUser, text: str) -> InboxItem:
     """Say it and wait for the hub to finish with it (answered, or held)."""
-    receipt = await hub.receive(
+    receipt = await hub.port.receive(
         Inbound(event_id=f"m-{next(_events)}", address=where, sender=who, text=text)
     )
 

@@ -142,7 +142,7 @@ async def test_channel_post_is_answered_in_the_channel(client: httpx.AsyncClient
     )
     assert posted.status_code == 202
     inbox_id = posted.json()["id"]
-    events = [e async for e in hub.subscribe(inbox_id)]
+    events = [e async for e in hub.port.subscribe(inbox_id)]
     assert events[-1].type == "done"
     await _sent(hub)
     posts = (await client.get("/api/channels/general/posts")).json()["posts"]

@@ -89,7 +89,7 @@ def user_turns(hub: Hub, anima: str) -> list[str]:
 
 
 async def test_a_command_is_answered_in_the_receipt_without_a_turn(hub: Hub) -> None:
-    receipt = await hub.receive(cmd("/whoami", sender=ALICE))
+    receipt = await hub.port.receive(cmd("/whoami", sender=ALICE))
 
     assert not receipt.duplicate
     assert receipt.reply is not None
@@ -103,8 +103,8 @@ async def test_a_command_is_answered_in_the_receipt_without_a_turn(hub: Hub) -> 
 
 
 async def test_a_redelivered_command_runs_once(hub: Hub) -> None:
-    first = await hub.receive(cmd("/anima pause aria", event_id="slack-retry-1"))
-    again = await hub.receive(cmd("/anima pause aria", event_id="slack-retry-1"))
+    first = await hub.port.receive(cmd("/anima pause aria", event_id="slack-retry-1"))
+    again = await hub.port.receive(cmd("/anima pause aria", event_id="slack-retry-1"))
 
     assert first.reply is not None and first.reply.startswith("aria is paused")
     assert again.duplicate and again.inbox_id == first.inbox_id
@@ -115,7 +115,7 @@ async def test_a_redelivered_command_runs_once(hub: Hub) -> None:
 
 
 async def test_a_refusal_reaches_the_sender_and_the_audit_log(hub: Hub) -> None:
-    receipt = await hub.receive(cmd("/anima bind aria", sender=ALICE))
+    receipt = await hub.port.receive(cmd("/anima bind aria", sender=ALICE))
 
     assert receipt.reply == (
         "Sorry, only hub admins can bind channels. Admins are listed in hub.toml [hub] admins."
@@ -134,7 +134,7 @@ async def test_a_refusal_reaches_the_sender_and_the_audit_log(hub: Hub) -> None:
 
 async def test_a_direct_conversation_is_not_bound_and_says_how_to_switch(hub: Hub) -> None:
     """It answered "now bound to kai", and the Anima last talked with went on answering."""
-    said = await hub.receive(cmd("/anima bind kai", address=DM))
+    said = await hub.port.receive(cmd("/anima bind kai", address=DM))
     assert said.reply is not None and said.reply.startswith("A direct conversation is not bound")
     assert 'Name kai in a message ("kai, …")' in said.reply
     assert rows(hub, ChannelBinding, col(ChannelBinding.anima).is_not(None)) == []
@@ -142,13 +142,13 @@ async def test_a_direct_conversation_is_not_bound_and_says_how_to_switch(hub: Hu
 
 async def test_bind_routes_unaddressed_channel_messages_and_unbind_stops_it(hub: Hub) -> None:
     chatter = msg("meeting notes are up", address=GENERAL, addressed=False)
-    before = await hub.receive(chatter)
+    before = await hub.port.receive(chatter)
     await settle(hub)
     assert inbox(hub, before.inbox_id).status == "ignored"
 
-    bound = await hub.receive(cmd("/anima bind aria"))
+    bound = await hub.port.receive(cmd("/anima bind aria"))
     assert bound.reply == "This channel is now bound to aria: it answers messages here."
-    routed = await hub.receive(msg("who has the numbers?", address=GENERAL, addressed=False))
+    routed = await hub.port.receive(msg("who has the numbers?", address=GENERAL, addressed=False))
     await settle(hub)
 
     row = inbox(hub, routed.inbox_id)
@@ -158,9 +158,9 @@ async def test_bind_routes_unaddressed_channel_messages_and_unbind_stops_it(hub:
         ("aria", "web:local/general", "sent")
     ]
 
-    unbound = await hub.receive(cmd("/anima unbind"))
+    unbound = await hub.port.receive(cmd("/anima unbind"))
     assert unbound.reply == "This channel is no longer bound to aria."
-    after = await hub.receive(msg("anyone?", address=GENERAL, addressed=False))
+    after = await hub.port.receive(msg("anyone?", address=GENERAL, addressed=False))
     await settle(hub)
     assert inbox(hub, after.inbox_id).status == "ignored"
     assert [
@@ -181,10 +181,10 @@ async def test_pause_holds_messages_across_a_restart_and_resume_answers_them_in_
     await first.start()
     add_demo_animas(first)
     try:
-        await first.receive(cmd("/anima pause aria"))
-        one = await first.receive(msg("first question", mentions=("aria",)))
-        two = await first.receive(msg("second question", mentions=("aria",)))
-        kai = await first.receive(msg("kai, are you there?", mentions=("kai",)))
+        await first.port.receive(cmd("/anima pause aria"))
+        one = await first.port.receive(msg("first question", mentions=("aria",)))
+        two = await first.port.receive(msg("second question", mentions=("aria",)))
+        kai = await first.port.receive(msg("kai, are you there?", mentions=("kai",)))
         await settle(first)
 
         alice = first.identity.resolve(ALICE).id
@@ -197,7 +197,7 @@ async def test_pause_holds_messages_across_a_restart_and_resume_answers_them_in_
             (paused_notice("aria"), str(DM), "sent")  # told once, for two messages
         ]
         assert user_turns(first, "aria") == []
-        listed = await first.receive(cmd("/anima status aria"))
+        listed = await first.port.receive(cmd("/anima status aria"))
         assert listed.reply is not None and "inbox: 0 pending, 2 held" in listed.reply
     finally:
         await first.stop()
@@ -211,7 +211,7 @@ async def test_pause_holds_messages_across_a_restart_and_resume_answers_them_in_
         assert inbox(again, two.inbox_id).status == InboxStatus.HELD
         assert user_turns(again, "aria") == []
 
-        resumed = await again.receive(cmd("/anima resume aria"))
+        resumed = await again.port.receive(cmd("/anima resume aria"))
         assert resumed.reply == "aria is running again; 2 held messages are being answered."
         await settle(again)
 
@@ -229,7 +229,7 @@ async def test_a_message_already_queued_when_paused_is_held_too(hub: Hub) -> Non
     """The runtime asks before every turn, so a job submitted before the pause (or by
     recovery, or a retry) is held, not answered."""
     row, _ = hub.ingress.accept(msg("queued before the pause", mentions=("aria",)))
-    await hub.receive(cmd("/anima pause aria"))
+    await hub.port.receive(cmd("/anima pause aria"))
     await hub.runtime.handle(TurnJob(row.id, "aria", row.conversation, None))
 
     assert inbox(hub, row.id).status == InboxStatus.HELD
@@ -296,7 +296,7 @@ async def test_an_ordinary_slash_text_in_the_web_chat_is_a_message(
 
 
 async def test_a_paused_anima_tells_the_web_chat(client: httpx.AsyncClient, hub: Hub) -> None:
-    await hub.receive(cmd("/anima pause aria"))
+    await hub.port.receive(cmd("/anima pause aria"))
     response = await client.post(
         "/api/chat/aria", json={"message": "hello?", "session_id": "s1", "user": "alice"}
     )
@@ -330,7 +330,7 @@ async def test_a_command_posted_to_a_web_channel_binds_it(
 
 
 async def test_the_animas_api_shows_paused(client: httpx.AsyncClient, hub: Hub) -> None:
-    await hub.receive(cmd("/anima pause kai"))
+    await hub.port.receive(cmd("/anima pause kai"))
     listing = {a["name"]: a["paused"] for a in (await client.get("/api/animas")).json()}
     assert listing == {"aria": False, "kai": True, "mika": False}
     assert (await client.get("/api/animas/kai")).json()["paused"] is True

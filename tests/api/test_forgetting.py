@@ -54,7 +54,7 @@ async def hub(home: Path) -> AsyncIterator[Hub]:
 
 
 async def tell(hub: Hub, where: Address, who: PlatformUser, text: str) -> None:
-    receipt = await hub.receive(
+    receipt = await hub.port.receive(
         Inbound(event_id=f"f-{next(_events)}", address=where, sender=who, text=text)
     )
 

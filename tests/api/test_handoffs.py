@@ -54,7 +54,7 @@ async def hub(home: Path, clock: ManualClock) -> AsyncIterator[Hub]:
 
 async def ask(hub: Hub, where: Address, who: PlatformUser, text: str) -> str:
     """`text` from `who` at `where`; the Anima's reply."""
-    receipt = await hub.receive(
+    receipt = await hub.port.receive(
         Inbound(event_id=f"h-{next(_events)}", address=where, sender=who, text=text)
     )
 

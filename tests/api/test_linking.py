@@ -48,7 +48,7 @@ _events = iter(range(1, 10_000))
 
 async def command(hub: Hub, where: Address, who: PlatformUser, text: str) -> str:
     name, *args = text.lstrip("/").split()
-    receipt = await hub.receive(
+    receipt = await hub.port.receive(
         Inbound(
             event_id=f"ev-{next(_events)}",
             address=where,

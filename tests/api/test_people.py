@@ -265,7 +265,7 @@ async def test_web_in_a_dm_answers_with_a_sign_in_link(hub: Hub) -> None:
     """The platform vouches for the sender: /web in their Telegram DM signs them in."""
     dm = Address("telegram", "bot", "1001", kind=AddressKind.DM)
     dana = PlatformUser("telegram", "1001", "Dana")
-    receipt = await hub.receive(
+    receipt = await hub.port.receive(
         Inbound(event_id="tg-1", address=dm, sender=dana, text="/web", command=Command("web"))
     )
     assert receipt.reply is not None
@@ -276,7 +276,7 @@ async def test_web_in_a_dm_answers_with_a_sign_in_link(hub: Hub) -> None:
         person = hub.identity.resolve(dana)
         assert (me["id"], me["via"]) == (person.id, "session")
     group = Address("telegram", "bot", "-5", kind=AddressKind.GROUP)
-    refused = await hub.receive(
+    refused = await hub.port.receive(
         Inbound(event_id="tg-2", address=group, sender=dana, text="/web", command=Command("web"))
     )
     assert refused.reply is not None and "/signin/" not in refused.reply

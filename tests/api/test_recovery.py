@@ -46,12 +46,12 @@ async def test_unfinished_inbox_and_pending_delivery_survive_a_restart(home: Pat
     add_demo_animas(first)
     await first.outbox.close()
     await first.supervisor.stop()  # the outbox worker stops: a crash before sending
-    receipt = await first.receive(inbound("e1", "first message"))
-    events = [e async for e in first.subscribe(receipt.inbox_id)]
+    receipt = await first.port.receive(inbound("e1", "first message"))
+    events = [e async for e in first.port.subscribe(receipt.inbox_id)]
     assert events[-1].type == "done"
     # A second message is accepted but its turn never runs (the process "dies" now).
     first.runtime.mailboxes.put = lambda job, max_concurrent: None  # type: ignore[method-assign]
-    second = await first.receive(inbound("e2", "second message"))
+    second = await first.port.receive(inbound("e2", "second message"))
     await first.stop()
     with first.db.session() as session:
         assert session.get(InboxItem, second.inbox_id).status == "received"  # type: ignore[union-attr]
@@ -61,7 +61,7 @@ async def test_unfinished_inbox_and_pending_delivery_survive_a_restart(home: Pat
     await again.start()
     try:
         await settle(again)
-        duplicate = await again.receive(inbound("e1", "first message"))
+        duplicate = await again.port.receive(inbound("e1", "first message"))
         assert duplicate.duplicate
         with again.db.session() as session:
             deliveries = session.exec(select(DeliveryRow)).all()
@@ -91,7 +91,7 @@ async def _accepted_not_run(home: Path) -> str:
     await first.start()
     add_demo_animas(first)
     first.runtime.mailboxes.put = lambda job, max_concurrent: None  # type: ignore[method-assign]
-    receipt = await first.receive(inbound("e1", "cut off mid-turn"))
+    receipt = await first.port.receive(inbound("e1", "cut off mid-turn"))
     await first.stop()
     return receipt.inbox_id
 
@@ -142,8 +142,8 @@ async def test_an_episode_a_stop_cut_off_after_the_commit_is_written_at_start(
     first = Hub(make_settings(home))
     await first.start()
     add_demo_animas(first)
-    receipt = await first.receive(inbound("e1", "remember the blue door"))
-    assert [e async for e in first.subscribe(receipt.inbox_id)][-1].type == "done"
+    receipt = await first.port.receive(inbound("e1", "remember the blue door"))
+    assert [e async for e in first.port.subscribe(receipt.inbox_id)][-1].type == "done"
     await first.stop()
     # A kill between the turn's commit and the episode's append: no episode on disk.
     episodes = home / "animas" / "aria" / "episodes"

@@ -61,7 +61,7 @@ async def traffic(hub: Hub) -> AsyncIterator[tuple[httpx.AsyncClient, datetime]]
         for who, text in (("alice", "Hello"), ("alice", "How are you?"), ("bob", "Hi")):
             await send(http, who, text)
         dana_sent = hub.clock.now() - timedelta(seconds=LATE_S)
-        receipt = await hub.receive(
+        receipt = await hub.port.receive(
             Inbound(event_id="d-1", address=DANA_DM, sender=DANA, text="hi", sent_at=dana_sent)
         )
 

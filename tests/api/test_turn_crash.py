@@ -77,7 +77,7 @@ async def test_a_turn_that_crashes_once_is_answered_once_and_health_showed_it(
     hub: Hub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen = crash_lookups(hub, monkeypatch, times=1)
-    receipt = await hub.receive(inbound("e1", "hello after a bug"))
+    receipt = await hub.port.receive(inbound("e1", "hello after a bug"))
     await eventually(finished(hub, receipt.inbox_id))
     assert row(hub, receipt.inbox_id).status == "done"
     assert sent_to_person(hub).count("reply") == 1
@@ -92,7 +92,7 @@ async def test_a_turn_that_always_crashes_ends_failed_and_is_explained_once(
     hub: Hub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     crash_lookups(hub, monkeypatch, times=1_000)
-    receipt = await hub.receive(inbound("e1", "hello to a bug"))
+    receipt = await hub.port.receive(inbound("e1", "hello to a bug"))
     await eventually(finished(hub, receipt.inbox_id))
     failed = row(hub, receipt.inbox_id)
     assert failed.status == "failed" and failed.attempts == 2  # the third attempt gave up

@@ -67,7 +67,7 @@ async def restart_adapter(h: Harness) -> None:
     await h.hub.adapters[h.platform].stop()
     adapter = discover([h.platform])[h.platform].build(h.hub.settings)
     assert adapter is not None
-    await adapter.start(h.hub)
+    await adapter.start(h.hub.port)
     h.hub.adapters[h.platform] = adapter  # the outbox sends through it from now on
 
 

@@ -73,7 +73,7 @@ def web(hub: Hub) -> httpx.AsyncClient:
 
 async def tg_dm(hub: Hub, who: PlatformUser, text: str, n: int) -> str:
     where = Address("telegram", "bot", who.user_id, kind=AddressKind.DM)
-    receipt = await hub.receive(
+    receipt = await hub.port.receive(
         Inbound(
             event_id=f"tg-{n}", address=where, sender=who, text=text, command=parse_command(text)
         )

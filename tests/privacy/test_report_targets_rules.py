@@ -51,7 +51,7 @@ async def hub(home: Path, database_url: str) -> AsyncIterator[Hub]:
 async def writes(hub: Hub, who: PlatformUser, where: Address, text: str) -> PersonView:
     """`who` writes there (answered offline); the person the hub knows them as."""
     inbound = Inbound(f"ev-{next(_events)}", where, who, text)
-    await hub.receive(inbound)
+    await hub.port.receive(inbound)
     await settled(hub, lambda: not any(hub.runtime.mailboxes.pending().values()))
     return hub.identity.resolve(who)
 

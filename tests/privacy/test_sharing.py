@@ -40,7 +40,7 @@ async def command(hub: Hub, where: Address, who: PlatformUser, text: str) -> str
 
     parsed = parse_command(text)
     assert parsed is not None, text
-    receipt = await hub.receive(
+    receipt = await hub.port.receive(
         Inbound(
             event_id=f"share-{next(_events)}", address=where, sender=who, text=text, command=parsed
         )

@@ -73,7 +73,7 @@ async def say(hub: Hub, user: str, text: str, address: Address | None = None) ->
         text=text,
         sent_at=hub.clock.now(),
     )
-    receipt = await hub.receive(inbound)
+    receipt = await hub.port.receive(inbound)
 
     def answered() -> InboxItem | None:
         with hub.db.session() as session:

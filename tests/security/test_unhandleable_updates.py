@@ -107,8 +107,8 @@ async def test_telegram_polling_keeps_an_update_it_cannot_store_as_failed_and_mo
         assert failed.target == str(h.updates[poisoned.event_id])
         assert "poisons the store" in failed.detail["error"]
         assert failed.detail["update"]["message"]["text"] == f"a {POISON} with {REPLACED}"
-        assert h.hub.load_cursor("telegram:offset") is not None
-        assert int(h.hub.load_cursor("telegram:offset") or 0) > int(failed.target)
+        assert h.hub.port.load_cursor("telegram:offset") is not None
+        assert int(h.hub.port.load_cursor("telegram:offset") or 0) > int(failed.target)
         _shown_in_health(h.hub)
 
 
@@ -127,7 +127,7 @@ async def test_telegram_polling_keeps_an_update_the_sdk_cannot_read_and_moves_on
         await reply_to(h, "echo: after it")  # polling went past it
         [failed] = await eventually(lambda: _failed(h.hub) or None)
         assert failed.where == "telegram" and failed.target == str(bad["update_id"])
-        assert int(h.hub.load_cursor("telegram:offset") or 0) > bad["update_id"]
+        assert int(h.hub.port.load_cursor("telegram:offset") or 0) > bad["update_id"]
         assert "from the far future" not in _texts(h.hub)
         _shown_in_health(h.hub, "date is not a number Telegram would send")
 

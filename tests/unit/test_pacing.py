@@ -62,9 +62,9 @@ async def test_a_flood_from_one_person_is_slowed_reported_once_and_answered_in_f
     hub = await paced_hub(home, per_minute=60, burst=2)
     try:
         for n in range(6):
-            await hub.receive(inbound("flood", n))
+            await hub.port.receive(inbound("flood", n))
         assert hub.pacing.waiting == 4  # two went at once, four wait their slot
-        other = await hub.receive(inbound("calm", 0))
+        other = await hub.port.receive(inbound("calm", 0))
         for _ in range(500):
             if statuses(hub, "calm") == [InboxStatus.DONE]:
                 break
@@ -101,12 +101,12 @@ async def test_a_paced_message_streams_its_reply_when_its_slot_comes(home: Path)
     was told "still being answered; the reply will appear here", and the CLI exited."""
     hub = await paced_hub(home, per_minute=120, burst=1)
     try:
-        await hub.receive(inbound("quick", 0))
-        paced = await hub.receive(inbound("quick", 1))
+        await hub.port.receive(inbound("quick", 0))
+        paced = await hub.port.receive(inbound("quick", 1))
         assert hub.pacing.waiting == 1
 
         async def events() -> list[TurnEvent]:
-            return [event async for event in hub.subscribe(paced.inbox_id)]
+            return [event async for event in hub.port.subscribe(paced.inbox_id)]
 
         got = await asyncio.wait_for(events(), timeout=30)  # a guard, not a timing check
         assert [e.type for e in got][-1] == "done", got

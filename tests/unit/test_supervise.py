@@ -180,7 +180,7 @@ async def test_a_turn_whose_database_fails_is_answered_once_when_it_is_back(
     )
     turns = hub.supervisor.part("turns")
     with table_gone(hub.db, "turn"):  # the turn log: the turn's commit fails
-        receipt = await hub.receive(said)
+        receipt = await hub.port.receive(said)
         await until(lambda: not turns.status.ok)
         health = (await client.get("/api/system/health")).json()
         assert health["status"] == "degraded" and "turns" in health["problems"]

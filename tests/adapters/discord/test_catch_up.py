@@ -51,7 +51,7 @@ async def test_messages_sent_while_the_hub_was_down_are_answered_once_in_order(
     async with open_harness(tmp_path, fake=fake) as h:
         before = [await say(h, "alice", "general", "hello"), await dm(h, "bob", "hi there")]
         await eventually(lambda: answered(fake, before), timeout_s=20)
-        assert h.hub.load_cursor(CURSOR)  # stored only once the messages were
+        assert h.hub.port.load_cursor(CURSOR)  # stored only once the messages were
     # The hub is down (the fake, stopped with it, keeps its history): people go on talking.
     missed = [await say(h, "alice", "general", f"while down {i}") for i in range(3)]
     missed.append(await dm(h, "bob", "did you see this?"))

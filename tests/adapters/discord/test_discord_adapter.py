@@ -49,7 +49,7 @@ def record_receipts(
 ) -> list[tuple[Inbound, Receipt]]:
     """What the hub answered the adapter; `delay_s` makes the hub slow to answer."""
     seen: list[tuple[Inbound, Receipt]] = []
-    receive: Receive = h.hub.receive
+    receive: Receive = h.hub.port.receive
 
     async def recording(inbound: Inbound) -> Receipt:
         if delay_s:

@@ -130,7 +130,7 @@ async def test_a_5xx_after_the_write_and_a_resend_after_a_restart_keep_one_page(
             .values(status="pending", message_ids=[], sent_at=None)
         )
     await hub.adapters["notion"].stop()
-    await hub.adapters["notion"].start(hub)
+    await hub.adapters["notion"].start(hub.port)
     hub.outbox.wake()
     row = await settled(hub, delivery_id)
     (page,) = fake.pages

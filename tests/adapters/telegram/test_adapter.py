@@ -73,7 +73,7 @@ async def test_polling_offset_survives_a_restart_with_nothing_lost_or_repeated(
         async with open_harness(tmp_path, webhook=False, fake=fake) as h:
             first = await h.dm("alice", "before the restart")
             await posted(h, "echo: before the restart")
-            saved = h.hub.load_cursor("telegram:offset")
+            saved = h.hub.port.load_cursor("telegram:offset")
             assert saved == str(h.updates[first.event_id] + 1)
         # While the hub is down: one new message, and the last one again (its confirmation
         # was lost, as after a crash between storing it and the next poll).
