@@ -174,7 +174,7 @@ async def main(args: argparse.Namespace) -> list[dict[str, Any]]:
         timed = TimedResponder(model)
         hub = Hub(
             settings,
-            adapter_factories={"web": WebAdapter.from_settings},
+            adapter_factories={"web": WebAdapter},
             responders=Responders(timed, OfflineResponder()),
         )
         await hub.start()

@@ -231,7 +231,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             },
             scheduler={"enabled": False},
         )
-        hub = Hub(settings, adapter_factories={"web": WebAdapter.from_settings})
+        hub = Hub(settings, adapter_factories={"web": WebAdapter})
         memory = hub.memory
         assert memory is not None, "memory is on by default"
         if args.gate != "hub":  # fifo: as serial, with no priority for queries

@@ -13,11 +13,11 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from hub.messages import Address, Inbound, OutboundChunk, PlatformUser, mentioned
 from hub.plugins import ENTRY_POINT_GROUP, load_plugins
-from hub.settings import Settings, SettingsSection
+from hub.settings import PlatformSection, Settings, SettingsSection
 from hub.slash import parse_command
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ __all__ = [
     "NotPermitted",
     "OutcomeUnknown",
     "PermanentDeliveryError",
+    "PlatformSection",
     "PlatformState",
     "PlatformUnauthorized",
     "PlatformUnavailable",
@@ -484,29 +485,28 @@ class AttachmentFetcher(Protocol):
         ...
 
 
-class AdapterFactory(Protocol):
-    def __call__(self, settings: Settings) -> Adapter | None:
-        """Build the adapter, or None when it is not enabled in the settings."""
-        ...
+PS = TypeVar("PS", bound=PlatformSection)
+# Builds an adapter from its own section (the hub calls it only when the section is enabled).
+AdapterFactory = Callable[[Any], "Adapter"]
 
 
 @dataclass(frozen=True, slots=True)
-class AdapterPlugin:
+class AdapterPlugin(Generic[PS]):
     """What an `animahub.adapters` entry point names: the model of the adapter's own
-    settings section (`[slack]` for the entry point `slack`) and its factory, which reads
-    that section with `settings.platform(name, model)`. Every settings load imports the
+    settings section (`[slack]` for the entry point `slack`) and its factory, which the hub
+    hands that section alone, and only when it is enabled. Every settings load imports the
     module holding the plugin: it imports the settings model alone, and the factory imports
-    the adapter and its platform SDK only when the section is enabled (adapters/web/
-    __init__.py; docs/architecture.md, "Boundaries")."""
+    the adapter and its platform SDK (adapters/web/__init__.py; docs/architecture.md,
+    "Boundaries")."""
 
-    settings: type[SettingsSection]
-    build: AdapterFactory
+    settings: type[PS]
+    build: Callable[[PS], Adapter]
 
 
-def discover(names: Sequence[str] | None = None) -> dict[str, AdapterPlugin]:
+def discover(names: Sequence[str] | None = None) -> dict[str, AdapterPlugin[Any]]:
     """Adapter plugins registered under the entry point group, by platform name; LookupError
     naming those of `names` no adapter registers."""
-    found: dict[str, AdapterPlugin] = {}
+    found: dict[str, AdapterPlugin[Any]] = {}
     for name, plugin in load_plugins(names).items():
         if not isinstance(plugin, AdapterPlugin):
             raise TypeError(f"the {ENTRY_POINT_GROUP} entry point {name!r} is not an AdapterPlugin")

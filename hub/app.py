@@ -56,7 +56,7 @@ from hub.schedule.agenda import Agenda
 from hub.schedule.distill_llm import anima_distillers
 from hub.schedule.scheduler import Scheduler
 from hub.schedule.sessions import close_idle_sessions
-from hub.settings import ConfigError, Settings, configured_secrets
+from hub.settings import ConfigError, PlatformSection, Settings, configured_secrets
 from hub.store.db import Database
 from hub.supervise import Supervisor
 from hub.tasks.addressing import Addressing
@@ -150,10 +150,10 @@ class Hub:
         if factories is None:
             factories = {name: plugin.build for name, plugin in discover().items()}
         self.adapters: dict[str, Adapter] = {}
-        for name, factory in factories.items():
-            adapter = factory(self.settings)
-            if adapter is not None:
-                self.adapters[name] = adapter
+        for name, build in factories.items():
+            section = self.settings.platform(name, PlatformSection)
+            if section.enabled:  # each adapter is handed its own section, nothing more
+                self.adapters[name] = build(section)
         self.supervisor = Supervisor(self.clock.now)
         self.platforms = Platforms(self.adapters)
         self.events = EventBus()

@@ -100,6 +100,13 @@ class SettingsSection(BaseModel):
 S = TypeVar("S", bound=SettingsSection)
 
 
+class PlatformSection(SettingsSection):
+    """An adapter's section (`[slack]`): `enabled` switches the adapter on, and the adapter
+    is built from this section alone (`AdapterPlugin`, hub/adapter.py)."""
+
+    enabled: bool = False
+
+
 class HubSection(SettingsSection):
     default_anima: str = ""
     # The hub's owner when its database names none yet (`animahub init` writes it; empty:

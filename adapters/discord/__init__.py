@@ -11,19 +11,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adapters.discord.settings import DiscordSettings
-from hub.adapter import Adapter, AdapterPlugin, Settings
+from hub.adapter import Adapter, AdapterPlugin
 
 if TYPE_CHECKING:
     from adapters.discord.adapter import DiscordAdapter
 
 
-def build(settings: Settings) -> Adapter | None:
-    """The adapter, or None when `[discord]` is not enabled (its module is then not imported)."""
-    if not settings.platform("discord", DiscordSettings).enabled:
-        return None
+def build(section: DiscordSettings) -> Adapter:
+    """The adapter, built when `[discord]` is enabled: its module is imported only then."""
     from adapters.discord.adapter import DiscordAdapter
 
-    return DiscordAdapter.from_settings(settings)
+    return DiscordAdapter(section)
 
 
 def __getattr__(attribute: str) -> Any:

@@ -46,7 +46,6 @@ from hub.adapter import (
     MarkdownDialect,
     PlatformUnauthorized,
     PlatformUnavailable,
-    Settings,
     handle_or_keep,
     mentioned,
 )
@@ -117,11 +116,6 @@ class DiscordAdapter:
             self.interactions = InteractionsEndpoint(
                 settings.public_key, http_inbound, self._answer_http, self._follow_up_http
             )
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> DiscordAdapter | None:
-        section = settings.platform("discord", DiscordSettings)
-        return cls(section) if section.enabled else None
 
     # lifecycle -------------------------------------------------------------------------
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, model_validator
 
-from hub.adapter import SettingsSection
+from hub.adapter import PlatformSection
 
 
-class DiscordSettings(SettingsSection):
+class DiscordSettings(PlatformSection):
     """One Discord bot on the gateway, plus the optional HTTP interactions endpoint."""
 
-    enabled: bool = False
     bot_token: SecretStr | None = None
     # Hex Ed25519 key from the developer portal: needed only for /discord/interactions.
     public_key: str = Field(default="", pattern="^([0-9a-fA-F]{64})?$")

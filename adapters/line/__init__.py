@@ -10,19 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adapters.line.settings import LineSettings
-from hub.adapter import Adapter, AdapterPlugin, Settings
+from hub.adapter import Adapter, AdapterPlugin
 
 if TYPE_CHECKING:
     from adapters.line.adapter import LineAdapter
 
 
-def build(settings: Settings) -> Adapter | None:
-    """The adapter, or None when `[line]` is not enabled (its module is then not imported)."""
-    if not settings.platform("line", LineSettings).enabled:
-        return None
+def build(section: LineSettings) -> Adapter:
+    """The adapter, built when `[line]` is enabled: its module is imported only then."""
     from adapters.line.adapter import LineAdapter
 
-    return LineAdapter.from_settings(settings)
+    return LineAdapter(section)
 
 
 def __getattr__(attribute: str) -> Any:

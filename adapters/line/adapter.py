@@ -58,7 +58,6 @@ from hub.adapter import (
     PlatformUnauthorized,
     PlatformUnavailable,
     RateLimited,
-    Settings,
     TransientDeliveryError,
     handle_or_keep,
 )
@@ -197,11 +196,6 @@ class LineAdapter:
         self.bot_user_id = ""
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> LineAdapter | None:
-        section = settings.platform("line", LineSettings)
-        return cls(section) if section.enabled else None
 
     # Adapter protocol -----------------------------------------------------------------
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pydantic import SecretStr, model_validator
 
-from hub.adapter import SettingsSection
+from hub.adapter import PlatformSection
 
 
-class LineSettings(SettingsSection):
+class LineSettings(PlatformSection):
     """A Messaging API channel. Events arrive at `POST /webhooks/line` (docs/platforms/line.md)."""
 
-    enabled: bool = False
     # Basic settings > Channel secret: signs every webhook request (X-Line-Signature).
     channel_secret: SecretStr | None = None
     # Messaging API > Channel access token (long-lived): the bearer token of every API call.

@@ -10,19 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adapters.notion.settings import NotionSettings
-from hub.adapter import Adapter, AdapterPlugin, Settings
+from hub.adapter import Adapter, AdapterPlugin
 
 if TYPE_CHECKING:
     from adapters.notion.adapter import NotionAdapter
 
 
-def build(settings: Settings) -> Adapter | None:
-    """The adapter, or None when `[notion]` is not enabled (its module is then not imported)."""
-    if not settings.platform("notion", NotionSettings).enabled:
-        return None
+def build(section: NotionSettings) -> Adapter:
+    """The adapter, built when `[notion]` is enabled: its module is imported only then."""
     from adapters.notion.adapter import NotionAdapter
 
-    return NotionAdapter.from_settings(settings)
+    return NotionAdapter(section)
 
 
 def __getattr__(attribute: str) -> Any:

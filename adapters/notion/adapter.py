@@ -37,7 +37,6 @@ from hub.adapter import (
     PlatformUnauthorized,
     PlatformUnavailable,
     RateLimited,
-    Settings,
     TransientDeliveryError,
 )
 from hub.messages import Address, OutboundChunk
@@ -68,11 +67,6 @@ class NotionAdapter:
         self._client: AsyncClient | None = None
         self._schemas: dict[str, Schema] = {}
         self._hub: HubPort | None = None
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> NotionAdapter | None:
-        section = settings.platform(PLATFORM, NotionSettings)
-        return cls(section) if section.enabled else None
 
     async def start(self, hub: HubPort) -> None:
         token = self._settings.token

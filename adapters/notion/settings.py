@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pydantic import SecretStr, model_validator
 
-from hub.adapter import SettingsSection
+from hub.adapter import PlatformSection
 
 
-class NotionSettings(SettingsSection):
+class NotionSettings(PlatformSection):
     """An internal integration, with the database shared with it (docs/platforms/notion.md)."""
 
-    enabled: bool = False
     # Settings > Connections > Develop or manage integrations > Internal integration secret.
     token: SecretStr | None = None
     # The API base; tests point it at animahub_kit/fakes/notion_server.py.

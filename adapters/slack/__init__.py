@@ -10,19 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adapters.slack.settings import SlackSettings
-from hub.adapter import Adapter, AdapterPlugin, Settings
+from hub.adapter import Adapter, AdapterPlugin
 
 if TYPE_CHECKING:
     from adapters.slack.adapter import SlackAdapter
 
 
-def build(settings: Settings) -> Adapter | None:
-    """The adapter, or None when `[slack]` is not enabled (its module is then not imported)."""
-    if not settings.platform("slack", SlackSettings).enabled:
-        return None
+def build(section: SlackSettings) -> Adapter:
+    """The adapter, built when `[slack]` is enabled: its module is imported only then."""
     from adapters.slack.adapter import SlackAdapter
 
-    return SlackAdapter.from_settings(settings)
+    return SlackAdapter(section)
 
 
 def __getattr__(attribute: str) -> Any:

@@ -35,7 +35,6 @@ from hub.adapter import (
     PermanentDeliveryError,
     PlatformUnauthorized,
     PlatformUnavailable,
-    Settings,
     handle_or_keep,
 )
 from hub.messages import Address, DeliveryKind, Inbound, OutboundChunk
@@ -122,11 +121,6 @@ class SlackAdapter:
         self._not_started = NOT_RUNNING  # why events are refused: the last start's failure
         self._sequencer = _Sequencer()
         self._threads = _Bounded()  # threads we posted in: replies there are addressed to us
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> SlackAdapter | None:
-        section = settings.platform("slack", SlackSettings)
-        return cls(section) if section.enabled else None
 
     # Adapter protocol -----------------------------------------------------------------
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pydantic import Field, SecretStr, model_validator
 
-from hub.adapter import SettingsSection
+from hub.adapter import PlatformSection
 
 
-class SlackSettings(SettingsSection):
+class SlackSettings(PlatformSection):
     """One Slack app. Socket Mode when app_token is set, else the Events API at /slack/events."""
 
-    enabled: bool = False
     bot_token: SecretStr | None = None  # xoxb-...
     signing_secret: SecretStr | None = None  # Events API and slash commands over HTTP
     app_token: SecretStr | None = None  # xapp-...: Socket Mode, no public URL needed

@@ -16,19 +16,17 @@ os.environ.setdefault("PTB_TIMEDELTA", "true")
 from typing import TYPE_CHECKING, Any
 
 from adapters.telegram.settings import TelegramSettings
-from hub.adapter import Adapter, AdapterPlugin, Settings
+from hub.adapter import Adapter, AdapterPlugin
 
 if TYPE_CHECKING:
     from adapters.telegram.adapter import TelegramAdapter
 
 
-def build(settings: Settings) -> Adapter | None:
-    """The adapter, or None when `[telegram]` is not enabled (its module is then not imported)."""
-    if not settings.platform("telegram", TelegramSettings).enabled:
-        return None
+def build(section: TelegramSettings) -> Adapter:
+    """The adapter, built when `[telegram]` is enabled: its module is imported only then."""
     from adapters.telegram.adapter import TelegramAdapter
 
-    return TelegramAdapter.from_settings(settings)
+    return TelegramAdapter(section)
 
 
 def __getattr__(attribute: str) -> Any:

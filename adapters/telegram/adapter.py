@@ -45,7 +45,6 @@ from hub.adapter import (
     PlatformState,
     PlatformUnauthorized,
     PlatformUnavailable,
-    Settings,
     TransientDeliveryError,
     handle_or_keep,
 )
@@ -93,11 +92,6 @@ class TelegramAdapter:
             NAME, None, None, self.render, MAX_TEXT, ephemeral=self._writing
         )
         self.poll_backoff_s = _BACKOFF_S  # after a failed poll: first delay, cap
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> TelegramAdapter | None:
-        section = settings.platform(NAME, TelegramSettings)
-        return cls(section) if section.enabled else None
 
     # lifecycle -------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import re
 
 from pydantic import SecretStr, model_validator
 
-from hub.adapter import SettingsSection
+from hub.adapter import PlatformSection
 
 _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")  # what setWebhook accepts as secret_token
 # A token from @BotFather: the bot's id, a colon, the secret ("123456789:AAHd-x_…"). Checked
@@ -14,10 +14,9 @@ _SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")  # what setWebhook accepts as secr
 _TOKEN = re.compile(r"\d+:[A-Za-z0-9_-]+")
 
 
-class TelegramSettings(SettingsSection):
+class TelegramSettings(PlatformSection):
     """Long polling by default; a webhook at `<public_url>/webhooks/telegram` when set."""
 
-    enabled: bool = False
     bot_token: SecretStr | None = None  # from @BotFather: "123456:ABC-..."
     # The Bot API root (requests go to <api_url>/bot<token>/<method>); tests point it at
     # animahub_kit/fakes/telegram_server.py.

@@ -10,19 +10,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from adapters.web.settings import WebSettings
-from hub.adapter import Adapter, AdapterPlugin, Settings
+from hub.adapter import Adapter, AdapterPlugin
 
 if TYPE_CHECKING:
     from adapters.web.adapter import WebAdapter
 
 
-def build(settings: Settings) -> Adapter | None:
-    """The adapter, or None when `[web]` is not enabled (its module is then not imported)."""
-    if not settings.platform("web", WebSettings).enabled:
-        return None
+def build(section: WebSettings) -> Adapter:
+    """The adapter, built when `[web]` is enabled: its module is imported only then."""
     from adapters.web.adapter import WebAdapter
 
-    return WebAdapter.from_settings(settings)
+    return WebAdapter(section)
 
 
 def __getattr__(attribute: str) -> Any:

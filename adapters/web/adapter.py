@@ -21,7 +21,6 @@ from hub.adapter import (
     HubPort,
     MarkdownDialect,
     NotPermitted,
-    Settings,
     TranscriptEntry,
     caller_of,
     parse_command,
@@ -71,15 +70,10 @@ class WebAdapter:
     name = "web"
     capabilities = Capabilities(max_text=100_000, dialect=MarkdownDialect.COMMONMARK, edits=True)
 
-    def __init__(self, settings: Settings) -> None:
-        web = settings.platform("web", WebSettings)
+    def __init__(self, web: WebSettings) -> None:
         self._workspace = web.workspace
         self._channels = list(web.channels)
         self._hub: HubPort | None = None
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> WebAdapter | None:
-        return cls(settings) if settings.platform("web", WebSettings).enabled else None
 
     # Adapter protocol -----------------------------------------------------------------
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from hub.adapter import SettingsSection
+from hub.adapter import PlatformSection
 
 
-class WebSettings(SettingsSection):
+class WebSettings(PlatformSection):
     enabled: bool = True
     workspace: str = "local"
     channels: list[str] = Field(default_factory=lambda: ["general"])

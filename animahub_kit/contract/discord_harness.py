@@ -244,7 +244,7 @@ async def open_harness(
     tmp_path: Path,
     *,
     fake: FakeDiscord | None = None,
-    factory: AdapterFactory = DiscordAdapter.from_settings,
+    factory: AdapterFactory = DiscordAdapter,
     platform_down: bool = False,
     with_web: bool = False,
     **discord: Any,

@@ -164,7 +164,7 @@ async def open_harness(
     access_token: str = ACCESS_TOKEN,
     reply_token_ttl_s: float = 60.0,
     responder: ScriptedResponder | None = None,
-    factory: AdapterFactory = LineAdapter.from_settings,
+    factory: AdapterFactory = LineAdapter,
 ) -> AsyncIterator[LineHarness]:
     """`platform_down`: the fake is not running when the hub starts (`platform_up` later);
     `access_token`: what the hub is configured with (a wrong one gets 401); `factory`

@@ -232,9 +232,7 @@ async def open_harness(
     hub: Hub | None = None
     server: HubServer | None = None
     try:
-        hub = await start_hub(
-            harness_settings(home, slack=slack), "slack", SlackAdapter.from_settings, responder
-        )
+        hub = await start_hub(harness_settings(home, slack=slack), "slack", SlackAdapter, responder)
         server = HubServer(create_app(hub))
         await server.start()
         if not socket_mode:

@@ -236,7 +236,7 @@ async def open_harness(
         hub = await start_hub(
             harness_settings(home, telegram=settings),
             "telegram",
-            TelegramAdapter.from_settings,
+            TelegramAdapter,
             responder,
         )
         server = HubServer(create_app(hub))

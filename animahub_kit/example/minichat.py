@@ -20,17 +20,15 @@ from fastapi.responses import JSONResponse
 from pydantic import SecretStr
 
 from hub.adapter import (
-    Adapter,
     AdapterPlugin,
     Capabilities,
     HubPort,
     OutcomeUnknown,
     PermanentDeliveryError,
+    PlatformSection,
     PlatformUnauthorized,
     PlatformUnavailable,
     RateLimited,
-    Settings,
-    SettingsSection,
     TransientDeliveryError,
     handle_or_keep,
 )
@@ -39,11 +37,10 @@ from hub.messages import Address, AddressKind, Inbound, OutboundChunk, PlatformU
 WEBHOOK_PATH = "/webhooks/minichat"
 
 
-class MinichatSettings(SettingsSection):
+class MinichatSettings(PlatformSection):
     """`[minichat]` in hub.toml; the credentials come from the environment or secrets.toml
     (`ANIMAHUB_MINICHAT__TOKEN`), never from hub.toml itself."""
 
-    enabled: bool = False
     token: SecretStr | None = None
     signing_secret: SecretStr | None = None
     api_url: str = "https://api.minichat.example"
@@ -57,21 +54,16 @@ class MinichatAdapter:
     name = "minichat"
     capabilities = Capabilities(max_text=2000)  # the hub chunks replies to fit
 
-    def __init__(self, token: str, signing_secret: str, api_url: str) -> None:
-        self._token = token
-        self._secret = signing_secret
-        self._api_url = api_url
+    def __init__(self, section: MinichatSettings) -> None:
+        """Built from `[minichat]` alone, when it is enabled (the hub hands no more)."""
+        if section.token is None or section.signing_secret is None:
+            raise ValueError("[minichat] needs token and signing_secret")
+        self._token = section.token.get_secret_value()
+        self._secret = section.signing_secret.get_secret_value()
+        self._api_url = section.api_url
         self._http: httpx.AsyncClient | None = None
         self._hub: HubPort | None = None
         self.bot_id = ""
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> MinichatAdapter:
-        section = settings.platform("minichat", MinichatSettings)
-        if section.token is None or section.signing_secret is None:
-            raise ValueError("[minichat] needs token and signing_secret")
-        secret = section.signing_secret.get_secret_value()
-        return cls(section.token.get_secret_value(), secret, section.api_url)
 
     async def start(self, hub: HubPort) -> None:
         """Check the token; the hub retries `PlatformUnavailable` with backoff and reports
@@ -166,13 +158,6 @@ async def _receive(hub: HubPort, inbound: Inbound) -> None:
     await hub.receive(inbound)
 
 
-def build(settings: Settings) -> Adapter | None:
-    """The adapter, or None when `[minichat]` is not enabled."""
-    if not settings.platform("minichat", MinichatSettings).enabled:
-        return None
-    return MinichatAdapter.from_settings(settings)
-
-
 # What the `animahub.adapters` entry point names (docs/adapters.md):
 #     minichat = "animahub_kit.example.minichat:PLUGIN"
-PLUGIN = AdapterPlugin(settings=MinichatSettings, build=build)
+PLUGIN = AdapterPlugin(settings=MinichatSettings, build=MinichatAdapter)

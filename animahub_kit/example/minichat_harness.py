@@ -24,7 +24,7 @@ from animahub_kit.contract.harness import (
 )
 from animahub_kit.contract.server import HubServer
 from animahub_kit.example.fake_minichat import FakeMinichat
-from animahub_kit.example.minichat import WEBHOOK_PATH, MinichatSettings, build
+from animahub_kit.example.minichat import WEBHOOK_PATH, MinichatAdapter, MinichatSettings
 from animahub_kit.fakes.faults import FaultPolicy
 from hub.api.server import create_app
 from hub.app import Hub
@@ -150,7 +150,7 @@ async def open_harness(
     hub: Hub | None = None
     server: HubServer | None = None
     try:
-        hub = await start_hub(settings, "minichat", build, responder)
+        hub = await start_hub(settings, "minichat", MinichatAdapter, responder)
         server = HubServer(create_app(hub))
         await server.start()
         fake.events_url = f"{server.url}{WEBHOOK_PATH}"

@@ -28,6 +28,7 @@ from hub.messages import (
     OutboundChunk,
     PlatformUser,
 )
+from hub.settings import PlatformSection, installed_sections
 from hub.store.models import AuditEntry, DeliveryRow, InboxItem, InboxStatus
 from tests.api.test_chat_api import sse_events
 from tests.conftest import add_demo_animas, make_settings, owner_headers
@@ -80,6 +81,8 @@ class FakePlatform:
 async def open_hub(home: Path, clock: ManualClock, platform: FakePlatform) -> AsyncIterator[Hub]:
     settings = make_settings(
         home,
+        sections={**installed_sections(), "fake": PlatformSection},  # [fake], enabled below
+        fake={"enabled": True},
         hub={"default_anima": "mika"},
         server={"api_token": TOKEN},
         memory={"enabled": False},
@@ -89,7 +92,7 @@ async def open_hub(home: Path, clock: ManualClock, platform: FakePlatform) -> As
     )
     factories: dict[str, AdapterFactory] = {
         "web": discover(["web"])["web"].build,
-        "fake": lambda _settings: platform,
+        "fake": lambda _section: platform,
     }
     hub = Hub(settings, clock=clock, adapter_factories=factories)
     await hub.start()

@@ -65,8 +65,8 @@ async def restart_adapter(h: Harness) -> None:
     """A new instance of the platform's adapter on the same hub, as after a kill: all it
     knows of earlier previews is what the hub stored."""
     await h.hub.adapters[h.platform].stop()
-    adapter = discover([h.platform])[h.platform].build(h.hub.settings)
-    assert adapter is not None
+    plugin = discover([h.platform])[h.platform]
+    adapter = plugin.build(h.hub.settings.platform(h.platform, plugin.settings))
     await adapter.start(h.hub.port)
     h.hub.adapters[h.platform] = adapter  # the outbox sends through it from now on
 

@@ -44,7 +44,12 @@ import json, sys
 from hub.adapter import discover
 from hub.settings import load_settings
 settings = load_settings()
-built = sorted(name for name, plugin in discover().items() if plugin.build(settings))
+built = []
+for name, plugin in discover().items():
+    section = settings.platform(name, plugin.settings)
+    if section.enabled:  # as the hub builds them (hub/app.py)
+        plugin.build(section)
+        built.append(name)
 print(json.dumps({"modules": sorted(sys.modules), "built": built}), file=sys.stderr)
 """
 

@@ -58,7 +58,7 @@ def record_receipts(
         seen.append((inbound, receipt))
         return receipt
 
-    monkeypatch.setattr(h.hub, "receive", recording)
+    monkeypatch.setattr(h.hub.port, "receive", recording)
     return seen
 
 

@@ -23,7 +23,6 @@ from animahub_kit.contract.line_harness import (
 from animahub_kit.fakes.line_server import MAX_TEXT, QUOTA_MESSAGE
 from hub.adapter import Adapter
 from hub.messages import Address, AddressKind, DeliveryKind
-from hub.settings import Settings
 from hub.turns.llm import TurnContext
 from tests.adapters.line.helpers import reply_to, settled_row
 from tests.conftest import owner_headers
@@ -117,8 +116,8 @@ async def test_an_expired_reply_token_falls_back_to_a_push(tmp_path: Path) -> No
 
 
 async def test_a_token_the_adapter_knows_is_stale_is_not_tried(tmp_path: Path) -> None:
-    def build(settings: Settings) -> Adapter:
-        return LineAdapter(settings.platform("line", LineSettings), reply_token_ttl_s=0.0)
+    def build(section: LineSettings) -> Adapter:
+        return LineAdapter(section, reply_token_ttl_s=0.0)
 
     async with open_harness(tmp_path, factory=build) as h:
         await h.dm("carol", "no token")

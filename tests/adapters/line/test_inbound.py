@@ -9,7 +9,6 @@ from adapters.line import LineAdapter, LineSettings
 from animahub_kit.contract.harness import eventually
 from animahub_kit.contract.line_harness import BOT_USER, CHANNELS, open_harness, user_id
 from hub.adapter import Adapter, PlatformState
-from hub.settings import Settings
 from tests.adapters.line.helpers import inbox_count, inbox_row, reply_to, settled_row
 
 
@@ -95,8 +94,8 @@ async def test_group_chatter_is_kept_unaddressed(tmp_path: Path) -> None:
 async def test_display_names_are_cached_and_refreshed_hourly(tmp_path: Path) -> None:
     now = [1000.0]
 
-    def build(settings: Settings) -> Adapter:
-        return LineAdapter(settings.platform("line", LineSettings), clock=lambda: now[0])
+    def build(section: LineSettings) -> Adapter:
+        return LineAdapter(section, clock=lambda: now[0])
 
     async with open_harness(tmp_path, factory=build) as h:
         first = await h.dm("alice", "one")

@@ -58,7 +58,7 @@ async def started(home: Path, fake: FakeNotion, **notion: Any) -> Hub:
     }
     hub = Hub(
         harness_settings(home, notion=section),
-        adapter_factories={"notion": NotionAdapter.from_settings},
+        adapter_factories={"notion": NotionAdapter},
     )
     await hub.start()
     return hub

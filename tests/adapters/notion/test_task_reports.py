@@ -47,8 +47,8 @@ async def hub(home: Path, fake: FakeNotion) -> AsyncIterator[Hub]:
     instance = Hub(
         harness_settings(home, notion=section),
         adapter_factories={
-            "notion": NotionAdapter.from_settings,
-            "web": WebAdapter.from_settings,
+            "notion": NotionAdapter,
+            "web": WebAdapter,
         },
     )
     await instance.start()

@@ -183,7 +183,7 @@ async def llm_hub(tmp_path: Path, fake_openai: Any) -> AsyncIterator[tuple[Hub, 
         settings = harness_settings(
             home, telegram=telegram_section(fake, webhook=False), llm={**llm, "workers": 0}
         )
-        hub = Hub(settings, adapter_factories={"telegram": TelegramAdapter.from_settings})
+        hub = Hub(settings, adapter_factories={"telegram": TelegramAdapter})
         await hub.start()
         try:
             add_demo_animas(hub)
