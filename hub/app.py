@@ -394,6 +394,11 @@ class Hub:
     def catching_up(self) -> bool:
         return self._catch_up is not None and not self._catch_up.done()
 
+    async def caught_up(self) -> None:
+        """Once what was due after the pause has run (at once if nothing was caught up)."""
+        if self._catch_up is not None:
+            await asyncio.gather(asyncio.shield(self._catch_up), return_exceptions=True)
+
     def uses_a_model(self) -> bool:
         """Whether any Anima is answered by a language model (else offline mode)."""
         return bool(self.settings.llm.model) or any(anima.spec.model for anima in self.animas.all())

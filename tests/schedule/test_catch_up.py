@@ -56,10 +56,7 @@ async def test_missed_heartbeats_run_after_start_and_health_says_catching_up(
             health = (await client.get("/api/system/health")).json()
             assert health["status"] == "catching up"
             model.answer.set()
-            for _ in range(500):
-                if not hub.catching_up:
-                    break
-                await asyncio.sleep(0.01)
+            await asyncio.wait_for(hub.caught_up(), 60)
             health = (await client.get("/api/system/health")).json()
         assert health["status"] == "ok"
         assert "scheduler" in health["parts"]  # the tick loop runs, supervised, after it
