@@ -1,4 +1,4 @@
-"""load_settings (hub/settings.py) over any hub.toml, environment and secrets file: a
+"""load_settings (hub/settings/) over any hub.toml, environment and secrets file: a
 Settings, or a ConfigError of one line; never another exception."""
 
 from __future__ import annotations

@@ -1,51 +1,28 @@
-"""Typed settings, read once at start (DESIGN §7.1).
-
-Sources, strongest first: explicit overrides (CLI flags), environment variables
-`ANIMAHUB_<SECTION>__<KEY>`, `<home>/hub.toml`, defaults. A string value `env:NAME` is
-replaced by the environment variable NAME, or by NAME from the secrets file
-(`<home>/secrets.env`, dotenv format), which is refused unless only its owner can read it.
-"""
+"""The sections of hub.toml the core reads (`[hub]`, `[server]`, `[llm]`, …), each a typed
+model with its checks; an adapter brings its own (`PlatformSection`)."""
 
 from __future__ import annotations
 
 import ipaddress
 import os
 import re
-import stat
-import tomllib
-from collections.abc import Mapping
 from enum import StrEnum
-from functools import cache
-from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, TypeVar, get_args
+from typing import TypeVar
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from dotenv import dotenv_values
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     SecretStr,
-    ValidationError,
-    create_model,
     field_validator,
     model_validator,
 )
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
-
-from hub.plugins import load_plugins
-from hub.redaction.redact import remember_secrets
 
 DEFAULT_PORT = 18500
 CONFIG_NAME = "hub.toml"
 SECRETS_NAME = "secrets.env"
-_ENV_REF = "env:"
 # How each platform's immutable user ids look: an entry that names an account some other
 # way (a display name, a username someone may change or take) is refused as settings load.
 _ID = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
@@ -92,7 +69,7 @@ def default_home() -> Path:
 
 class SettingsSection(BaseModel):
     """A section of hub.toml. Fields typed `SecretStr` hold credentials: hub.toml must give
-    them as `env:NAME` references (`_TomlWithoutSecrets`)."""
+    them as `env:NAME` references (`TomlWithoutSecrets`)."""
 
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a default
 
@@ -347,171 +324,6 @@ class TasksSection(SettingsSection):
     run_timeout_s: float = Field(default=900.0, gt=0)
 
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="ANIMAHUB_",
-        env_nested_delimiter="__",
-        extra="forbid",
-        validate_default=True,
-    )
-
-    home: Path = Field(default_factory=default_home)
-    hub: HubSection = Field(default_factory=HubSection)
-    server: ServerSection = Field(default_factory=ServerSection)
-    storage: StorageSection = Field(default_factory=StorageSection)
-    llm: LLMSection = Field(default_factory=LLMSection)
-    runtime: RuntimeSection = Field(default_factory=RuntimeSection)
-    outbox: OutboxSection = Field(default_factory=OutboxSection)
-    memory: MemorySection = Field(default_factory=MemorySection)
-    scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
-    people: PeopleSection = Field(default_factory=PeopleSection)
-    tasks: TasksSection = Field(default_factory=TasksSection)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _resolve_env_refs(cls, data: Any) -> Any:
-        if not isinstance(data, dict):
-            return data
-        home = Path(data.get("home") or default_home())
-        return _resolve(data, _SecretLookup(home / SECRETS_NAME), ())
-
-    def platform(self, name: str, model: type[S]) -> S:
-        """The validated `[name]` section of an adapter (registered with its model)."""
-        value = getattr(self, name, None)
-        if not isinstance(value, model):
-            raise LookupError(f"no [{name}] section of type {model.__name__} in these settings")
-        return value
-
-    @property
-    def database_url(self) -> str:
-        return self.storage.database_url or f"sqlite:///{self.home / 'hub.db'}"
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = _config_home(init_settings) / CONFIG_NAME
-        return (init_settings, env_settings, _TomlWithoutSecrets(settings_cls, toml_path))
-
-
-class _TomlWithoutSecrets(TomlConfigSettingsSource):
-    """hub.toml, refusing literal credentials (a config file can then be shared or committed
-    without leaking anything) and naming the file and line of a syntax error."""
-
-    def _read_file(self, file_path: Path | Traversable) -> dict[str, Any]:
-        try:
-            return super()._read_file(file_path)
-        except tomllib.TOMLDecodeError as exc:
-            raise ValueError(f"{file_path} is not valid TOML: {exc}") from exc
-
-    def __call__(self) -> dict[str, Any]:
-        data = super().__call__()
-        _refuse_literal_secrets(data, secret_paths(self.settings_cls), ())
-        return data
-
-
-def secret_paths(model: type[BaseModel]) -> frozenset[tuple[str, ...]]:
-    """Where a model holds credentials: every field whose type mentions SecretStr."""
-    found: set[tuple[str, ...]] = set()
-    for name, info in model.model_fields.items():
-        annotation = info.annotation
-        if _mentions_secret(annotation):
-            found.add((name,))
-        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            found.update((name, *inner) for inner in secret_paths(annotation))
-    return frozenset(found)
-
-
-def configured_secrets(model: BaseModel, prefix: str = "") -> dict[str, str]:
-    """Every credential `model` holds, by its key in hub.toml (`telegram.bot_token`): what
-    the redactor must recognise whatever its shape, and what status shows by fingerprint."""
-    found: dict[str, str] = {}
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        if isinstance(value, SecretStr) and value.get_secret_value():
-            found[prefix + name] = value.get_secret_value()
-        elif isinstance(value, BaseModel):
-            found.update(configured_secrets(value, f"{prefix}{name}."))
-        elif isinstance(value, dict):  # per-Anima tokens: `[slack] anima_tokens = {...}`
-            for key, item in value.items():
-                if isinstance(item, SecretStr) and item.get_secret_value():
-                    found[f"{prefix}{name}.{key}"] = item.get_secret_value()
-    return found
-
-
-def _mentions_secret(annotation: Any) -> bool:
-    if annotation is SecretStr:
-        return True
-    return any(_mentions_secret(arg) for arg in get_args(annotation))
-
-
-def _refuse_literal_secrets(
-    value: Any, secrets: frozenset[tuple[str, ...]], path: tuple[str, ...]
-) -> None:
-    if isinstance(value, dict):
-        for key, item in value.items():
-            _refuse_literal_secrets(item, secrets, (*path, str(key)))
-        return
-    secret = any(path[: len(p)] == p for p in secrets)
-    if secret and isinstance(value, str) and value and not value.startswith(_ENV_REF):
-        key = ".".join(path)
-        raise ValueError(
-            f'{key} holds a literal secret in {CONFIG_NAME}; write "env:NAME" and put NAME '
-            f"in the environment or in {SECRETS_NAME} (chmod 600)"
-        )
-
-
-def _config_home(init_settings: PydanticBaseSettingsSource) -> Path:
-    given = init_settings().get("home")
-    return Path(given).expanduser() if given else default_home()
-
-
-class _SecretLookup:
-    """Environment first, then the secrets file, read lazily and only if mode is 0600."""
-
-    def __init__(self, path: Path) -> None:
-        self._path = path
-        self._values: dict[str, str | None] | None = None
-
-    def get(self, name: str) -> str | None:
-        if name in os.environ:
-            return os.environ[name]
-        return self._file().get(name)
-
-    def _file(self) -> dict[str, str | None]:
-        if self._values is None:
-            self._values = {}
-            if self._path.exists():
-                mode = stat.S_IMODE(self._path.stat().st_mode)
-                if mode & 0o077:
-                    raise ValueError(
-                        f"secrets file {self._path} has mode {mode:o}; "
-                        f"refusing it until `chmod 600 {self._path}`"
-                    )
-                self._values = dict(dotenv_values(self._path))
-        return self._values
-
-
-def _resolve(value: Any, secrets: _SecretLookup, path: tuple[str, ...]) -> Any:
-    if isinstance(value, dict):
-        return {k: _resolve(v, secrets, (*path, str(k))) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_resolve(v, secrets, path) for v in value]
-    if isinstance(value, str) and value.startswith(_ENV_REF):
-        name = value[len(_ENV_REF) :]
-        found = secrets.get(name)
-        if found is None:
-            key = ".".join(path)
-            raise ValueError(f"{key} refers to env:{name}, which is not set")
-        return found
-    return value
-
-
 def _host_pattern(entry: str) -> str:
     """A host name, IP address or "*.domain" as the Host header carries it (IPv6 bracketed,
     no port)."""
@@ -546,70 +358,3 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def settings_class(sections: Mapping[str, type[SettingsSection]]) -> type[Settings]:
-    """`Settings` with one more section per adapter (`[slack]`, `[telegram]`, …), validated
-    by the adapter's own model; the core names no platform."""
-    return _settings_class(tuple(sorted(sections.items())))
-
-
-@cache
-def _settings_class(sections: tuple[tuple[str, type[SettingsSection]], ...]) -> type[Settings]:
-    if not sections:
-        return Settings
-    fields: dict[str, Any] = {
-        name: (model, Field(default_factory=model)) for name, model in sections
-    }
-    return create_model("Settings", __base__=Settings, **fields)
-
-
-def installed_sections() -> dict[str, type[SettingsSection]]:
-    """The settings models of the adapters registered as entry points (each plugin's
-    `settings`; `hub.adapter.discover` checks the rest of the plugin when it builds them)."""
-    return {name: _section_model(name, plugin) for name, plugin in load_plugins().items()}
-
-
-def _section_model(name: str, plugin: object) -> type[SettingsSection]:
-    model = getattr(plugin, "settings", None)
-    if not (isinstance(model, type) and issubclass(model, SettingsSection)):
-        raise TypeError(f"the adapter {name!r} has no settings model (a SettingsSection)")
-    return model
-
-
-def load_settings(
-    home: Path | None = None,
-    sections: Mapping[str, type[SettingsSection]] | None = None,
-    **overrides: Any,
-) -> Settings:
-    """Load settings, turning any validation failure into one readable ConfigError line.
-
-    `sections`: the adapters' settings models; by default those of the installed adapters.
-    """
-    if home is not None:
-        overrides["home"] = home
-    model = settings_class(installed_sections() if sections is None else sections)
-    try:
-        settings = model(**overrides)
-    except ValidationError as exc:
-        raise ConfigError(_one_line(describe_errors(exc))) from exc
-    except ValueError as exc:  # raised by the TOML parser or the secrets lookup
-        raise ConfigError(_one_line(str(exc))) from exc
-    # A process that knows the credentials redacts them from all it keeps and prints.
-    remember_secrets(configured_secrets(settings).values())
-    return settings
-
-
-def _one_line(message: str) -> str:
-    """A key or `env:` name from hub.toml may hold a newline or another control character:
-    written escaped, so the error stays one line (and a terminal shows what is there)."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-
-
-def describe_errors(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors():
-        key = ".".join(str(p) for p in error["loc"])
-        message = error["msg"].removeprefix("Value error, ")
-        parts.append(f"{key}: {message}" if key else message)
-    return "; ".join(parts)
