@@ -196,11 +196,12 @@ def _minutes(text: str) -> int:
 
 
 def since(last: datetime | None, at: datetime, interval: timedelta) -> datetime:
-    """Where a heartbeat at `at` starts looking: the previous heartbeat (`last`), else one
-    interval back; never further back than LOOKBACK_MAX or one interval, if longer."""
-    if last is None:
-        return at - interval
-    return max(min(last, at), at - max(interval, LOOKBACK_MAX))
+    """Where a heartbeat at `at` starts looking: the previous heartbeat (`last`), never
+    further back than LOOKBACK_MAX or one interval, if longer; as far as that for a first
+    heartbeat. (One interval back, a first heartbeat that ran late, after the hub was down,
+    missed what it was told just before: `at` can be most of an interval after it.)"""
+    furthest = at - max(interval, LOOKBACK_MAX)
+    return furthest if last is None else max(min(last, at), furthest)
 
 
 def last_run_at(db: Database, anima: str) -> datetime | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from hub.app import Hub
 from hub.clock import ManualClock
-from hub.schedule.heartbeat import HEARTBEAT_OK
+from hub.schedule.heartbeat import HEARTBEAT_OK, LOOKBACK_MAX, since
 from hub.schedule.scheduler import Fire, JobKind
 from tests.schedule.conftest import deliveries, open_life, say, web_address
 
@@ -221,3 +221,14 @@ def test_the_heartbeat_command_runs_one_now(home: Path) -> None:
     missing = runner.invoke(app, ["heartbeat", "nobody"], env=env)
     assert missing.exit_code == 1
     assert "no Anima named 'nobody'" in missing.output
+
+
+def test_a_first_heartbeat_that_runs_late_sees_what_it_was_told_before_its_interval() -> None:
+    """Its due time fell while the hub was down, so it ran a little more than an interval
+    after the message: it still looks back far enough (then back to the last heartbeat)."""
+    at = datetime(2026, 12, 7, 12, 0, tzinfo=UTC)
+    interval = timedelta(minutes=30)
+    told = at - timedelta(minutes=30, seconds=30)
+    assert since(None, at, interval) < told
+    assert since(None, at, interval) == at - LOOKBACK_MAX  # never further back than that
+    assert since(at - timedelta(minutes=5), at, interval) == at - timedelta(minutes=5)
