@@ -19,7 +19,7 @@ from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock, SystemClock
 from hub.commands.about import AboutCommands
 from hub.commands.cron import CronCommands
-from hub.commands.handler import CommandService
+from hub.commands.handler import CommandParts, CommandService
 from hub.commands.people import PeopleCommands
 from hub.commands.share import ShareCommands
 from hub.commands.state import AnimaStates
@@ -52,7 +52,7 @@ from hub.people.sharing import Sharing
 from hub.people.speaker import People
 from hub.redaction.redact import redact, remember_secrets
 from hub.roles import load_roles
-from hub.schedule.agenda import Agenda
+from hub.schedule.agenda import Agenda, AgendaParts
 from hub.schedule.distill_llm import anima_distillers
 from hub.schedule.scheduler import Scheduler
 from hub.schedule.sessions import close_idle_sessions
@@ -281,20 +281,22 @@ class Hub:
     def _build_commands(self) -> None:
         self.sharing = Sharing(self.db, self.memory, self.identity, self.clock.now)
         self.commands = CommandService(
-            self.db,
-            self.inbox,
-            self.settings,
-            self.animas,
-            self.identity,
-            self.anima_states,
-            self.runtime.submit,
-            self._heartbeat_now,
-            self._signin_link if "web" in self.adapters else None,
-            PeopleCommands(self.linking, self.admission, self._notify),
-            AboutCommands(self.private_counts, self.forget_person),
-            TaskCommands(self.tasks, self.delegation),
-            self.admission,
-            share=ShareCommands(self.sharing, self._anima_here),
+            CommandParts(
+                db=self.db,
+                inbox=self.inbox,
+                settings=self.settings,
+                animas=self.animas,
+                identity=self.identity,
+                states=self.anima_states,
+                submit=self.runtime.submit,
+                heartbeat=self._heartbeat_now,
+                signin_link=self._signin_link if "web" in self.adapters else None,
+                people=PeopleCommands(self.linking, self.admission, self._notify),
+                about=AboutCommands(self.private_counts, self.forget_person),
+                tasks=TaskCommands(self.tasks, self.delegation),
+                admission=self.admission,
+                share=ShareCommands(self.sharing, self._anima_here),
+            )
         )
 
     def _build_port(self) -> None:
@@ -317,18 +319,20 @@ class Hub:
     def _build_schedule(self, responders: Responders) -> None:
         settings = self.settings
         self.agenda = Agenda(
-            self.db,
-            settings,
-            self.animas,
-            responders,
-            self.outbox,
-            self.clock,
-            self.anima_states.is_paused,
-            CronCommands(self.commands, self.clock.now).run,
-            self.live,
-            self.memory,
-            self.consolidator,
-            self.model_gate,
+            AgendaParts(
+                db=self.db,
+                settings=settings,
+                animas=self.animas,
+                responders=responders,
+                outbox=self.outbox,
+                clock=self.clock,
+                live=self.live,
+                paused=self.anima_states.is_paused,
+                run_command=CronCommands(self.commands, self.clock.now).run,
+                memory=self.memory,
+                consolidator=self.consolidator,
+                gate=self.model_gate,
+            )
         )
         # Room for every capped model call and four runs besides (quiet heartbeats, command
         # crons), so that runs waiting for the model do not hold up runs that need none.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -69,38 +70,45 @@ NO_ARGS = frozenset({"list", "unbind", "tasks"})
 ADMINS_HINT = "Admins are listed in hub.toml [hub] admins."
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandParts:
+    """What the commands are handed by the composition root: the parts they read and
+    change, the roles they ask of parts above them (`submit`: `Runtime.submit`;
+    `heartbeat`: one heartbeat now), and the command groups of their own modules, each
+    optional (a command whose group is missing says it is not available here)."""
+
+    db: Database
+    inbox: Inbox
+    settings: Settings
+    animas: AnimaRegistry
+    identity: IdentityService
+    states: AnimaStates
+    submit: Submit
+    heartbeat: HeartbeatTrigger
+    signin_link: SignInLink | None = None
+    people: PeopleCommands | None = None
+    about: AboutCommands | None = None
+    tasks: TaskCommands | None = None
+    admission: Admission | None = None
+    share: ShareCommands | None = None
+
+
 class CommandService:
-    def __init__(
-        self,
-        db: Database,
-        inbox: Inbox,
-        settings: Settings,
-        animas: AnimaRegistry,
-        identity: IdentityService,
-        states: AnimaStates,
-        submit: Submit,
-        heartbeat: HeartbeatTrigger,
-        signin_link: SignInLink | None = None,
-        people: PeopleCommands | None = None,
-        about: AboutCommands | None = None,
-        tasks: TaskCommands | None = None,
-        admission: Admission | None = None,
-        share: ShareCommands | None = None,
-    ) -> None:
-        self._share = share
-        self._admission = admission
-        self._about = about
-        self._tasks = tasks
-        self._signin_link = signin_link
-        self._people = people
-        self._db = db
-        self._inbox = inbox
-        self._settings = settings
-        self._animas = animas
-        self._identity = identity
-        self._states = states
-        self._submit = submit
-        self._heartbeat = heartbeat
+    def __init__(self, parts: CommandParts) -> None:
+        self._share = parts.share
+        self._admission = parts.admission
+        self._about = parts.about
+        self._tasks = parts.tasks
+        self._signin_link = parts.signin_link
+        self._people = parts.people
+        self._db = parts.db
+        self._inbox = parts.inbox
+        self._settings = parts.settings
+        self._animas = parts.animas
+        self._identity = parts.identity
+        self._states = parts.states
+        self._submit = parts.submit
+        self._heartbeat = parts.heartbeat
 
     # the inbox side ---------------------------------------------------------------------
 

@@ -82,38 +82,46 @@ def _effort(model: str, thoughts: list[Thought]) -> str:
     return spent(model, used, sum(len(t.recalled) for t in thoughts))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgendaParts:
+    """What the agenda is handed by the composition root: where a run reads and posts,
+    and the roles it asks of parts above it (`paused`: hub/commands/state.py; `run_command`:
+    a cron's command, hub/commands/cron.py). `gate`: the cap on scheduled model calls (a
+    local one by `[scheduler]` when not given)."""
+
+    db: Database
+    settings: Settings
+    animas: AnimaRegistry
+    responders: Responders
+    outbox: Outbox
+    clock: Clock
+    live: LiveFeed
+    paused: Callable[[str], bool]
+    run_command: CommandRunner
+    memory: MemoryService | None = None
+    consolidator: Consolidator | None = None
+    gate: ModelCallGate | None = None
+
+
 class Agenda:
-    def __init__(
-        self,
-        db: Database,
-        settings: Settings,
-        animas: AnimaRegistry,
-        responders: Responders,
-        outbox: Outbox,
-        clock: Clock,
-        paused: Callable[[str], bool],
-        run_command: CommandRunner,
-        live: LiveFeed,
-        memory: MemoryService | None = None,
-        consolidator: Consolidator | None = None,
-        gate: ModelCallGate | None = None,
-    ) -> None:
-        self._db = db
+    def __init__(self, parts: AgendaParts) -> None:
+        settings = parts.settings
+        self._db = parts.db
         self._settings = settings
-        self._animas = animas
-        self._outbox = outbox
-        self._clock = clock
-        self._paused = paused
-        self._memory = memory
-        self._consolidator = consolidator
-        self._run_command = run_command
-        self._live = live
+        self._animas = parts.animas
+        self._outbox = parts.outbox
+        self._clock = parts.clock
+        self._paused = parts.paused
+        self._memory = parts.memory
+        self._consolidator = parts.consolidator
+        self._run_command = parts.run_command
+        self._live = parts.live
         self._books: dict[str, CronBook] = {}
-        self._targets = TargetResolver(db)
-        self._thinker = Thinker(settings, responders, memory, animas.roles)
+        self._targets = TargetResolver(parts.db)
+        self._thinker = Thinker(settings, parts.responders, parts.memory, parts.animas.roles)
         paced_by = settings.scheduler
-        self.gate: ModelCallGate = gate or LocalGate(
-            paced_by.max_model_calls, clock, paced_by.rate_limit_pause_s
+        self.gate: ModelCallGate = parts.gate or LocalGate(
+            paced_by.max_model_calls, parts.clock, paced_by.rate_limit_pause_s
         )
 
     def timezone(self, anima: Anima) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hub.animas import AnimaRegistry
-from hub.commands.handler import CommandService
+from hub.commands.handler import CommandParts, CommandService
 from hub.commands.state import AnimaStates
 from hub.delivery.outbox import Outbox
 from hub.people.identity import IdentityService
@@ -32,6 +32,15 @@ def parts(db: Database, home: Path) -> Iterator[Parts]:
     states = AnimaStates(db, Inbox(db), Outbox(db, {}, settings.outbox))
     calls = Recorder()
     service = CommandService(
-        db, Inbox(db), settings, animas, identity, states, calls.submit, calls.heartbeat
+        CommandParts(
+            db=db,
+            inbox=Inbox(db),
+            settings=settings,
+            animas=animas,
+            identity=identity,
+            states=states,
+            submit=calls.submit,
+            heartbeat=calls.heartbeat,
+        )
     )
     yield Parts(db, settings, animas, identity, states, service, calls)
