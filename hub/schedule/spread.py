@@ -10,13 +10,10 @@ holds it is not re-planned).
 
 A hash alone spreads like a random draw: with 1,000 Animas on a 5-minute interval some
 second got 10 beats against a mean of 3.3 (bench/README.md). So no second of the interval
-is planned with more than one and a half times the mean, or two where that is under two
-(two beats in a second are no burst): the Animas sharing an interval are placed in the
-order of their hashed offsets, and one whose second is full takes the next second that is
-not. One and a half, not twice: a beat planned late in its second posts in the next one,
-after the model answered, and with twice the mean planned the posts of one second reached
-2.1 times the mean (bench/README.md); the target is twice, for what people and the
-provider see. An Anima added later moves only those placed after it in a run of full seconds, by a
+takes more than twice the mean, or two where the mean is under one (two beats in a second
+are no burst): the Animas sharing an interval are placed in
+the order of their hashed offsets, and one whose second is full takes the next second that is
+not. An Anima added later moves only those placed after it in a run of full seconds, by a
 second or so; every other phase stays where it was.
 
 Crons are not spread: a cron names a time ("0 9 * * *" is a digest at nine), and moving it
@@ -51,10 +48,10 @@ def offset(name: str, interval: timedelta) -> timedelta:
 
 def offsets(names: Iterable[str], interval: timedelta) -> dict[str, timedelta]:
     """Each name's phase in `interval`: its hashed offset, moved on to the next second with
-    room when its own second already holds 1.5 times the mean (see above)."""
+    room when its own second already holds twice the mean (see above)."""
     wanted = sorted((offset(name, interval), name) for name in set(names))
     seconds = max(1, interval // _SECOND)
-    room = max(2, (3 * len(wanted)) // (2 * seconds))
+    room = max(2, (2 * len(wanted)) // seconds)
     taken: Counter[int] = Counter()
     placed: dict[str, timedelta] = {}
     for at, name in wanted:

@@ -134,27 +134,35 @@ def test_bad_config_stops_start_with_one_line(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "api_token" in refused.stderr
 
 
-def test_an_unreachable_database_stops_start_with_one_line(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("variable", "url", "said", "setting"),
+    [
+        (
+            "ANIMAHUB_STORAGE__DATABASE_URL",
+            "postgresql+psycopg://hub:secret@127.0.0.1:{port}/hub",
+            "the database cannot be reached",
+            "[storage] database_url",
+        ),
+        (
+            "ANIMAHUB_MEMORY__QDRANT_URL",
+            "http://127.0.0.1:{port}",
+            "memory's index cannot be reached",
+            "[memory] qdrant_url",
+        ),
+    ],
+    ids=["database", "qdrant"],
+)
+def test_an_unreachable_store_stops_start_with_one_line(
+    tmp_path: Path, variable: str, url: str, said: str, setting: str
+) -> None:
     home = tmp_path / "home"
     cli(home, "init")
-    nobody = f"postgresql+psycopg://hub:secret@127.0.0.1:{free_port()}/hub"
-    result = cli(home, "start", ANIMAHUB_STORAGE__DATABASE_URL=nobody)
+    result = cli(home, "start", **{variable: url.format(port=free_port())})
     assert result.returncode == 1
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
-    assert "the database cannot be reached" in lines[0] and "[storage] database_url" in lines[0]
+    assert said in lines[0] and setting in lines[0]
     assert "secret" not in result.stderr
-
-
-def test_an_unreachable_qdrant_server_stops_start_with_one_line(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    cli(home, "init")
-    nobody = f"http://127.0.0.1:{free_port()}"
-    result = cli(home, "start", ANIMAHUB_MEMORY__QDRANT_URL=nobody)
-    assert result.returncode == 1
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert "memory's index cannot be reached" in lines[0] and "[memory] qdrant_url" in lines[0]
 
 
 def test_a_held_data_root_or_a_refusal_is_one_line_not_a_traceback(tmp_path: Path) -> None:

@@ -83,8 +83,7 @@ def kept_phases(before: dict[str, datetime], after: dict[str, datetime]) -> dict
 
 def test_no_second_takes_more_than_twice_the_mean() -> None:
     """The hashed offsets alone are a random draw: with 1,000 names on 5 minutes some second
-    held 10 against a mean of 3.3. Placed, none holds more than 1.5 times the mean (or two):
-    room for the posts of beats late in their second, which land in the next one."""
+    held 10 against a mean of 3.3. Placed, none holds more than twice the mean (or two)."""
     names = [f"copy{n:04d}" for n in range(1000)]
     for minutes in (1, 5, 30):
         interval = timedelta(minutes=minutes)
@@ -93,14 +92,13 @@ def test_no_second_takes_more_than_twice_the_mean() -> None:
         assert all(timedelta(0) <= at < interval for at in placed.values())
         per_second = Counter(int(at.total_seconds()) for at in placed.values())
         mean = len(names) / interval.total_seconds()
-        assert max(per_second.values()) <= max(2, 1.5 * mean), (minutes, per_second.most_common(2))
+        assert max(per_second.values()) <= max(2, 2 * mean), (minutes, per_second.most_common(2))
         hashed = Counter(int(offset(n, interval).total_seconds()) for n in names)
         if minutes == 5:  # what the spreading is for: the hash alone was above it here
             assert max(hashed.values()) > 2 * mean
-        # the same in any order, and most names exactly at their hashed offset (the others
-        # a second or a few later)
+        # the same in any order, and most names exactly at their hashed offset
         assert offsets(reversed(names), interval) == placed
-        assert sum(placed[n] == offset(n, interval) for n in names) > 0.8 * len(names)
+        assert sum(placed[n] == offset(n, interval) for n in names) > 0.9 * len(names)
 
 
 def test_a_newcomer_moves_few_phases_and_those_by_seconds() -> None:
