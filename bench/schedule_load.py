@@ -49,6 +49,7 @@ from sqlmodel import col, select
 
 from hub.app import Hub
 from hub.clock import Clock, ManualClock, SystemClock
+from hub.model.gate import GateState
 from hub.schedule.spread import ANCHOR, offsets
 from hub.settings import load_settings
 from hub.store.models import DeliveryRow, InboxItem, InboxStatus
@@ -194,13 +195,17 @@ async def drive_virtual(hub: Hub, names: list[str], args: argparse.Namespace, s:
         clock.advance(timedelta(seconds=1))
         hub.scheduler.tick()
         # As fast as the hub goes: the second ends when every run is done or waits out a
-        # pause (which only the clock's next step can end).
-        while hub.scheduler.running and hub.model_gate.state.paused_until is None:  # noqa: ASYNC110
+        # pause or its paced start (which only the clock's next step can end).
+        while hub.scheduler.running and not waits_for_the_clock(hub.model_gate.state):  # noqa: ASYNC110
             await asyncio.sleep(0.005)
         s.sample()
     while hub.scheduler.running:  # the last second's runs finish
         clock.advance(timedelta(seconds=1))
         await asyncio.sleep(0.05)
+
+
+def waits_for_the_clock(gate: GateState) -> bool:
+    return gate.paused_until is not None or gate.next_start is not None
 
 
 def news_after(first: datetime, last: datetime, interval: timedelta) -> datetime:

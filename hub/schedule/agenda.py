@@ -8,6 +8,7 @@ month in its timezone. `hub/schedule/scheduler.py` decides when a job runs; this
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -43,6 +44,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 CRON_GRACE = timedelta(hours=1)
+# Scheduled model calls start at most this many times the heartbeats' planned mean a
+# second, and at least PACED_AT_LEAST a second: posts stay under twice the mean (a start's
+# post can slip into the next second), and a backlog drains at half the mean besides.
+PACE_OVER_MEAN = 1.5
+PACED_AT_LEAST = 2.0
 CommandRunner = Callable[[str, Command, Address | None], Awaitable[str]]
 
 
@@ -167,15 +173,20 @@ class Agenda:
                 specs.extend(self._consolidation_specs(anima.name, tz))
         return specs
 
-    @staticmethod
-    def _phases(animas: list[Anima]) -> dict[str, timedelta]:
-        """Each Anima's heartbeat phase, spread among the Animas that share its interval."""
+    def _phases(self, animas: list[Anima]) -> dict[str, timedelta]:
+        """Each Anima's heartbeat phase, spread among the Animas that share its interval;
+        scheduled model calls start at most at 1.5 times the mean the heartbeats are planned
+        at (at least two a second), so what waited out a 429's pause drains without a burst
+        (hub/model/gate.py)."""
         by_interval: dict[int, list[str]] = {}
         for anima in animas:
             by_interval.setdefault(anima.spec.heartbeat.interval_minutes, []).append(anima.name)
         phases: dict[str, timedelta] = {}
+        mean = 0.0
         for minutes, names in by_interval.items():
             phases.update(offsets(names, timedelta(minutes=minutes)))
+            mean += len(names) / (minutes * 60)
+        self.gate.pace(max(PACED_AT_LEAST, math.floor(PACE_OVER_MEAN * mean)))
         return phases
 
     @staticmethod

@@ -134,6 +134,40 @@ async def test_a_burst_of_429s_halves_the_limit_once_and_successes_grow_it_back(
     assert 4 < gate.state.limit <= 8  # additive increase back towards the cap
 
 
+async def test_what_waited_out_a_pause_starts_at_the_paced_rate_then_as_slots_allow(
+    clock: ManualClock,
+) -> None:
+    """The calls that waited out a 429's pause all went within the next second when it
+    ended (a thousand Animas' heartbeats posted 8 in a second against a mean of 3.4). They
+    start at the paced rate now, here two a second; once none waits, as slots allow."""
+    gate = LocalGate(8, clock, pause_s=10)
+    gate.pace(2)
+    answers = Answers()
+    runs = [asyncio.create_task(paced(gate, answers))]
+    await eventually(lambda: answers.started == 1)
+    answers.go.put_nowait(limited(None))  # refused: a pause of 10 s
+    await eventually(lambda: gate.state.paused_until is not None)
+    runs += [asyncio.create_task(paced(gate, answers)) for _ in range(3)]
+    await eventually(lambda: gate.state.waiting == 4)
+    clock.advance(timedelta(seconds=10))
+    await eventually(lambda: answers.started == 2)  # one, not four
+    for started in (3, 4, 5):
+        clock.advance(timedelta(seconds=0.3))
+        await asyncio.sleep(0.05)
+        assert answers.started == started - 1  # short of half a second: none yet
+        clock.advance(timedelta(seconds=0.2))
+        await eventually(lambda: answers.started == started)  # noqa: B023 - awaited at once
+    for _ in range(4):
+        answers.go.put_nowait(None)
+    assert await asyncio.gather(*runs) == ["ok"] * 4  # none lost, none failed
+    clock.advance(timedelta(seconds=1))
+    later = [asyncio.create_task(paced(gate, answers)) for _ in range(3)]
+    await eventually(lambda: answers.started == 8)  # no 429 since: all at once
+    for _ in range(3):
+        answers.go.put_nowait(None)
+    assert await asyncio.gather(*later) == ["ok"] * 3
+
+
 async def test_a_run_rate_limited_every_time_fails_as_a_model_failure_at_last(
     clock: ManualClock,
 ) -> None:
