@@ -303,16 +303,16 @@ class Hub:
         """What the adapters are handed at their start (`HubPort`)."""
         self.port = Port(
             PortParts(
-                self.db,
-                self.clock,
-                self.ingress,
-                self.commands,
-                self.dispatcher,
-                self.events,
-                self.animas,
-                self.people,
-                self.platforms,
-                self.outbox,
+                db=self.db,
+                clock=self.clock,
+                ingress=self.ingress,
+                commands=self.commands,
+                dispatcher=self.dispatcher,
+                events=self.events,
+                animas=self.animas,
+                people=self.people,
+                platforms=self.platforms,
+                outbox=self.outbox,
             )
         )
 

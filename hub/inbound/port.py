@@ -34,7 +34,7 @@ from hub.turns.outcome import stored_outcome
 from hub.views.transcript import conversations, transcript
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class PortParts:
     """The hub's parts an adapter's requests reach."""
 
