@@ -512,3 +512,18 @@ def discover(names: Sequence[str] | None = None) -> dict[str, AdapterPlugin[Any]
             raise TypeError(f"the {ENTRY_POINT_GROUP} entry point {name!r} is not an AdapterPlugin")
         found[name] = plugin
     return found
+
+
+def build_enabled(
+    settings: Settings, factories: Mapping[str, AdapterFactory] | None = None
+) -> dict[str, Adapter]:
+    """The adapters whose sections are enabled, each built from its own section alone (by
+    `factories`, else by the installed plugins)."""
+    if factories is None:
+        factories = {name: plugin.build for name, plugin in discover().items()}
+    built: dict[str, Adapter] = {}
+    for name, build in factories.items():
+        section = settings.platform(name, PlatformSection)
+        if section.enabled:
+            built[name] = build(section)
+    return built

@@ -9,12 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from hub.adapter import (
-    Adapter,
-    AdapterFactory,
-    PlatformState,
-    discover,
-)
+from hub.adapter import Adapter, AdapterFactory, PlatformState, build_enabled
 from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock, SystemClock
 from hub.commands.about import AboutCommands
@@ -56,7 +51,7 @@ from hub.schedule.agenda import Agenda, AgendaParts
 from hub.schedule.distill_llm import anima_distillers
 from hub.schedule.scheduler import Scheduler
 from hub.schedule.sessions import close_idle_sessions
-from hub.settings import ConfigError, PlatformSection, Settings, configured_secrets
+from hub.settings import ConfigError, Settings, configured_secrets
 from hub.store.db import Database
 from hub.supervise import Supervisor
 from hub.tasks.addressing import Addressing
@@ -147,13 +142,7 @@ class Hub:
     def _build_delivery(self, factories: Mapping[str, AdapterFactory] | None) -> None:
         """The adapters the settings enable, their health, and what comes in and goes out:
         ingress, inbox, events, outbox."""
-        if factories is None:
-            factories = {name: plugin.build for name, plugin in discover().items()}
-        self.adapters: dict[str, Adapter] = {}
-        for name, build in factories.items():
-            section = self.settings.platform(name, PlatformSection)
-            if section.enabled:  # each adapter is handed its own section, nothing more
-                self.adapters[name] = build(section)
+        self.adapters: dict[str, Adapter] = build_enabled(self.settings, factories)
         self.supervisor = Supervisor(self.clock.now)
         self.platforms = Platforms(self.adapters)
         self.events = EventBus()

@@ -156,6 +156,7 @@ class Agenda:
         specs: list[JobSpec] = []
         animas = self._animas.all()
         phases = self._phases(animas)
+        self.gate.pace(self._pace(animas))
         for anima in animas:
             tz = self.timezone(anima)
             # At the Anima's own phase of its interval (hub/schedule/spread.py), so that many
@@ -173,21 +174,24 @@ class Agenda:
                 specs.extend(self._consolidation_specs(anima.name, tz))
         return specs
 
-    def _phases(self, animas: list[Anima]) -> dict[str, timedelta]:
-        """Each Anima's heartbeat phase, spread among the Animas that share its interval;
-        scheduled model calls start at most at 1.5 times the mean the heartbeats are planned
-        at (at least two a second), so what waited out a 429's pause drains without a burst
-        (hub/model/gate.py)."""
+    @staticmethod
+    def _phases(animas: list[Anima]) -> dict[str, timedelta]:
+        """Each Anima's heartbeat phase, spread among the Animas that share its interval."""
         by_interval: dict[int, list[str]] = {}
         for anima in animas:
             by_interval.setdefault(anima.spec.heartbeat.interval_minutes, []).append(anima.name)
         phases: dict[str, timedelta] = {}
-        mean = 0.0
         for minutes, names in by_interval.items():
             phases.update(offsets(names, timedelta(minutes=minutes)))
-            mean += len(names) / (minutes * 60)
-        self.gate.pace(max(PACED_AT_LEAST, math.floor(PACE_OVER_MEAN * mean)))
         return phases
+
+    @staticmethod
+    def _pace(animas: list[Anima]) -> float:
+        """How many scheduled model calls may start a second after a 429: 1.5 times the
+        mean the heartbeats are planned at, at least two, so what waited out the pause
+        drains without a burst (hub/model/gate.py)."""
+        mean = sum(1 / (a.spec.heartbeat.interval_minutes * 60) for a in animas)
+        return max(PACED_AT_LEAST, math.floor(PACE_OVER_MEAN * mean))
 
     @staticmethod
     def _consolidation_specs(name: str, tz: str) -> list[JobSpec]:

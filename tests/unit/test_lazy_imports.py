@@ -41,15 +41,10 @@ HEAVY = (
 
 LOAD_SETTINGS = """
 import json, sys
-from hub.adapter import discover
+from hub.adapter import build_enabled
 from hub.settings import load_settings
 settings = load_settings()
-built = []
-for name, plugin in discover().items():
-    section = settings.platform(name, plugin.settings)
-    if section.enabled:  # as the hub builds them (hub/app.py)
-        plugin.build(section)
-        built.append(name)
+built = sorted(build_enabled(settings))  # as the hub builds them (hub/app.py)
 print(json.dumps({"modules": sorted(sys.modules), "built": built}), file=sys.stderr)
 """
 
