@@ -243,12 +243,18 @@ def measure(
         ).all()
     runs: Counter[tuple[str, datetime]] = Counter()
     per_second: Counter[int] = Counter()
+    late: dict[int, list[float]] = {}  # for each second, how late each of its posts was
     for key, created in rows:
         found = _KEY.match(key)
         if found is None:
             continue
-        runs[(found["anima"], datetime.fromisoformat(found["at"]))] += 1
-        per_second[int(created.replace(tzinfo=UTC).timestamp())] += 1
+        at = datetime.fromisoformat(found["at"])
+        runs[(found["anima"], at)] += 1
+        second = int(created.replace(tzinfo=UTC).timestamp())
+        per_second[second] += 1
+        late.setdefault(second, []).append(
+            round((created.replace(tzinfo=UTC) - at).total_seconds(), 2)
+        )
     interval = timedelta(minutes=args.interval)
     # The window: whole intervals after the first news, less the last interval's tail
     # (a heartbeat due in the last seconds may still be waiting for the model).
@@ -265,6 +271,12 @@ def measure(
         "posted": sum(runs.values()),
         "mean_per_s": round(mean, 2),
         "max_per_s": max(per_second.values(), default=0),
+        # The busiest seconds and how late each post in them was: on time (a second or
+        # less) is the plan's doing, later is a wait for the gate or a 429's pause.
+        "busiest": [
+            {"at": second, "posts": n, "late_s": sorted(late[second])}
+            for second, n in per_second.most_common(5)
+        ],
     }
 
 
