@@ -257,14 +257,14 @@ class Hub:
             self.db, self.settings.people, self.access, self.identity, self.linking, self._notify
         )
         self.dispatcher = Dispatcher(
-            self.inbox,
-            self.identity,
-            Router(self.db, self.settings.hub.default_anima),
-            self.animas,
-            self.runtime,
-            self.supervisor.part("turns"),
-            self.pacing,
-            self.admission,
+            inbox=self.inbox,
+            identity=self.identity,
+            router=Router(self.db, self.settings.hub.default_anima),
+            animas=self.animas,
+            runtime=self.runtime,
+            health=self.supervisor.part("turns"),
+            pacing=self.pacing,
+            admission=self.admission,
         )
 
     def _build_commands(self) -> None:

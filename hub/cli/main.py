@@ -43,7 +43,6 @@ from hub.people.owner_key import OwnerKeyError
 if TYPE_CHECKING:
     import httpx
     import uvicorn
-    from sqlalchemy.exc import OperationalError
 
     from hub.app import Hub
     from hub.settings import Settings
@@ -366,28 +365,23 @@ def _memory_settings(ctx: typer.Context) -> None:
     ctx.obj = settings_or_exit()
 
 
-def _database_errors() -> tuple[type[OperationalError], ...]:
-    """SQLAlchemy's OperationalError, once something imported SQLAlchemy: a command that did
-    not cannot have raised it, and importing it here would cost every command its import.
-    An `except` clause evaluates this only when an exception reaches it."""
-    errors = sys.modules.get("sqlalchemy.exc")
-    return (errors.OperationalError,) if errors is not None else ()
-
-
-def _index_errors() -> tuple[type[RuntimeError], ...]:
-    """Memory's IndexUnavailable (a Qdrant server down or failing), the same way."""
-    index = sys.modules.get("hub.memory.index")
-    return (index.IndexUnavailable,) if index is not None else ()
+def _if_imported(module: str, name: str) -> tuple[type[BaseException], ...]:
+    """The exception class `module.name`, once something imported `module`: a command that
+    did not cannot have raised it, and importing it here would cost every command its
+    import. An `except` clause evaluates this only when an exception reaches it."""
+    loaded = sys.modules.get(module)
+    return (getattr(loaded, name),) if loaded is not None else ()
 
 
 def main() -> None:
     try:
         app()
-    except _database_errors() as exc:  # no database server, wrong password, ...: one line
-        detail = str(exc.orig or exc).strip().splitlines()[0]
+    except _if_imported("sqlalchemy.exc", "OperationalError") as exc:
+        # No database server, wrong password, ...: one line, and where to look.
+        detail = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
         print_error(f"the database cannot be reached ({detail}); check [storage] database_url")
         raise SystemExit(1) from None
-    except _index_errors() as exc:  # as for the database: one line, and where to look
+    except _if_imported("hub.memory.index", "IndexUnavailable") as exc:  # a Qdrant server
         print_error(f"memory's index cannot be reached ({exc}); check [memory] qdrant_url")
         raise SystemExit(1) from None
     except HubBusy as exc:  # no hub runs, but another command (or a hub starting) holds it

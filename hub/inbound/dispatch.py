@@ -28,6 +28,7 @@ _INTERRUPTED_COMMAND = "the hub restarted before this command finished; send it 
 class Dispatcher:
     def __init__(
         self,
+        *,
         inbox: Inbox,
         identity: IdentityService,
         router: Router,

@@ -32,15 +32,14 @@ from typing import Any
 from sqlmodel import col, func, select
 
 from hub.adapter import TurnEvent
-from hub.delivery.outbox import Outbox
 from hub.messages import Address, DeliveryKind
 from hub.model.client import LLMError
 from hub.settings import RuntimeSection
 from hub.store.db import Database
 from hub.store.models import InboxItem, InboxStatus
-from hub.turns.events import EventBus
-from hub.turns.inbox import Claimed, Inbox
+from hub.turns.inbox import Claimed
 from hub.turns.mailbox import TurnJob
+from hub.turns.parts import TurnParts
 
 log = logging.getLogger("hub.turns.runtime")
 
@@ -73,21 +72,12 @@ def delayed_notice(limits: RuntimeSection, exc: LLMError) -> str:
 class TurnFailures:
     """Decides and records what a failed turn does next; see the module's docstring."""
 
-    def __init__(
-        self,
-        db: Database,
-        limits: RuntimeSection,
-        inbox: Inbox,
-        outbox: Outbox,
-        events: EventBus,
-        tell: Tell,
-        now: Callable[[], datetime],
-    ) -> None:
-        self._db = db
-        self._limits = limits
-        self._inbox = inbox
-        self._outbox = outbox
-        self._events = events
+    def __init__(self, parts: TurnParts, tell: Tell, now: Callable[[], datetime]) -> None:
+        self._db = parts.db
+        self._limits = parts.settings.runtime
+        self._inbox = parts.inbox
+        self._outbox = parts.outbox
+        self._events = parts.events
         self._tell = tell
         self._now = now
 

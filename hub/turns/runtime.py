@@ -76,15 +76,7 @@ class Runtime:
         self.mailboxes = Mailboxes(self._handle, self._crashed)
         self._health = health or Part("turns", now)
         self._db_backoff = Backoff(base_s=1.0, max_s=30.0)
-        self._failures = TurnFailures(
-            parts.db,
-            parts.settings.runtime,
-            parts.inbox,
-            parts.outbox,
-            self._events,
-            self._tell,
-            now,
-        )
+        self._failures = TurnFailures(parts, self._tell, now)
         # Runs a delegated task in the assignee's mailbox (hub/tasks/runner.py, set by app).
         self.run_task: Callable[[TaskJob], Awaitable[None]] | None = None
 
