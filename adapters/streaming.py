@@ -40,7 +40,7 @@ from hub.messages import Address
 
 log = logging.getLogger(__name__)
 
-# address, text, reply_to, anima (whose bot posts) -> message id
+# address, text, key (the event id it answers), anima (whose bot posts) -> message id
 Post = Callable[[Address, str, str | None, str | None], Awaitable[str]]
 Edit = Callable[[Address, str, str], Awaitable[None]]  # address, message id, text
 Render = Callable[[str], str]
@@ -60,7 +60,7 @@ class PreviewHub(Cursors, Watching, Protocol):
 class _Preview:
     inbox_id: str
     address: Address
-    key: str  # the reply_to the outbox will send the reply with
+    key: str  # the event id the reply answers: the outbox sends it as `answers`
     started: float
     anima: str | None = None
     message_id: str | None = None
@@ -104,7 +104,8 @@ class EditStreamer:
         self._book = PreviewBook(self._platform, hub)
 
     def follow(self, inbox_id: str, address: Address, key: str) -> None:
-        """Preview the reply to `inbox_id`; `key` is the reply_to the outbox will send with."""
+        """Preview the reply to `inbox_id`; `key` is the event id the reply answers (the
+        outbox sends the reply with it as `answers`)."""
         if self._hub is None:
             return  # not started: nothing to preview into
         self._forget_stale()

@@ -183,6 +183,8 @@ class Inbound:
     sender: PlatformUser
     text: str
     mentions: tuple[str, ...] = ()
+    # This message's id on its platform: what a reply to it quotes (a Telegram reply, a
+    # Discord message reference). The event id is the hub's key and may differ (edits).
     reply_to: str | None = None
     # Set when the event edits an earlier message (its platform message id): the hub keeps
     # the new text but does not answer edits again.
@@ -231,6 +233,10 @@ class OutboundChunk:
     text: str
     anima: str
     kind: DeliveryKind
+    # The event id of the message this answers: what a live preview of the reply (and LINE's
+    # reply token) is kept under. None for what answers no message (heartbeats, reports).
+    answers: str | None
+    # That message's own platform id (its Inbound.reply_to), for a reply that quotes it.
     reply_to: str | None
     idempotency_key: str
     # Set when the hub stopped while sending this chunk (then): it may be on the platform

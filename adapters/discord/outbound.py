@@ -62,7 +62,7 @@ class Outbound:
         self._streamer.open(hub)
 
     def follow(self, inbox_id: str, address: Address, key: str) -> None:
-        """Preview the reply to an inbound whose event id (the reply's reply_to) is `key`."""
+        """Preview the reply to an inbound whose event id (the reply's `answers`) is `key`."""
         self._streamer.follow(inbox_id, address, key=key)
 
     def is_ours(self, message_id: int) -> bool:
@@ -83,9 +83,9 @@ class Outbound:
     async def send(self, chunk: OutboundChunk) -> str:
         channel_id = target(chunk.address)
         preview = None
-        if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.reply_to is not None:
+        if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.answers is not None:
             # The preview stays in the book after this edit: a resend edits it again.
-            preview = await self._streamer.claim(chunk.reply_to, chunk.address)
+            preview = await self._streamer.claim(chunk.answers, chunk.address)
             if preview is not None:
                 preview_id = int(preview.message_id)
                 bot = self._posted_by.get(preview_id) or self.bot_for(chunk.address, preview.anima)
@@ -95,7 +95,7 @@ class Outbound:
                     )
                 except PermanentDeliveryError as exc:  # deleted meanwhile: post it anew
                     log.warning("could not edit preview %s (%s); posting it", preview_id, exc)
-                    self._streamer.drop(chunk.reply_to)
+                    self._streamer.drop(chunk.answers)
                 else:
                     self._written_by[preview_id] = chunk.anima
                     return str(preview_id)
@@ -105,7 +105,7 @@ class Outbound:
         # posted just before a kill, its id never saved, is what Discord answers then (it
         # checks nonces for a few minutes), and it is edited into the reply.
         lost = first_reply and preview is None
-        key = f"preview:{chunk.reply_to}" if lost else chunk.idempotency_key
+        key = f"preview:{chunk.answers}" if lost else chunk.idempotency_key
         bot = self.bot_for(chunk.address, chunk.anima)
         posted = await self._gate.send(
             str(channel_id),
@@ -131,8 +131,10 @@ class Outbound:
         await self._gate.send(str(channel_id), lambda: rest.edit(bot, channel_id, known, text))
 
     async def _post_preview(
-        self, address: Address, text: str, reply_to: str | None, anima: str | None
+        self, address: Address, text: str, key: str | None, anima: str | None
     ) -> str:
+        """A preview quotes the message it answers: Discord's event id for a message is the
+        message's id (an edit's is not, and quotes nothing)."""
         bot = self.bot_for(address, anima)
         channel_id = target(address)
         posted = await self._gate.send(
@@ -141,8 +143,8 @@ class Outbound:
                 bot,
                 channel_id,
                 text,
-                reply_to=snowflake(reply_to),
-                nonce=rest.nonce_for(f"preview:{reply_to}"),
+                reply_to=snowflake(key),
+                nonce=rest.nonce_for(f"preview:{key}"),
             ),
         )
         self._posted(posted.id, bot, address, anima)

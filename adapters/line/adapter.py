@@ -244,7 +244,7 @@ class LineAdapter:
         first = chunks[0]
         texts = [chunk.text for chunk in chunks]
         await self._loading_started(first.address.channel)
-        key = first.reply_to
+        key = first.answers
         taken = self._tokens.take(key) if key else None
         if taken is None and key is not None and first.maybe_sent_since is not None:
             noted = self._noted_reply(key)

@@ -157,16 +157,16 @@ class SlackAdapter:
         return to_mrkdwn(markdown)
 
     async def send(self, chunk: OutboundChunk) -> str:
-        if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.reply_to:
+        if chunk.index == 0 and chunk.kind in _PREVIEWED and chunk.answers:
             # The preview stays in the book after this edit: a resend edits it again.
-            preview = await self._streamer.claim(chunk.reply_to, chunk.address)
+            preview = await self._streamer.claim(chunk.answers, chunk.address)
             if preview is not None:
                 ts = preview.message_id
                 try:
                     await self._outbound.update(chunk.address, ts, chunk.text, preview.anima)
                 except PermanentDeliveryError as exc:  # deleted meanwhile: post it anew
                     log.warning("preview %s cannot be edited (%s); posting the reply", ts, exc)
-                    self._streamer.drop(chunk.reply_to)
+                    self._streamer.drop(chunk.answers)
                 else:
                     return ts
         if chunk.maybe_sent_since is not None:  # the hub stopped while sending it

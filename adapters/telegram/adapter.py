@@ -27,7 +27,7 @@ from telegram.request import HTTPXRequest
 
 from adapters.streaming import EditStreamer
 from adapters.telegram import commands, files
-from adapters.telegram.normalize import Me, replied_message_id, to_inbound
+from adapters.telegram.normalize import Me, to_inbound, to_message_id
 from adapters.telegram.outbound import Outbound, Pacer, retry_after_s
 from adapters.telegram.render import MAX_TEXT, to_html
 from adapters.telegram.settings import TelegramSettings
@@ -264,7 +264,7 @@ class TelegramAdapter:
             return
         try:
             await self._outbound.post(
-                inbound.address, to_html(text), reply_to=replied_message_id(inbound.event_id)
+                inbound.address, to_html(text), reply_to=to_message_id(inbound.reply_to)
             )
         except PermanentDeliveryError as exc:
             log.warning("could not tell %s: %s", inbound.address, exc)
@@ -320,7 +320,7 @@ class TelegramAdapter:
 
     async def send(self, chunk: OutboundChunk) -> str:
         outbound = self._out()
-        key = chunk.reply_to
+        key = chunk.answers
         if chunk.index == 0 and chunk.kind in _PREVIEWED and key:
             # The preview stays in the book after this edit: a resend edits it again.
             preview = await self._streamer.claim(key, chunk.address)
@@ -342,7 +342,7 @@ class TelegramAdapter:
             )
         reply_to = None
         if chunk.index == 0 and chunk.kind is DeliveryKind.REPLY:
-            reply_to = _reference(chunk.address, key)
+            reply_to = _reference(chunk.address, chunk.reply_to)
         return await outbound.post(chunk.address, chunk.text, reply_to=reply_to, anima=chunk.anima)
 
     async def edit(self, address: Address, message_id: str, text: str) -> None:
@@ -352,8 +352,8 @@ class TelegramAdapter:
         await self._out().show_writing(address, key, text)
 
 
-def _reference(address: Address, key: str | None) -> int | None:
+def _reference(address: Address, reply_to: str | None) -> int | None:
     """In groups a reply quotes the message it answers; in a private chat it needs not."""
     if address.kind is AddressKind.DM:
         return None
-    return replied_message_id(key)
+    return to_message_id(reply_to)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 
-from adapters.telegram.normalize import START, replied_message_id
+from adapters.telegram.normalize import START, to_message_id
 from adapters.telegram.outbound import Outbound
 from hub.adapter import PermanentDeliveryError
 from hub.messages import Address, AddressKind, Inbound
@@ -53,6 +53,6 @@ async def deliver(outbound: Outbound, inbound: Inbound, html: str) -> None:
         except PermanentDeliveryError as exc:  # never started the bot, or blocked it
             log.info("answering %s in the group: no private chat (%s)", inbound.event_id, exc)
     try:
-        await outbound.post(address, html, reply_to=replied_message_id(inbound.event_id))
+        await outbound.post(address, html, reply_to=to_message_id(inbound.reply_to))
     except PermanentDeliveryError as exc:
         log.warning("could not answer command %s: %s", inbound.event_id, exc)

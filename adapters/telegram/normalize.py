@@ -77,10 +77,9 @@ def message_key(chat_id: int | str, message_id: int | str) -> str:
     return f"{chat_id}:{message_id}"
 
 
-def replied_message_id(event_id: str | None) -> int | None:
-    """The Telegram message id inside one of our event ids (`<chat>:<message>[...]`)."""
-    parts = (event_id or "").split(":")
-    return int(parts[1]) if len(parts) >= 2 and parts[1].isdigit() else None
+def to_message_id(reply_to: str | None) -> int | None:
+    """The Telegram message id an Inbound's (or a delivery's) `reply_to` carries."""
+    return int(reply_to) if reply_to is not None and reply_to.isdigit() else None
 
 
 def _cut(text: str, spans: Sequence[tuple[int, int, str]]) -> str:

@@ -160,7 +160,8 @@ class AnimaStates:
                     DeliveryKind.NOTICE,
                     job.anima,
                     key,
-                    reply_to=row.event_id,
+                    answers=row.event_id,
+                    reply_to=row.reply_to,
                 )
         log.info("held %s: %s is paused", job.inbox_id, job.anima, extra={"anima": job.anima})
         return notice

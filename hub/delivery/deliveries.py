@@ -64,7 +64,8 @@ class Delivery:
     kind: DeliveryKind
     anima: str
     inbox_id: str | None = None
-    reply_to: str | None = None
+    answers: str | None = None  # OutboundChunk.answers: the event id of what it answers
+    reply_to: str | None = None  # and that message's platform id
     status: DeliveryStatus = DeliveryStatus.PENDING
     attempts: int = 0
     next_attempt_at: datetime = field(default_factory=utcnow)

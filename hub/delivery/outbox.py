@@ -109,6 +109,7 @@ class Outbox:
         idempotency_key: str,
         *,
         inbox_id: str | None = None,
+        answers: str | None = None,
         reply_to: str | None = None,
     ) -> Delivery:
         """Add a delivery in the caller's transaction: the one way a message is sent.
@@ -128,6 +129,7 @@ class Outbox:
             kind=kind,
             anima=anima,
             inbox_id=inbox_id,
+            answers=answers,
             reply_to=reply_to,
             next_attempt_at=self._clock(),
             created_at=self._clock(),
@@ -328,6 +330,7 @@ class Outbox:
             text=row.chunks[index],
             anima=row.anima,
             kind=row.kind,
+            answers=row.answers,
             reply_to=row.reply_to,
             idempotency_key=f"{row.idempotency_key}:{index}",
             maybe_sent_since=maybe_sent if index == len(row.message_ids) else None,

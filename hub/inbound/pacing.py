@@ -131,7 +131,7 @@ def flood_reporter(db: Database, outbox: Outbox) -> Report:
                 DeliveryKind.NOTICE,
                 job.anima,
                 f"paced:{row.id}",
-                # No reply_to: that is the key of the message's own reply, whose live preview
+                # No `answers`: that is the key of the message's own reply, whose live preview
                 # an adapter would hand to this notice (adapters/streaming.py claim).
             )
 

@@ -187,7 +187,8 @@ class DeliveryRow(SQLModel, table=True):
     kind: DeliveryKind = Field(sa_column=Column(StrEnumColumn(DeliveryKind), nullable=False))
     anima: str = Field(max_length=64)
     inbox_id: str | None = Field(default=None, max_length=36, index=True)
-    reply_to: str | None = Field(default=None, max_length=200)
+    answers: str | None = Field(default=None, max_length=200)  # the event id it answers
+    reply_to: str | None = Field(default=None, max_length=200)  # that message's platform id
     status: DeliveryStatus = Field(
         default=DeliveryStatus.PENDING,
         sa_column=Column(StrEnumColumn(DeliveryStatus), nullable=False),

@@ -60,7 +60,8 @@ class TurnCommit:
                 job.anima,
                 f"reply:{row.id}",
                 inbox_id=row.id,
-                reply_to=row.event_id,
+                answers=row.event_id,
+                reply_to=row.reply_to,
             )
             parts.inbox.close(conn, row.id, InboxStatus.DONE, text=row.text)
             if answer.offer is not None:

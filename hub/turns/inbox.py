@@ -45,6 +45,7 @@ class Claimed(NamedTuple):
     address: str
     address_kind: str
     channel_key: str
+    reply_to: str | None
     sender_key: str
     sender_name: str
     person_id: str | None
@@ -63,6 +64,7 @@ class HeldRow(NamedTuple):
     address: str
     address_kind: str
     event_id: str
+    reply_to: str | None
 
 
 _COLUMNS = InboxItem.__table__.c  # type: ignore[attr-defined]

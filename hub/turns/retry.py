@@ -122,7 +122,8 @@ class TurnFailures:
                     job.anima,
                     f"delayed:{row.id}",
                     inbox_id=row.id,
-                    reply_to=row.event_id,
+                    answers=row.event_id,
+                    reply_to=row.reply_to,
                 )
         log.warning(
             "turn %s: the model call failed (%s: %s); attempt %d, trying again in %.1f s (fix: %s)",
@@ -162,7 +163,8 @@ class TurnFailures:
                 job.anima,
                 f"notice:{row.id}",
                 inbox_id=row.id,
-                reply_to=row.event_id,
+                answers=row.event_id,
+                reply_to=row.reply_to,
             )
             self._inbox.close(conn, row.id, InboxStatus.FAILED, text=row.text, error=error)
         log.error("turn %s not answered: %s", row.id, error, extra={"anima": job.anima})

@@ -88,7 +88,7 @@ def partial_posts(h: Harness) -> list[Posted]:
 
 async def reply_delivery(h: Harness, sent: Sent) -> DeliveryRow:
     def sent_row() -> DeliveryRow | None:
-        rows = [d for d in h.hub.outbox.listing(None, 100) if d.reply_to == sent.event_id]
+        rows = [d for d in h.hub.outbox.listing(None, 100) if d.answers == sent.event_id]
         return rows[0] if rows and rows[0].status == "sent" else None
 
     row: DeliveryRow = await eventually(sent_row)

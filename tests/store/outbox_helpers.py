@@ -105,6 +105,7 @@ def add_delivery(
         text=text,
         kind=DeliveryKind.REPLY,
         anima="aria",
+        answers="event-1",
         reply_to="parent-1",
         created_at=clock.now + timedelta(microseconds=order),
         next_attempt_at=clock.now,

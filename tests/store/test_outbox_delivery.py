@@ -51,8 +51,8 @@ async def test_long_text_is_split_and_sent_in_order(db: Database, clock: FakeClo
     assert [chunk.idempotency_key for chunk in adapter.sent] == [
         f"key-1:{i}" for i in range(len(stored.chunks))
     ]
-    assert {(c.delivery_id, c.address, c.anima, c.reply_to) for c in adapter.sent} == {
-        (row.id, HERE, "aria", "parent-1")
+    assert {(c.delivery_id, c.address, c.anima, c.answers, c.reply_to) for c in adapter.sent} == {
+        (row.id, HERE, "aria", "event-1", "parent-1")
     }
     assert stored.message_ids == [f"msg-{i + 1}" for i in range(len(stored.chunks))]
     assert stored.attempts == 1  # the try that sent it

@@ -351,7 +351,7 @@ async def test_replies_reference_the_message_and_ping_nobody_else(h: DiscordHarn
 
 async def test_a_repeated_send_of_a_chunk_does_not_post_twice(h: DiscordHarness) -> None:
     chunk = OutboundChunk(
-        "d1", 0, 1, general(h), "only once", "mika", DeliveryKind.NOTICE, None, "notice:x:0"
+        "d1", 0, 1, general(h), "only once", "mika", DeliveryKind.NOTICE, None, None, "notice:x:0"
     )
     first = await h.adapter.send(chunk)
     again = await h.adapter.send(chunk)  # e.g. after a crash before the id was stored
@@ -419,7 +419,7 @@ async def test_a_rate_limit_discord_py_gives_up_on_is_retried_by_the_outbox(
 async def test_a_long_rate_limit_reaches_the_outbox_as_rate_limited(h: DiscordHarness) -> None:
     h.fake.rate_limit("POST", MESSAGES_ROUTE, 1, 45.0)  # beyond discord.py's 30 s
     chunk = OutboundChunk(
-        "d2", 0, 1, general(h), "later", "mika", DeliveryKind.NOTICE, None, "notice:y:0"
+        "d2", 0, 1, general(h), "later", "mika", DeliveryKind.NOTICE, None, None, "notice:y:0"
     )
     with pytest.raises(RateLimited) as caught:
         await h.adapter.send(chunk)
@@ -484,8 +484,19 @@ async def test_a_preview_whose_id_was_never_saved_is_found_by_its_nonce_and_edit
             },
         )
     lost.raise_for_status()
+    # It answers the event `asked` and quotes that message (a Discord message's event id
+    # is its id).
     chunk = OutboundChunk(
-        "d9", 0, 1, general(h), "the whole reply", "mika", DeliveryKind.REPLY, asked, "reply:z:0"
+        "d9",
+        0,
+        1,
+        general(h),
+        "the whole reply",
+        "mika",
+        DeliveryKind.REPLY,
+        asked,
+        asked,
+        "reply:z:0",
     )
     assert await h.adapter.send(chunk) == lost.json()["id"]
     mine = [(m.id, m.content) for m in h.fake.bot_messages()]

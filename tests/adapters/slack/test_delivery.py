@@ -115,6 +115,7 @@ async def test_the_sdk_hands_a_429_to_the_outbox_instead_of_retrying(tmp_path: P
             text="hello",
             anima="mika",
             kind=DeliveryKind.REPORT,
+            answers=None,
             reply_to=None,
             idempotency_key="d1:0",
         )

@@ -392,6 +392,7 @@ def chunk(address: Address, markdown: str, reply_to: str | None = None) -> Outbo
         text=to_html(markdown),
         anima="mika",
         kind=DeliveryKind.HEARTBEAT,
+        answers=None,
         reply_to=reply_to,
         idempotency_key="k:0",
     )
