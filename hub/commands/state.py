@@ -20,7 +20,7 @@ from sqlmodel import col
 
 from hub.delivery.outbox import Outbox
 from hub.live import LiveFeed
-from hub.messages import Address, DeliveryKind, utcnow
+from hub.messages import DeliveryKind, utcnow
 from hub.store.db import Database
 from hub.store.models import AnimaState, DeliveryRow, InboxItem, InboxStatus
 from hub.turns.inbox import Inbox
@@ -155,7 +155,7 @@ class AnimaStates:
                 # chat's stored outcome must find that reply, not this notice.
                 self._outbox.enqueue(
                     conn,
-                    Address.parse(row.address, row.address_kind),
+                    row.address,
                     notice,
                     DeliveryKind.NOTICE,
                     job.anima,

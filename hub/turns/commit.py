@@ -16,7 +16,7 @@ from sqlmodel import col
 
 from hub.adapter import TurnEvent
 from hub.memory.working import estimate_tokens
-from hub.messages import Address, DeliveryKind
+from hub.messages import DeliveryKind
 from hub.people.handoffs import Handoffs, Offer
 from hub.redaction.redact import redact
 from hub.store.models import InboxStatus, Person, Turn
@@ -47,14 +47,13 @@ class TurnCommit:
         """Commit the turn. The turn log keeps both sides redacted: it outlives the turn
         (working memory, summaries)."""
         said, remembered = redact(row.text)[0], redact(answer.remembered)[0]
-        address = Address.parse(row.address, row.address_kind)
         at = self._now()  # the turn log's and the episode's (a replay finds it by this)
         parts = self._parts
         with parts.db.write() as conn:
             conn.execute(_INSERT_TURN, _turn_rows(row, job, said, remembered, at))
             parts.outbox.enqueue(
                 conn,
-                address,
+                row.address,
                 answer.reply,
                 DeliveryKind.REPLY,
                 job.anima,
@@ -80,7 +79,7 @@ class TurnCommit:
                     row.id,
                     row.person_id,
                     row.sender_name or row.sender_key,
-                    address,
+                    row.address,
                     row.channel_key,
                     row.text,
                     remembered,

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
-from sqlalchemy import Connection, bindparam, func, update
+from sqlalchemy import Connection, Row, bindparam, func, update
 from sqlmodel import col, select
 
-from hub.messages import utcnow
+from hub.messages import Address, utcnow
 from hub.redaction.redact import redact, redact_json
 from hub.store.db import Database, scrub_after_commit
 from hub.store.models import InboxItem, InboxStatus
@@ -37,13 +37,13 @@ CLOSED = (InboxStatus.DONE, InboxStatus.FAILED, InboxStatus.IGNORED, InboxStatus
 
 
 class Claimed(NamedTuple):
-    """What a turn reads of its inbox row, as the claim returned it."""
+    """What a turn reads of its inbox row, as the claim returned it: its address parsed
+    once, here, from the row's two columns (`address`, `address_kind`)."""
 
     id: str
     event_id: str
     conversation: str
-    address: str
-    address_kind: str
+    address: Address
     channel_key: str
     reply_to: str | None
     sender_key: str
@@ -61,13 +61,27 @@ class HeldRow(NamedTuple):
 
     sender_key: str
     channel_key: str
-    address: str
-    address_kind: str
+    address: Address
     event_id: str
     reply_to: str | None
 
 
 _COLUMNS = InboxItem.__table__.c  # type: ignore[attr-defined]
+_Read = TypeVar("_Read", Claimed, HeldRow)
+
+
+def _columns(fields: tuple[str, ...]) -> list[Any]:
+    """The columns a row type is read from: its `address` is two, address and its kind."""
+    names = [n for f in fields for n in ((f, "address_kind") if f == "address" else (f,))]
+    return [_COLUMNS[name] for name in names]
+
+
+def _read(kind: type[_Read], found: Row[Any]) -> _Read:
+    values = found._asdict()
+    values["address"] = Address.parse(values["address"], values.pop("address_kind"))
+    return kind(**values)
+
+
 # Built once: every turn claims and closes its row (see bench/README.md for the cost).
 _CLAIM = (
     update(InboxItem)
@@ -78,14 +92,14 @@ _CLAIM = (
         anima=bindparam("to_anima"),
         person_id=func.coalesce(bindparam("sender_id"), InboxItem.person_id),
     )
-    .returning(*(_COLUMNS[name] for name in Claimed._fields))
+    .returning(*_columns(Claimed._fields))
 )
 _CLOSE = (
     update(InboxItem)
     .where(col(InboxItem.id) == bindparam("row_id"))
     .values(status=bindparam("new_status"), error=bindparam("reason"), finished_at=bindparam("at"))
 )
-_OPEN_ROW = select(*(_COLUMNS[name] for name in Claimed._fields)).where(
+_OPEN_ROW = select(*_columns(Claimed._fields)).where(
     col(InboxItem.id) == bindparam("row_id"), col(InboxItem.status).in_(OPEN)
 )
 _RAW = select(col(InboxItem.raw)).where(col(InboxItem.id) == bindparam("row_id"))
@@ -104,7 +118,7 @@ class Inbox:
         values = {"row_id": job.inbox_id, "to_anima": job.anima, "sender_id": job.person_id or None}
         with self._db.write() as conn:
             found = conn.execute(_CLAIM, values).first()
-        return Claimed._make(found) if found is not None else None
+        return _read(Claimed, found) if found is not None else None
 
     def release(self, conn: Connection, inbox_id: str, error: str, since: datetime) -> None:
         """Give a claimed row back for a later attempt, in the caller's transaction: this one
@@ -128,7 +142,7 @@ class Inbox:
         (a turn that crashed after its commit: answered; or given up on)."""
         with self._db.engine.connect() as conn:
             found = conn.execute(_OPEN_ROW, {"row_id": inbox_id}).first()
-        return Claimed._make(found) if found is not None else None
+        return _read(Claimed, found) if found is not None else None
 
     def close(
         self,
@@ -192,9 +206,9 @@ class Inbox:
             update(InboxItem)
             .where(col(InboxItem.id) == job.inbox_id, col(InboxItem.status).in_(OPEN))
             .values(**changes)
-            .returning(*(_COLUMNS[name] for name in HeldRow._fields))
+            .returning(*_columns(HeldRow._fields))
         ).first()
-        return HeldRow._make(found) if found is not None else None
+        return _read(HeldRow, found) if found is not None else None
 
     def release_held(self, conn: Connection, anima: str) -> list[TurnJob]:
         """Open every row held for `anima` again; their jobs, oldest first."""

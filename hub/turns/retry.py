@@ -32,7 +32,7 @@ from typing import Any
 from sqlmodel import col, func, select
 
 from hub.adapter import TurnEvent
-from hub.messages import Address, DeliveryKind
+from hub.messages import DeliveryKind
 from hub.model.client import LLMError
 from hub.settings import RuntimeSection
 from hub.store.db import Database
@@ -116,7 +116,7 @@ class TurnFailures:
             if first:  # told once a spell: the key makes it once across restarts too
                 self._outbox.enqueue(
                     conn,
-                    Address.parse(row.address, row.address_kind),
+                    row.address,
                     notice,
                     DeliveryKind.NOTICE,
                     job.anima,
@@ -153,11 +153,10 @@ class TurnFailures:
 
     def give_up(self, row: Claimed, job: TurnJob, notice: str, error: str) -> None:
         """Tell the sender `notice`, record `error` for the operator, and stop trying."""
-        address = Address.parse(row.address, row.address_kind)
         with self._db.write() as conn:
             self._outbox.enqueue(
                 conn,
-                address,
+                row.address,
                 notice,
                 DeliveryKind.NOTICE,
                 job.anima,

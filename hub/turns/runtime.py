@@ -24,7 +24,7 @@ from hub.animas import Anima
 from hub.live import LiveFeed
 from hub.memory.recall import RecallScope
 from hub.memory.working import WorkingMemory
-from hub.messages import Address, AddressKind, utcnow, with_attachments
+from hub.messages import AddressKind, utcnow, with_attachments
 from hub.model.client import LLMError, Usage
 from hub.model.tool_registry import ToolContext
 from hub.people.handoffs import Offer
@@ -285,7 +285,7 @@ class Runtime:
 
     def _offer(self, row: Claimed, person: PersonView, anima: str) -> Offer | None:
         """Where the person left off, in a DM only: a channel neither sees nor uses it up."""
-        if self._handoffs is None or row.address_kind != AddressKind.DM.value:
+        if self._handoffs is None or row.address.kind is not AddressKind.DM:
             return None
         return self._handoffs.offer(person.id, anima, row.conversation, self._now())
 
@@ -296,11 +296,10 @@ class Runtime:
         turns = self._working.recent(
             row.conversation, budget, self._settings.runtime.history_max_turns
         )
-        address = Address.parse(row.address, row.address_kind)
         return self._contexts.build(
             anima,
             person,
-            describe(address),
+            describe(row.address),
             row.text,
             ToolContext(
                 anima=anima.name,
@@ -309,7 +308,7 @@ class Runtime:
                 conversation=row.conversation,
                 timezone=self._contexts.timezone(anima),
                 channel_key=row.channel_key,
-                is_dm=row.address_kind == AddressKind.DM.value,
+                is_dm=row.address.kind is AddressKind.DM,
                 turn=row.id,
             ),
             # What people said earlier is labelled like the message itself (tests/privacy).

@@ -145,7 +145,7 @@ async def test_a_reply_a_stop_cut_off_mid_send_is_found_on_slack_not_posted_agai
             sent = await h.say("alice", "general", text, mention=True)
 
         def reply_row(status: str) -> DeliveryRow | None:
-            rows = [d for d in h.hub.outbox.listing(None, 50) if d.reply_to == sent.event_id]
+            rows = [d for d in h.hub.outbox.listing(None, 50) if d.answers == sent.event_id]
             return rows[0] if rows and rows[0].status == status else None
 
         failed = await eventually(lambda: reply_row("failed"))
