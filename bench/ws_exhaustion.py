@@ -61,7 +61,7 @@ async def make_token(client: httpx.AsyncClient, person: str) -> str:
 async def measure(port: int, person: dict[str, str], requests: int) -> dict[str, Any]:
     owner, other = await asyncio.gather(
         timed_requests(port, ADMIN, "/api/animas", requests),
-        timed_requests(port, person, "/api/chat/mika/sessions", requests),
+        timed_requests(port, person, "/api/chat/mika/conversations", requests),
     )
     results = owner + other
     seconds = [s for _, s in results]

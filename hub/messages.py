@@ -16,9 +16,9 @@ class AddressKind(StrEnum):
     CHANNEL = "channel"
 
 
-# A web chat's (and `animahub chat --session`'s) conversation id: its address's thread.
-SESSION_ID_PATTERN = r"^[\w.-]{1,100}$"
-SESSION_ID_RULE = "1 to 100 letters, digits, '_', '.' or '-' (no spaces)"
+# A web chat's (and `animahub chat --conversation`'s) conversation id: its address's thread.
+CONVERSATION_ID_PATTERN = r"^[\w.-]{1,100}$"
+CONVERSATION_ID_RULE = "1 to 100 letters, digits, '_', '.' or '-' (no spaces)"
 # A person a web chat (or `animahub chat --user`) acts for: an id, a name ("Dana Li"), or
 # `person:ID`, an id and nothing else (docs/people.md, names and ids).
 PERSON_NAME_PATTERN = r"^(?:person:)?[\w.@-](?:[\w.@ -]{0,62}[\w.@-])?$"

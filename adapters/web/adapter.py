@@ -26,8 +26,8 @@ from hub.adapter import (
     parse_command,
 )
 from hub.messages import (
+    CONVERSATION_ID_PATTERN,
     PERSON_NAME_PATTERN,
-    SESSION_ID_PATTERN,
     Address,
     AddressKind,
     Inbound,
@@ -54,7 +54,7 @@ Said = Annotated[str, AfterValidator(_said)]
 
 class ChatRequest(BaseModel):
     message: Said
-    session_id: str = Field(pattern=SESSION_ID_PATTERN)
+    conversation_id: str = Field(pattern=CONVERSATION_ID_PATTERN)
     user: str | None = Field(default=None, pattern=USER_PATTERN)
     channel: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]{0,79}$")
     message_id: str | None = Field(default=None, pattern=r"^[\w.:-]{1,100}$")
@@ -99,8 +99,10 @@ class WebAdapter:
 
     # addresses --------------------------------------------------------------------------
 
-    def dm_address(self, anima: str, user: str, session_id: str) -> Address:
-        return Address("web", self._workspace, f"dm:{anima}:{user}", session_id, AddressKind.DM)
+    def dm_address(self, anima: str, user: str, conversation_id: str) -> Address:
+        return Address(
+            "web", self._workspace, f"dm:{anima}:{user}", conversation_id, AddressKind.DM
+        )
 
     def channel_address(self, channel: str) -> Address:
         return Address("web", self._workspace, channel, None, AddressKind.CHANNEL)
@@ -133,7 +135,9 @@ class WebAdapter:
         router.add_api_route("/", self.page, methods=["GET"], include_in_schema=False)
         router.add_api_route("/api/chat/{name}", self.chat, methods=["POST"])
         router.add_api_route("/api/chat/{name}/history", self.history, methods=["GET"])
-        router.add_api_route("/api/chat/{name}/sessions", self.sessions, methods=["GET"])
+        router.add_api_route(
+            "/api/chat/{name}/conversations", self.conversation_list, methods=["GET"]
+        )
         router.add_api_route("/api/channels", self.channels, methods=["GET"])
         router.add_api_route("/api/channels/{name}/posts", self.posts, methods=["GET"])
         router.add_api_route(
@@ -153,7 +157,7 @@ class WebAdapter:
             self._require_channel(body.channel)
             address = self.channel_address(body.channel)
         else:
-            address = self.dm_address(name, sender.user_id, body.session_id)
+            address = self.dm_address(name, sender.user_id, body.conversation_id)
         command = parse_command(body.message)  # "/anima …", "/whoami" typed in the chat
         inbound = Inbound(
             event_id=body.message_id or str(uuid.uuid4()),
@@ -183,16 +187,16 @@ class WebAdapter:
         self,
         name: str,
         request: Request,
-        session_id: Annotated[str, Query(pattern=SESSION_ID_PATTERN)],
+        conversation_id: Annotated[str, Query(pattern=CONVERSATION_ID_PATTERN)],
         user: Annotated[str | None, Query(pattern=USER_PATTERN)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     ) -> dict[str, list[TranscriptEntry]]:
         self._require_anima(name)
         sender = self._speaker(request, user)
-        entries = self.hub.transcript(self.dm_address(name, sender.user_id, session_id), limit)
+        entries = self.hub.transcript(self.dm_address(name, sender.user_id, conversation_id), limit)
         return {"messages": entries}
 
-    async def sessions(
+    async def conversation_list(
         self,
         name: str,
         request: Request,
@@ -206,7 +210,7 @@ class WebAdapter:
         self._require_anima(name)
         sender = self._speaker(request, user)
         place = self.dm_address(name, sender.user_id, "")
-        return {"sessions": self.hub.conversations(place, limit, q)}
+        return {"conversations": self.hub.conversations(place, limit, q)}
 
     async def channels(self) -> list[dict[str, str]]:
         return [{"name": c, "address": str(self.channel_address(c))} for c in self._channels]

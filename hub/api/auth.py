@@ -36,7 +36,7 @@ _PERSON_ROUTES: tuple[tuple[frozenset[str], re.Pattern[str]], ...] = tuple(
         ("GET", r"/api/animas(/[^/]+)?"),
         ("POST", r"/api/chat/[^/]+"),
         ("GET", r"/api/chat/[^/]+/history"),
-        ("GET", r"/api/chat/[^/]+/sessions"),
+        ("GET", r"/api/chat/[^/]+/conversations"),
         ("GET", r"/api/channels"),
         ("GET POST", r"/api/channels/[^/]+/posts"),
         ("GET", r"/api/dashboard/animas"),

@@ -14,25 +14,27 @@ from hub.cli.hub_api import choose
 from hub.cli.memory import known_anima
 from hub.cli.runfile import HubBusy
 from hub.messages import (
+    CONVERSATION_ID_PATTERN,
+    CONVERSATION_ID_RULE,
     PERSON_NAME_PATTERN,
     PERSON_NAME_RULE,
-    SESSION_ID_PATTERN,
-    SESSION_ID_RULE,
 )
 
 if TYPE_CHECKING:
     import httpx
 
 
-def _session_id(value: str) -> str:
+def _conversation_id(value: str) -> str:
     """The hub's own rule, in words: its 422 quoted the regular expression."""
-    if not re.fullmatch(SESSION_ID_PATTERN, value):
-        raise fail(f"--session {value!r} is not a session id: use {SESSION_ID_RULE}", code=2)
+    if not re.fullmatch(CONVERSATION_ID_PATTERN, value):
+        raise fail(
+            f"--conversation {value!r} is not a conversation id: use {CONVERSATION_ID_RULE}", code=2
+        )
     return value
 
 
 def _person(value: str) -> str:
-    """As `_session_id`: the hub's rule for a person's name, in words."""
+    """As `_conversation_id`: the hub's rule for a person's name, in words."""
     if value and not re.fullmatch(PERSON_NAME_PATTERN, value):
         raise fail(f"--user {value!r} is not a person's id or name: use {PERSON_NAME_RULE}", 2)
     return value
@@ -45,8 +47,8 @@ def chat(
         str,
         typer.Option(help="Act for this person (owner or admin token only).", callback=_person),
     ] = "",
-    session: Annotated[
-        str, typer.Option(help="Conversation id; reuse it to continue.", callback=_session_id)
+    conversation: Annotated[
+        str, typer.Option(help="Conversation id; reuse it to continue.", callback=_conversation_id)
     ] = "cli",
     new: Annotated[bool, typer.Option("--new", help="--user is someone new: create them.")] = False,
 ) -> None:
@@ -55,7 +57,7 @@ def chat(
 
     settings = settings_or_exit()
     known_anima(settings, name)
-    payload = {"message": message, "session_id": session}
+    payload = {"message": message, "conversation_id": conversation}
     if user:  # otherwise the hub's owner (or the admin token's) speaks
         payload["user"] = user
 

@@ -122,7 +122,7 @@ async def chat(
     client: httpx.AsyncClient, who: dict[str, str], text: str, session: str, anima: str = "aria"
 ) -> None:
     response = await client.post(
-        f"/api/chat/{anima}", json={"message": text, "session_id": session}, headers=who
+        f"/api/chat/{anima}", json={"message": text, "conversation_id": session}, headers=who
     )
     assert response.status_code == 200, response.text
     assert sse_events(response.text)[-1] == {"type": "done"}

@@ -19,7 +19,7 @@ def sse_events(body: str) -> list[dict[str, Any]]:
 
 
 async def chat(client: httpx.AsyncClient, name: str, **payload: Any) -> httpx.Response:
-    payload.setdefault("session_id", "s1")
+    payload.setdefault("conversation_id", "s1")
     payload.setdefault("user", "alice")
     return await client.post(f"/api/chat/{name}", json=payload)
 
@@ -43,7 +43,7 @@ async def test_chat_streams_offline_reply_and_records_it(
     assert "No language model is configured" in text and "[llm]" in text
     await _sent(hub)
     history = await client.get(
-        "/api/chat/aria/history", params={"session_id": "s1", "user": "alice"}
+        "/api/chat/aria/history", params={"conversation_id": "s1", "user": "alice"}
     )
     messages = history.json()["messages"]
     assert [m["author_kind"] for m in messages] == ["person", "anima"]
@@ -55,14 +55,14 @@ async def test_the_offline_mode_explains_itself_once_per_person(client: httpx.As
     def said(response: httpx.Response) -> str:
         return "".join(e.get("text", "") for e in sse_events(response.text))
 
-    first = said(await chat(client, "aria", message="Hello there", session_id="s1"))
+    first = said(await chat(client, "aria", message="Hello there", conversation_id="s1"))
     assert "No language model is configured" in first and "[llm]" in first
     # Another conversation, another Anima: the same person is told in one line.
     for anima, session in (("aria", "s2"), ("kai", "s3")):
-        again = said(await chat(client, anima, message="Hello again", session_id=session))
+        again = said(await chat(client, anima, message="Hello again", conversation_id=session))
         assert "No language model is configured, so I'm" not in again
         assert again.rstrip().endswith("and restart the hub.)_") and "Noted, alice" in again
-    other = said(await chat(client, "aria", message="Hi", session_id="s4", user="bob"))
+    other = said(await chat(client, "aria", message="Hi", conversation_id="s4", user="bob"))
     assert "No language model is configured, so I'm answering in offline mode" in other
 
 
@@ -95,7 +95,7 @@ async def test_malformed_json_and_missing_fields_are_422(
         "/api/chat/aria", content=b"{not json", headers={"content-type": "application/json"}
     )
     assert bad_json.status_code == 422
-    missing = await client.post("/api/chat/aria", json={"session_id": "s1"})
+    missing = await client.post("/api/chat/aria", json={"conversation_id": "s1"})
     assert missing.status_code == 422
     assert any(err["loc"][-1] == "message" for err in missing.json()["detail"])
     bad_user = await chat(client, "aria", message="hi", user="no/slashes#here")
@@ -166,25 +166,25 @@ async def test_a_persons_conversations_are_listed_by_the_hub(
     client: httpx.AsyncClient, hub: Hub
 ) -> None:
     """After "New conversation" the earlier one is still reachable, from any browser: the
-    hub lists a person's conversations with an Anima (GET /api/chat/{name}/sessions)."""
-    for session, text in (("s1", "About the budget"), ("s1", "and more"), ("s2", "Hiring")):
-        said = await chat(client, "aria", message=text, user="alice", session_id=session)
+    hub lists a person's conversations with an Anima (GET /api/chat/{name}/conversations)."""
+    for conversation, text in (("s1", "About the budget"), ("s1", "and more"), ("s2", "Hiring")):
+        said = await chat(client, "aria", message=text, user="alice", conversation_id=conversation)
         assert said.status_code == 200
-    await chat(client, "kai", message="Elsewhere", user="alice", session_id="s3")
-    listed = await client.get("/api/chat/aria/sessions", params={"user": "alice"})
-    sessions = listed.json()["sessions"]
-    assert [(s["thread"], s["first_text"], s["messages"]) for s in sessions] == [
+    await chat(client, "kai", message="Elsewhere", user="alice", conversation_id="s3")
+    listed = await client.get("/api/chat/aria/conversations", params={"user": "alice"})
+    past = listed.json()["conversations"]
+    assert [(s["thread"], s["first_text"], s["messages"]) for s in past] == [
         ("s2", "Hiring", 1),
         ("s1", "About the budget", 2),
     ]
-    assert sessions[0]["last_at"] >= sessions[1]["last_at"]
-    bobs = await client.get("/api/chat/aria/sessions", params={"user": "bob"})
-    assert bobs.json() == {"sessions": []}  # only one's own
+    assert past[0]["last_at"] >= past[1]["last_at"]
+    bobs = await client.get("/api/chat/aria/conversations", params={"user": "bob"})
+    assert bobs.json() == {"conversations": []}  # only one's own
 
     async def found(q: str, user: str = "alice") -> list[str]:
-        listed = await client.get("/api/chat/aria/sessions", params={"user": user, "q": q})
+        listed = await client.get("/api/chat/aria/conversations", params={"user": user, "q": q})
         assert listed.status_code == 200, listed.text
-        return [s["thread"] for s in listed.json()["sessions"]]
+        return [s["thread"] for s in listed.json()["conversations"]]
 
     assert await found("AND MORE") == ["s1"]  # any message of it, in any case
     assert await found("hiring") == ["s2"]

@@ -114,7 +114,7 @@ def test_a_refused_mcp_token_is_one_line(home: Path) -> None:
 
 def test_a_session_id_is_explained_in_words(home: Path) -> None:
     for wrong in ("", "a b"):
-        result = invoke("chat", "aria", "hi", "--session", wrong)
+        result = invoke("chat", "aria", "hi", "--conversation", wrong)
         assert result.exit_code == 2
         assert "letters, digits, '_', '.' or '-'" in result.output
         assert "pattern" not in result.output and "^" not in result.output

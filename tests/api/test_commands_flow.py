@@ -272,7 +272,7 @@ async def test_typing_whoami_in_the_web_chat_gets_the_answer(
     # The person of the account `[hub] admins` names (web:root), by id: a name picks no one.
     root = hub.identity.resolve(ROOT).id
     response = await client.post(
-        "/api/chat/aria", json={"message": "/whoami", "session_id": "s1", "user": root}
+        "/api/chat/aria", json={"message": "/whoami", "conversation_id": "s1", "user": root}
     )
 
     assert response.status_code == 200
@@ -289,7 +289,7 @@ async def test_an_ordinary_slash_text_in_the_web_chat_is_a_message(
 ) -> None:
     response = await client.post(
         "/api/chat/aria",
-        json={"message": "/etc/hosts looks wrong", "session_id": "s1", "user": "alice"},
+        json={"message": "/etc/hosts looks wrong", "conversation_id": "s1", "user": "alice"},
     )
     assert sse_events(response.text)[-1] == {"type": "done"}
     assert user_turns(hub, "aria") == ["/etc/hosts looks wrong"]
@@ -298,7 +298,7 @@ async def test_an_ordinary_slash_text_in_the_web_chat_is_a_message(
 async def test_a_paused_anima_tells_the_web_chat(client: httpx.AsyncClient, hub: Hub) -> None:
     await hub.port.receive(cmd("/anima pause aria"))
     response = await client.post(
-        "/api/chat/aria", json={"message": "hello?", "session_id": "s1", "user": "alice"}
+        "/api/chat/aria", json={"message": "hello?", "conversation_id": "s1", "user": "alice"}
     )
     assert sse_events(response.text) == [{"type": "error", "message": paused_notice("aria")}]
 

@@ -147,7 +147,7 @@ async def test_pause_and_resume_hold_and_answer_as_the_command_does(
     assert again.status_code == 200 and again.json()["paused"] is True
     # Held, as `/anima pause` holds: the message waits, its sender is told.
     response = await client.post(
-        "/api/chat/aria", json={"message": "anyone there?", "session_id": "s1"}, headers=dana
+        "/api/chat/aria", json={"message": "anyone there?", "conversation_id": "s1"}, headers=dana
     )
     assert "paused" in response.text
     with hub.db.session() as session:

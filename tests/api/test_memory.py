@@ -41,7 +41,7 @@ async def test_a_secret_told_in_a_dm_stays_with_that_person(
         "aria",
         message=f"Keep this safe: my locker code is {SECRET}",
         user="alice",
-        session_id="a1",
+        conversation_id="a1",
     )
     assert told.status_code == 200
     await hub.memory.drain()
@@ -49,9 +49,9 @@ async def test_a_secret_told_in_a_dm_stays_with_that_person(
 
     # Bob, in a channel and in his own DM: not in the reply, the priming or a search.
     in_channel = await chat(
-        client, "aria", message=question, user="bob", session_id="b1", channel="general"
+        client, "aria", message=question, user="bob", conversation_id="b1", channel="general"
     )
-    in_dm = await chat(client, "aria", message=question, user="bob", session_id="b2")
+    in_dm = await chat(client, "aria", message=question, user="bob", conversation_id="b2")
     assert SECRET not in reply(in_channel) and SECRET not in reply(in_dm)
     b, a = pid(hub, "bob"), pid(hub, "alice")
     for scope in (
@@ -66,7 +66,7 @@ async def test_a_secret_told_in_a_dm_stays_with_that_person(
     assert SECRET not in found
 
     # Alice, in a new conversation, gets it back.
-    again = await chat(client, "aria", message=question, user="alice", session_id="a2")
+    again = await chat(client, "aria", message=question, user="alice", conversation_id="a2")
     assert SECRET in reply(again)
     alice = ToolContext("aria", a, False, "c", "UTC", f"web:local/dm:aria:{a}", True)
     assert SECRET in await hub.tools.call("search_memory", '{"query": "locker code"}', alice)
@@ -87,7 +87,7 @@ async def test_of_two_statements_in_a_row_the_one_asked_about_comes_first(
 ) -> None:
     assert hub.memory is not None
     for said in ("My office door code is 7720.", "My garage door code is 3141."):
-        await chat(client, "aria", message=said, user="alice", session_id="codes")
+        await chat(client, "aria", message=said, user="alice", conversation_id="codes")
     await hub.memory.drain()
     # Priming recalls the office line for the garage turn when the office turn is indexed
     # by then: a use the ranking counts. Made certain here, and more than once.

@@ -85,7 +85,7 @@ async def remembered(hub: Hub, http: httpx.AsyncClient) -> dict[str, str]:
     said(hub, "dana", "The standup moved to ten", one + timedelta(minutes=5), channel="general")
     told = await http.post(
         "/api/chat/aria",
-        json={"message": f"My locker code is {SECRET}", "session_id": "s1", "user": "alice"},
+        json={"message": f"My locker code is {SECRET}", "conversation_id": "s1", "user": "alice"},
         headers=ADMIN,
     )
     assert told.status_code == 200, told.text

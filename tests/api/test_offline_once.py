@@ -51,8 +51,8 @@ async def test_two_first_messages_at_once_are_explained_once(home: Path) -> None
             headers=owner_headers(home),
         ) as client:
             first, second = await asyncio.gather(
-                chat(client, "aria", message="Hello", session_id="s1"),
-                chat(client, "kai", message="Hello too", session_id="s2"),
+                chat(client, "aria", message="Hello", conversation_id="s1"),
+                chat(client, "kai", message="Hello too", conversation_id="s2"),
             )
     finally:
         await hub.stop()

@@ -62,7 +62,7 @@ def web(hub: Hub, owner: bool = False) -> httpx.AsyncClient:
 
 async def say(client: httpx.AsyncClient, text: str, session: str, **extra: object) -> str:
     response = await client.post(
-        "/api/chat/aria", json={"message": text, "session_id": session, **extra}
+        "/api/chat/aria", json={"message": text, "conversation_id": session, **extra}
     )
     assert response.status_code == 200, response.text
     events = sse_events(response.text)
@@ -105,10 +105,10 @@ async def test_the_owners_key_is_the_web_chats_person(home: Path, clock: ManualC
             # The owner acts for another person by naming them (audited), as scripts do.
             await say(client, "hello", "s1", user="dana")
             history = await client.get(
-                "/api/chat/aria/history", params={"session_id": "s1", "user": "dana"}
+                "/api/chat/aria/history", params={"conversation_id": "s1", "user": "dana"}
             )
             assert said(history) == ["hello"]
-            own = await client.get("/api/chat/aria/history", params={"session_id": "s1"})
+            own = await client.get("/api/chat/aria/history", params={"conversation_id": "s1"})
             assert said(own) == ["mine"]
         with hub.db.session() as session:
             audit = session.exec(
@@ -123,7 +123,9 @@ async def test_the_owners_key_is_the_web_chats_person(home: Path, clock: ManualC
 
 async def test_nobody_falls_into_a_shared_guest(hub: Hub) -> None:
     async with web(hub) as client:
-        anonymous = await client.post("/api/chat/aria", json={"message": "hi", "session_id": "x"})
+        anonymous = await client.post(
+            "/api/chat/aria", json={"message": "hi", "conversation_id": "x"}
+        )
         assert anonymous.status_code == 401
         dana, bob = await token_for(client, "dana"), await token_for(client, "bob")
         client.headers.update(dana)
@@ -133,7 +135,7 @@ async def test_nobody_falls_into_a_shared_guest(hub: Hub) -> None:
         client.headers.update(bob)  # another caller, the same session id
         answer = await say(client, "What is my locker code?", "same")
         assert SECRET not in answer
-        seen = await client.get("/api/chat/aria/history", params={"session_id": "same"})
+        seen = await client.get("/api/chat/aria/history", params={"conversation_id": "same"})
         assert SECRET not in seen.text
         client.headers.update(dana)
         assert SECRET in await say(client, "What is my locker code?", "new")
@@ -146,11 +148,13 @@ async def test_user_from_a_persons_token_is_refused(hub: Hub) -> None:
         dana = await token_for(client, "dana")
         await token_for(client, "bob")
         other = await client.post(
-            "/api/chat/aria", json={"message": "hi", "session_id": "s", "user": "bob"}, headers=dana
+            "/api/chat/aria",
+            json={"message": "hi", "conversation_id": "s", "user": "bob"},
+            headers=dana,
         )
         assert other.status_code == 403
         peek = await client.get(
-            "/api/chat/aria/history", params={"session_id": "s", "user": "bob"}, headers=dana
+            "/api/chat/aria/history", params={"conversation_id": "s", "user": "bob"}, headers=dana
         )
         assert peek.status_code == 403
         post = await client.post(
@@ -179,7 +183,7 @@ async def test_dana_and_dana_are_one_person(hub: Hub) -> None:
         await say(client, "second", "s", user="dana")
         await say(client, "third", "s", user="ＤＡＮＡ")  # full-width: NFKC, then casefold
         history = await client.get(
-            "/api/chat/aria/history", params={"session_id": "s", "user": "DANA"}
+            "/api/chat/aria/history", params={"conversation_id": "s", "user": "DANA"}
         )
         assert said(history) == ["first", "second", "third"]
         sessions = await client.get("/api/people/dAnA/sessions")
@@ -240,11 +244,11 @@ async def test_a_session_needs_its_page_key_and_ends_when_revoked(hub: Hub) -> N
     async with web(hub) as client:
         key = await sign_in(client, await invite(client, "dana"))
         del client.headers["X-Page-Key"]
-        body = {"message": "hi", "session_id": "s"}
+        body = {"message": "hi", "conversation_id": "s"}
         bare = await client.post("/api/chat/aria", json=body)
         assert bare.status_code == 401 and "sign in again" in bare.text
         assert (
-            await client.get("/api/chat/aria/history", params={"session_id": "s"})
+            await client.get("/api/chat/aria/history", params={"conversation_id": "s"})
         ).status_code == 401
         wrong = await client.post("/api/chat/aria", json=body, headers={"X-Page-Key": "0" * 64})
         assert wrong.status_code == 401
@@ -291,13 +295,13 @@ async def test_a_name_two_people_go_by_is_refused(hub: Hub) -> None:
     async with web(hub) as client:
         client.headers.update(ADMIN)
         both = await client.post(
-            "/api/chat/aria", json={"message": "hi", "session_id": "s", "user": "dana li"}
+            "/api/chat/aria", json={"message": "hi", "conversation_id": "s", "user": "dana li"}
         )
         assert both.status_code == 409 and eve.id in both.text and slack_dana.id in both.text
         assert (await client.post("/api/people/Dana Li/invite")).status_code == 409
         await say(client, "hi", "s", user=slack_dana.id)
         history = await client.get(
-            "/api/chat/aria/history", params={"session_id": "s", "user": slack_dana.id}
+            "/api/chat/aria/history", params={"conversation_id": "s", "user": slack_dana.id}
         )
         assert said(history) == ["hi"]
 

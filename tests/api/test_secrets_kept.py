@@ -168,7 +168,7 @@ async def test_pasted_secrets_are_kept_nowhere(
     found = []
     found += leaks("the streamed replies", "\n".join(streamed))
     history = await client.get(
-        "/api/chat/aria/history", params={"session_id": "s1", "user": "alice"}
+        "/api/chat/aria/history", params={"conversation_id": "s1", "user": "alice"}
     )
     assert history.status_code == 200 and len(history.json()["messages"]) >= len(MESSAGES)
     found += leaks("the history API", history.text)

@@ -39,7 +39,7 @@ async def hub(home: Path) -> AsyncIterator[Hub]:
 async def send(http: httpx.AsyncClient, who: str, text: str) -> None:
     sent = await http.post(
         "/api/chat/aria",
-        json={"message": text, "session_id": f"s-{who}", "user": who},
+        json={"message": text, "conversation_id": f"s-{who}", "user": who},
         headers=ADMIN,
     )
     assert sent.status_code == 200, sent.text

@@ -59,7 +59,7 @@ async def _boom() -> None:
 
 
 def chat(text: str = "hello") -> dict[str, str]:
-    return {"message": text, "session_id": "s1", "user": "alice"}
+    return {"message": text, "conversation_id": "s1", "user": "alice"}
 
 
 async def chunks(total: int, size: int = 1024) -> AsyncIterator[bytes]:
@@ -76,7 +76,7 @@ async def stored(client: httpx.AsyncClient) -> dict[str, Any]:
     #general, and the Animas. A refused request must leave it as it was. (Anima replies
     to earlier, accepted messages may still be arriving; they are not compared.)"""
     history = await client.get(
-        "/api/chat/aria/history", params={"session_id": "s1", "user": "alice"}
+        "/api/chat/aria/history", params={"conversation_id": "s1", "user": "alice"}
     )
     posts = await client.get("/api/channels/general/posts", params={"limit": 1000})
     animas = await client.get("/api/animas")

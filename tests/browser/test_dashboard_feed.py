@@ -34,7 +34,7 @@ def _happened_before(hub: RunningHub, words: str) -> None:
     assert beat.status_code == 200, beat.text
     said = httpx.post(
         f"{hub.url}/api/chat/kai",
-        json={"message": words, "session_id": "feed"},
+        json={"message": words, "conversation_id": "feed"},
         headers=owner,
         timeout=60,
     )

@@ -54,7 +54,7 @@ def test_a_model_that_is_down_is_shown_with_its_fix_until_it_is_back(
         model_server.go_down()
         # A turn fails: the banner comes through the live feed, with no reload.
         # Not waited for: its reply is the failure; what the banner says is the test's.
-        message = {"message": "are you there?", "session_id": "s1", "user": "alice"}
+        message = {"message": "are you there?", "conversation_id": "s1", "user": "alice"}
         turn = threading.Thread(
             target=httpx.post,
             args=(f"{process.url}/api/chat/aria",),

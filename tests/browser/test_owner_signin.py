@@ -122,7 +122,7 @@ def mallorys_messages(hub: RunningHub, mallory: dict[str, str]) -> str:
     """Mallory's conversations with aria as her session lists them (each with its first
     message): where anything typed into the planted session would be."""
     with httpx.Client(base_url=hub.url, timeout=30, headers=mallory) as http:
-        sessions = http.get("/api/chat/aria/sessions")
+        sessions = http.get("/api/chat/aria/conversations")
     assert sessions.status_code == 200, sessions.text
     return sessions.text
 

@@ -194,7 +194,7 @@ async def test_a_web_stranger_runs_only_what_proves_who_they_are(web_hub: Hub) -
     async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
 
         async def run(text: str) -> str:
-            body = {"message": text, "session_id": "s1"}
+            body = {"message": text, "conversation_id": "s1"}
             response = await client.post("/api/chat/mika", json=body, headers=headers)
             assert response.status_code == 200, response.text
             return "".join(e.get("text", "") for e in sse_events(response.text))

@@ -41,7 +41,7 @@ def in_terminal(home: Path, *args: str) -> str:
 def test_a_reply_is_rendered_in_a_terminal_and_plain_when_piped(tmp_path: Path) -> None:
     home = tmp_path / "home"
     assert cli(home, "init", "--demo", "--owner", "Sam").returncode == 0
-    shown = in_terminal(home, "chat", "aria", "hello", "--session", "tty")
+    shown = in_terminal(home, "chat", "aria", "hello", "--conversation", "tty")
     assert "[llm]" in shown and MARKED not in shown and "**" not in shown
-    piped = cli(home, "chat", "aria", "hello", "--session", "piped")
+    piped = cli(home, "chat", "aria", "hello", "--conversation", "piped")
     assert piped.returncode == 0 and MARKED in piped.stdout, piped.stdout + piped.stderr

@@ -68,7 +68,7 @@ def test_sigkill_mid_turn_then_restart_answers_once(tmp_path: Path, fake_llm: st
     owner = hub.owner()
     payload = {
         "message": "Please summarise the plan",
-        "session_id": "s",
+        "conversation_id": "s",
         "user": "alice",
         "message_id": "msg-1",
     }
@@ -94,11 +94,13 @@ def test_sigkill_mid_turn_then_restart_answers_once(tmp_path: Path, fake_llm: st
     try:
 
         def answered() -> bool:
-            messages = hub.get("/api/chat/aria/history", session_id="s", user="alice")["messages"]
+            messages = hub.get("/api/chat/aria/history", conversation_id="s", user="alice")[
+                "messages"
+            ]
             return any(m["author_kind"] == "anima" for m in messages)
 
         wait_for(answered)
-        history = hub.get("/api/chat/aria/history", session_id="s", user="alice")["messages"]
+        history = hub.get("/api/chat/aria/history", conversation_id="s", user="alice")["messages"]
         assert [(m["author_kind"], m["text"]) for m in history] == [
             ("person", "Please summarise the plan"),
             ("anima", "Here is the plan, once."),

@@ -101,7 +101,7 @@ def private_postgres() -> Iterator[PrivatePostgres]:
 
 
 def chat(hub: HubProcess, message_id: str, timeout: float = 60) -> httpx.Response:
-    payload = {"message": f"note {message_id}", "session_id": "s1", "user": "alice"}
+    payload = {"message": f"note {message_id}", "conversation_id": "s1", "user": "alice"}
     payload["message_id"] = message_id
     return httpx.post(
         f"{hub.url}/api/chat/aria", json=payload, headers=hub.owner(), timeout=timeout

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.e2e
 
 
 def chat(hub: HubProcess, name: str, message: str, **extra: str) -> list[dict[str, str]]:
-    payload = {"message": message, "session_id": "e2e", "user": "alice", **extra}
+    payload = {"message": message, "conversation_id": "e2e", "user": "alice", **extra}
     url = f"{hub.url}/api/chat/{name}"
     answer = httpx.stream("POST", url, json=payload, headers=hub.owner(), timeout=60)
     with answer as response:
@@ -79,7 +79,7 @@ def test_chat_restart_and_history(tmp_path: Path) -> None:
 
     hub = HubProcess(home, free_port()).start()
     try:
-        history = hub.get("/api/chat/aria/history", session_id="e2e", user="alice")["messages"]
+        history = hub.get("/api/chat/aria/history", conversation_id="e2e", user="alice")["messages"]
         assert [m["author_kind"] for m in history] == ["person", "anima"]
         assert history[0]["text"] == "Remember: the launch is on Friday"
         assert history[1]["text"] == reply.strip()
@@ -232,7 +232,7 @@ def test_cli_works_in_process_when_no_hub_runs(tmp_path: Path) -> None:
     # Everything the in-process chat did is on disk for the next hub.
     hub = HubProcess(home, free_port()).start()
     try:
-        history = hub.get("/api/chat/otto/history", session_id="cli", user="carol")["messages"]
+        history = hub.get("/api/chat/otto/history", conversation_id="cli", user="carol")["messages"]
         assert [m["author_kind"] for m in history] == ["person", "anima"]
     finally:
         hub.stop()

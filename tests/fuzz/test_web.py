@@ -29,7 +29,7 @@ chat_body = shaped(
             text(), st.sampled_from(["/whoami", "/anima list", "hi", "\x00", *LONE])
         )
     },
-    session_id=st.one_of(st.sampled_from(["s1", "s-2.x"]), nasty_text(10)),
+    conversation_id=st.one_of(st.sampled_from(["s1", "s-2.x"]), nasty_text(10)),
     user=_name,
     channel=st.one_of(st.sampled_from(["general", "nope"]), nasty_text(10)),
     message_id=st.one_of(st.sampled_from(["m1", "a:b.c-d"]), nasty_text(10)),
@@ -37,7 +37,7 @@ chat_body = shaped(
 realistic_chat = st.fixed_dictionaries(
     {
         "message": st.one_of(text(), st.sampled_from(["/whoami", "/anima list"])),
-        "session_id": st.sampled_from(["s1", "s-2.x"]),
+        "conversation_id": st.sampled_from(["s1", "s-2.x"]),
     },
     optional={
         "user": st.sampled_from(["alice", "bob"]),
@@ -87,7 +87,7 @@ async def _status(client: httpx.AsyncClient, path: str, body: str) -> int:
 @examples(ci=20, full=1_000, fixture=True)
 @given(body=bodies, anima=st.sampled_from(["aria", "nobody"]))
 # A NUL in the text passed validation and PostgreSQL refused the row: a 500.
-@example(body=json.dumps({"message": "a\x00b", "session_id": "s1"}), anima="aria")
+@example(body=json.dumps({"message": "a\x00b", "conversation_id": "s1"}), anima="aria")
 async def test_any_chat_body_is_answered_never_a_server_error(
     web: httpx.AsyncClient, body: str, anima: str
 ) -> None:

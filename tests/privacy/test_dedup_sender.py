@@ -55,7 +55,7 @@ async def client(hub: Hub) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def chat(client: httpx.AsyncClient, who: dict[str, str], text: str, message_id: str) -> str:
-    body = {"message": text, "session_id": "s1", "message_id": message_id}
+    body = {"message": text, "conversation_id": "s1", "message_id": message_id}
     response = await client.post("/api/chat/mika", json=body, headers=who)
     assert response.status_code == 200, response.text
     return "".join(e.get("text") or e.get("message", "") for e in sse_events(response.text))

@@ -116,8 +116,8 @@ BY_NAME = [
     ("POST", "/api/tokens", {"person": "Carol", "create": False}),
     ("POST", "/api/tokens", {"person": "carol"}),
     ("GET", "/api/tokens?person=Carol", None),
-    ("POST", "/api/chat/aria", {"message": "hi", "session_id": "s", "user": "Carol"}),
-    ("GET", "/api/chat/aria/history?session_id=s&user=carol", None),
+    ("POST", "/api/chat/aria", {"message": "hi", "conversation_id": "s", "user": "Carol"}),
+    ("GET", "/api/chat/aria/history?conversation_id=s&user=carol", None),
     ("POST", "/api/channels/general/posts", {"text": "hi", "user": "Carol"}),
     ("GET", "/api/conversations?person=Carol", None),
 ]
@@ -166,7 +166,7 @@ async def test_an_invite_for_the_real_carol_never_signs_her_into_the_stranger(hu
         me = (await client.get("/api/me")).json()
         assert me["id"] == carol
         chat = await client.post(
-            "/api/chat/aria", json={"message": f"Remember: {SECRET}", "session_id": "c1"}
+            "/api/chat/aria", json={"message": f"Remember: {SECRET}", "conversation_id": "c1"}
         )
         assert chat.status_code == 200
     assert hub.memory is not None
@@ -420,7 +420,7 @@ async def test_a_person_filtering_by_a_shared_name_learns_no_candidates(hub: Hub
         assert "5551234" not in mine.text
         other = await client.post(
             "/api/chat/aria",
-            json={"message": "hi", "session_id": "s", "user": "Carol"},
+            json={"message": "hi", "conversation_id": "s", "user": "Carol"},
             headers=bob,
         )
         assert other.status_code == 403 and "5551234" not in other.text

@@ -77,7 +77,7 @@ async def signed_in_browser(world: World) -> tuple[httpx.AsyncClient, str]:
 
 async def web_chat(world: World, browser: httpx.AsyncClient, text: str) -> str:
     response = await browser.post(
-        f"/api/chat/{ANIMA}", json={"message": text, "session_id": "dana-web"}
+        f"/api/chat/{ANIMA}", json={"message": text, "conversation_id": "dana-web"}
     )
     assert response.status_code == 200, response.text
     await settle(world.hub)
@@ -134,7 +134,7 @@ async def test_one_person_on_three_platforms_and_no_one_else(tmp_path: Path) -> 
             revoked = await world.http.delete(f"/api/sessions/{sessions[0]['id']}")
             assert revoked.status_code == 200
             after = await browser.post(
-                f"/api/chat/{ANIMA}", json={"message": "still me?", "session_id": "dana-web"}
+                f"/api/chat/{ANIMA}", json={"message": "still me?", "conversation_id": "dana-web"}
             )
             assert after.status_code == 401
 

@@ -40,13 +40,13 @@ ATTEMPTS = [  # method, path, JSON body: what a stranger behind the proxy would 
     ("GET", "/api/me", None),
     ("GET", "/api/memory/aria/read?path=episodes", None),
     ("GET", "/api/memory/aria/search?q=safe", None),
-    ("GET", "/api/chat/aria/history?session_id=s&user=olivia", None),
+    ("GET", "/api/chat/aria/history?conversation_id=s&user=olivia", None),
     ("GET", "/api/people", None),
     ("GET", "/api/deliveries", None),
     ("POST", "/api/tokens", {"person": "olivia"}),
     ("POST", "/api/signin/owner", {}),
     ("POST", "/api/people/olivia/invite", {}),
-    ("POST", "/api/chat/aria", {"message": "what opens my safe?", "session_id": "s"}),
+    ("POST", "/api/chat/aria", {"message": "what opens my safe?", "conversation_id": "s"}),
     ("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
 ]
 
@@ -90,7 +90,9 @@ async def served(home: Path, database_url: str) -> AsyncIterator[tuple[Hub, str]
         async with httpx.AsyncClient(
             base_url=server.url, headers=owner_headers(home), timeout=30
         ) as owner:
-            said = await owner.post("/api/chat/aria", json={"message": SECRET, "session_id": "s"})
+            said = await owner.post(
+                "/api/chat/aria", json={"message": SECRET, "conversation_id": "s"}
+            )
             assert said.status_code == 200, said.text
         yield hub, server.url
     finally:
@@ -141,7 +143,7 @@ async def test_a_planted_session_cookie_is_nobody(served: tuple[Hub, str]) -> No
     hub, url = served
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
         planted, planted_key = await _session(http, hub, "Mallory", owner=False)
-        asked = {"message": "what opens my safe?", "session_id": "s"}
+        asked = {"message": "what opens my safe?", "conversation_id": "s"}
 
         async def who(cookies: str, key: str | None) -> str | int:
             headers = {"Cookie": cookies, **({"X-Page-Key": key} if key else {})}

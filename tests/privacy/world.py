@@ -188,7 +188,7 @@ class World:
 
     async def web_claim(self, person: str, claims: str, text: str) -> int:
         """`person`, with their own token, says they are `claims`: the HTTP status."""
-        body = {"message": text, "user": claims, "session_id": "s1"}
+        body = {"message": text, "user": claims, "conversation_id": "s1"}
         response = await self.http.post(
             f"/api/chat/{ANIMA}", json=body, headers=await self._web_auth(person)
         )
@@ -199,7 +199,7 @@ class World:
         HTTP response."""
         asked = self._requests()
         message_id = f"rt-{next(self._ids)}"
-        body = {"message": text, "session_id": "s1", "message_id": message_id}
+        body = {"message": text, "conversation_id": "s1", "message_id": message_id}
         response = await self.http.post(
             f"/api/chat/{ANIMA}", json=body, headers=await self._web_auth(person)
         )

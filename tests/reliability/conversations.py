@@ -89,12 +89,12 @@ class WebDM:
     owner: dict[str, str] = field(default_factory=dict)  # the owner's key, naming `user`
 
     async def send(self, tag: str, text: str) -> Sent:
-        body = {"message": text, "session_id": self.name, "user": self.user, "message_id": tag}
+        body = {"message": text, "conversation_id": self.name, "user": self.user, "message_id": tag}
         await _until_accepted(f"{self.hub_url}/api/chat/aria", body, self.owner, stream=True)
         return _note(self, Sent(tag, tag))
 
     async def replies(self) -> list[Reply]:
-        params = {"session_id": self.name, "user": self.user, "limit": 1000}
+        params = {"conversation_id": self.name, "user": self.user, "limit": 1000}
         data = await _get(f"{self.hub_url}/api/chat/aria/history", params, self.owner)
         return [Reply(m["text"], None) for m in data["messages"] if m["author_kind"] == "anima"]
 

@@ -197,7 +197,7 @@ class WebTarget:
 
     def prepare(self, text: str, person: int) -> Message:
         self._ids += 1
-        body = {"message": text, "session_id": f"s{self._ids}", "user": f"p{person}"}
+        body = {"message": text, "conversation_id": f"s{self._ids}", "user": f"p{person}"}
         return Message(text, {**body, "message_id": f"web-{self._ids}-{time.time_ns()}"})
 
     async def deliver(self, message: Message, copy: int) -> int:

@@ -62,7 +62,7 @@ async def test_a_lone_surrogate_in_a_json_body_is_refused_with_422(
     client: httpx.AsyncClient,
 ) -> None:
     json_type = {"Content-Type": "application/json"}
-    lone = b'{"message": "hi \\ud800 there", "session_id": "s1", "user": "alice"}'
+    lone = b'{"message": "hi \\ud800 there", "conversation_id": "s1", "user": "alice"}'
     chat = await client.post("/api/chat/mika", content=lone, headers=json_type)
     assert chat.status_code == 422, chat.text
     assert "surrogate" in chat.json()["detail"]

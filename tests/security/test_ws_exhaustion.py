@@ -67,7 +67,7 @@ async def test_500_hostile_sockets_leave_the_owners_and_another_persons_requests
             await flood.all_opened()
             owner, person, hello = await asyncio.gather(
                 timed_requests(port, ADMIN, "/api/animas", REQUESTS),
-                timed_requests(port, dana, "/api/chat/mika/sessions", REQUESTS),
+                timed_requests(port, dana, "/api/chat/mika/conversations", REQUESTS),
                 _first_frame(port, _secret(dana)),
             )
         finally:

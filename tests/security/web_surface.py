@@ -111,7 +111,7 @@ class WebSurface:
 
 
 def _chat(text: str, message_id: str) -> bytes:
-    payload: dict[str, Any] = {"message": text, "session_id": "s1", "user": "mallory"}
+    payload: dict[str, Any] = {"message": text, "conversation_id": "s1", "user": "mallory"}
     payload["message_id"] = message_id
     return json.dumps(payload).encode()
 

@@ -275,7 +275,7 @@
     convs: new Map(),
   };
 
-  function sessionId(user, anima) {
+  function conversationId(user, anima) {
     const key = KEYS.session(user, anima);
     let id = store.get(key);
     if (!id) {
@@ -291,13 +291,13 @@
     return id;
   }
 
-  /** The conversation object for a selection; anima chats are keyed by user and session. */
+  /** The conversation object for a selection; anima chats are keyed by user and conversation id. */
   function convFor(sel) {
     let key;
-    let session = "";
+    let id = "";
     if (sel.kind === "anima") {
-      session = sessionId(state.user, sel.name);
-      key = `anima\u0001${state.user}\u0001${sel.name}\u0001${session}`;
+      id = conversationId(state.user, sel.name);
+      key = `anima\u0001${state.user}\u0001${sel.name}\u0001${id}`;
     } else {
       key = `channel\u0001${sel.name}`;
     }
@@ -308,7 +308,7 @@
         kind: sel.kind,
         name: sel.name,
         user: state.user,
-        session,
+        conversationId: id,
         items: [],
         loaded: false,
         loading: false,
@@ -703,7 +703,7 @@
     conv.loading = true;
     conv.loadError = "";
     renderMessages(conv);
-    const query = `session_id=${enc(conv.session)}`;
+    const query = `conversation_id=${enc(conv.conversationId)}`;
     try {
       const data = await apiJSON(`/api/chat/${enc(conv.name)}/history?${query}`);
       if (seq !== conv.loadSeq) return;
@@ -730,7 +730,7 @@
     if (conv.polling || conv.streaming || !conv.loaded) return;
     conv.polling = true;
     try {
-      const data = await apiJSON(`/api/chat/${enc(conv.name)}/history?session_id=${enc(conv.session)}`);
+      const data = await apiJSON(`/api/chat/${enc(conv.name)}/history?conversation_id=${enc(conv.conversationId)}`);
       const messages = Array.isArray(data && data.messages) ? data.messages : [];
       if (conv.streaming) return;
       const sameText = (a, b) => String(a.text).trim() === String(b.text).trim();
@@ -841,21 +841,21 @@
     let data;
     try {
       const q = query ? `?q=${enc(query)}` : "";
-      data = await apiJSON(`/api/chat/${enc(conv.name)}/sessions${q}`);
+      data = await apiJSON(`/api/chat/${enc(conv.name)}/conversations${q}`);
     } catch (err) {
       return; // a convenience: the chat itself works without the list
     }
     // Only the answer to what the box says now: a later keystroke's search replaces it.
     if (!isCurrent(conv) || query !== els.conversationSearch.value.trim()) return;
-    const sessions = Array.isArray(data && data.sessions) ? data.sessions : [];
-    const current = sessionId(state.user, conv.name);
-    const options = sessions.map((s) =>
+    const past = Array.isArray(data && data.conversations) ? data.conversations : [];
+    const current = conversationId(state.user, conv.name);
+    const options = past.map((s) =>
       el("option", { value: s.thread, text: `${new Date(s.last_at).toLocaleString()} · ${s.first_text}` }),
     );
     if (query) {
       // The hub searched what was said in each conversation, the Anima's replies included.
-      const found = sessions.length
-        ? `${sessions.length} ${sessions.length === 1 ? "conversation" : "conversations"} with “${query}”`
+      const found = past.length
+        ? `${past.length} ${past.length === 1 ? "conversation" : "conversations"} with “${query}”`
         : `No conversation with “${query}”`;
       options.unshift(el("option", { value: "", text: found }));
       els.pastConversations.replaceChildren(...options);
@@ -863,13 +863,13 @@
       els.pastConversations.hidden = false;
       return;
     }
-    if (!sessions.some((s) => s.thread === current)) {
+    if (!past.some((s) => s.thread === current)) {
       options.unshift(el("option", { value: current, text: "This new conversation" }));
     }
     els.pastConversations.replaceChildren(...options);
     els.pastConversations.value = current;
-    els.pastConversations.hidden = sessions.length === 0;
-    els.conversationSearch.hidden = sessions.length === 0;
+    els.pastConversations.hidden = past.length === 0;
+    els.conversationSearch.hidden = past.length === 0;
   }
 
   let searchTimer = 0;
@@ -1007,7 +1007,7 @@
       const res = await api(`/api/chat/${enc(conv.name)}`, {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
-        body: JSON.stringify({ message: text, session_id: conv.session, message_id: messageId }),
+        body: JSON.stringify({ message: text, conversation_id: conv.conversationId, message_id: messageId }),
       });
       if (!res.ok) throw await errorFromResponse(res);
       const parser = createSSEParser(handle);
