@@ -384,3 +384,22 @@ class TaskEvent(SQLModel, table=True):
     from_state: str | None = Field(default=None, max_length=16)
     to_state: str = Field(max_length=16)
     note: str = ""
+
+
+class LeaseRow(SQLModel, table=True):
+    """A lease (hub/store/leases.py, docs/scale.md): held by `holder` until `expires_at`, on
+    the database's clock; `epoch` grows each time it changes hands (a fencing token)."""
+
+    __tablename__ = "lease"
+    key: str = Field(primary_key=True, max_length=200)
+    holder: str = Field(max_length=100)
+    epoch: int = 0
+    expires_at: datetime = _ts(nullable=False)
+
+
+class WorkerRow(SQLModel, table=True):
+    """A hub worker that takes leases, and when it last said it was alive."""
+
+    __tablename__ = "hub_worker"
+    id: str = Field(primary_key=True, max_length=100)
+    seen_at: datetime = _ts(nullable=False)

@@ -273,3 +273,14 @@ def test_ws_exhaustion_runs(tmp_path: Path) -> None:
     run_bench("bench/ws_exhaustion.py", "--hostile", "30", "--requests", "3", "--json", str(out))
     result = json.loads(out.read_text())
     assert set(result) == {"hostile", "requests_each", "quiet", "flooded"}
+
+
+@pytest.mark.postgres
+def test_leases_runs() -> None:
+    from tests.conftest import postgres_url
+
+    url = postgres_url()
+    args = ("--url", url, "--workers", "2", "--partitions", "8", "--rounds", "5")
+    figures = json.loads(run_bench("bench/leases.py", *args))
+    assert figures["held_per_worker"] == [4]
+    assert figures["statements_per_step"] >= 3  # alive, count the live, renew
