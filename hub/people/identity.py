@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from hub.markdown_files import read_document, write_document
@@ -65,6 +66,16 @@ def os_user() -> str:
 def slugify(text: str) -> str:
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:40]
+
+
+def _found(session: Session, user: PlatformUser) -> tuple[Person, Identity] | None:
+    """The person a platform account belongs to, with that account's row."""
+    found = session.exec(
+        select(Person, Identity)
+        .join(Identity)
+        .where(Identity.platform == user.platform, Identity.user_id == user.user_id)
+    ).first()
+    return (found[0], found[1]) if found is not None else None
 
 
 class IdentityService:
@@ -144,14 +155,18 @@ class IdentityService:
         if cached is not None and self._names.get(user.key) == user.display_name:
             return cached
         with self._db.session() as session:
-            found = session.exec(
-                select(Person, Identity)
-                .join(Identity)
-                .where(Identity.platform == user.platform, Identity.user_id == user.user_id)
-            ).first()
+            found = _found(session, user)
             if found is None:
-                row = self._create(session, user)
-            else:
+                try:
+                    row = self._create(session, user)
+                except IntegrityError:
+                    # Another writer of the database made this person between the look and
+                    # the insert (several hub workers, docs/scale.md): theirs is the one.
+                    session.rollback()
+                    found = _found(session, user)
+                    if found is None:
+                        raise
+            if found is not None:
                 row, identity = found
                 self._update(session, row, identity, user)
             view = _view(row)

@@ -296,3 +296,32 @@ def test_names_in_knows_new_people_and_new_names_at_once(db: Database, users_dir
     identity.resolve(PlatformUser("web", "alice", "Alicia"))  # renamed on the platform
     assert identity.names_in("what did alice say?").people == ()
     assert identity.names_in("what did Alicia say?").people == (alice,)
+
+
+def test_two_workers_meeting_a_new_person_at_once_make_one_person(
+    database_url: str, users_dir: Path
+) -> None:
+    """Two hub workers on one database (docs/scale.md) see a stranger's first message at
+    the same moment: the second's insert meets the first's row, and it takes that person
+    instead of failing the message."""
+    from sqlalchemy import event
+
+    first, second = Database(database_url), Database(database_url)
+    first.migrate()
+    a, b = service(first, users_dir), service(second, users_dir)
+    met: list[str] = []
+
+    def the_other_worker_meanwhile(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if not met and statement.lstrip().upper().startswith("SELECT") and "identity" in statement:
+            met.append(b.resolve(ALICE).id)  # commits between a's look and a's insert
+
+    event.listen(first.engine, "after_cursor_execute", the_other_worker_meanwhile)
+    try:
+        person = a.resolve(ALICE)
+        assert met == [person.id]
+        with first.session() as session:
+            assert len(session.exec(select(Person)).all()) == 1
+            assert len(session.exec(select(Identity)).all()) == 1
+    finally:
+        first.dispose()
+        second.dispose()
