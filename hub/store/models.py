@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import JSON, Column, DateTime, Dialect, Index, String, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Dialect, Index, String, UniqueConstraint, text
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
@@ -140,6 +140,16 @@ class InboxItem(SQLModel, table=True):
         # another person's id must not find (and replay) that person's row.
         UniqueConstraint("platform", "sender_key", "event_id", name="uq_inbox_sender_event"),
         Index("ix_inbox_status", "status"),
+        # One running turn per Anima and conversation, held by the database rather than by
+        # one process's mailbox lanes: a second claim waits behind it (docs/scale.md).
+        Index(
+            "ux_inbox_one_running",
+            "anima",
+            "conversation",
+            unique=True,
+            sqlite_where=text("status = 'processing'"),
+            postgresql_where=text("status = 'processing'"),
+        ),
     )
     id: str = Field(primary_key=True, max_length=36)
     platform: str = Field(max_length=32)

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
 from sqlalchemy import Connection, Row, bindparam, func, update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from hub.messages import Address, utcnow
@@ -54,6 +55,11 @@ class Claimed(NamedTuple):
     interrupted: int
     attachments: list[dict[str, Any]]
     failing_since: datetime | None
+
+
+class ConversationBusy(Exception):
+    """Another turn of this Anima's conversation is running (on another worker: in one
+    process the mailbox lane already keeps them apart). This one waits behind it."""
 
 
 class HeldRow(NamedTuple):
@@ -114,10 +120,14 @@ class Inbox:
 
     def claim(self, job: TurnJob) -> Claimed | None:
         """Claim the row for one attempt of its turn; None when it is not open any more
-        (answered, held or given up on)."""
+        (answered, held or given up on). ConversationBusy when another turn of the same
+        Anima and conversation is running: the database's index says so."""
         values = {"row_id": job.inbox_id, "to_anima": job.anima, "sender_id": job.person_id or None}
-        with self._db.write() as conn:
-            found = conn.execute(_CLAIM, values).first()
+        try:
+            with self._db.write() as conn:
+                found = conn.execute(_CLAIM, values).first()
+        except IntegrityError as exc:
+            raise ConversationBusy(job.conversation) from exc
         return _read(Claimed, found) if found is not None else None
 
     def release(self, conn: Connection, inbox_id: str, error: str, since: datetime) -> None:

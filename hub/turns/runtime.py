@@ -35,7 +35,7 @@ from hub.supervise import Backoff, Part
 from hub.turns.commit import Answer, TurnCommit
 from hub.turns.context import TurnContexts
 from hub.turns.episodes import OFFLINE_NOTE, describe
-from hub.turns.inbox import Claimed
+from hub.turns.inbox import Claimed, ConversationBusy
 from hub.turns.llm import TurnContext, spent, wrap_message
 from hub.turns.mailbox import Job, Mailboxes, TaskJob, TurnJob
 from hub.turns.parts import Holds, Responders, TurnParts
@@ -46,6 +46,8 @@ __all__ = ["WAITING", "Responders", "Runtime", "TurnParts"]
 
 log = logging.getLogger(__name__)
 WAITING = "Still waiting for the AI model to answer…"
+# How often a turn whose conversation is busy on another worker asks again (docs/scale.md).
+BUSY_WAIT_S = 0.5
 
 
 class Runtime:
@@ -146,7 +148,12 @@ class Runtime:
     async def _turn(self, job: TurnJob) -> float | None:
         if self._held(job):
             return None
-        row = self._parts.inbox.claim(job)
+        try:
+            row = self._parts.inbox.claim(job)
+        except ConversationBusy:
+            # Behind the running turn, in its lane: never refused as busy.
+            log.debug("turn %s waits: a turn of its conversation is running", job.inbox_id)
+            return BUSY_WAIT_S
         if row is None:
             return None
         began = time.monotonic()
