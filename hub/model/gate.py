@@ -14,7 +14,10 @@ provider's 429 (FailureKind.RATE_LIMITED) slows the schedule rather than failing
 
 After a 429, the calls that waited out the pause also *start* at a paced rate (`pace`: the
 agenda sets one and a half times the mean its heartbeats are planned at), until none is
-left waiting. A slot count alone let them all go at once when the pause ended: with answers
+left waiting, and every call does for a minute after it (PACED_AFTER_429): a provider that
+just refused is at its limit, and the bursts the plan allows (up to twice the mean in a
+second) met in one second with the neighbours' (the hub's own latency varies) are what
+tips it over. A slot count alone let them all go at once when the pause ended: with answers
 in 0.05 s one slot passes twenty calls a second, and a thousand Animas' heartbeats posted
 7-8 in one second against a mean of 3.3 (bench/README.md). Paced, what waited drains at
 half the mean besides the schedule's own calls.
@@ -44,6 +47,9 @@ T = TypeVar("T")
 # How many 429s in a row one run waits out before its call fails as any model failure does.
 # The pauses are the provider's own Retry-After, so eight of them is minutes, not seconds.
 MAX_PACED_TRIES = 8
+# For this long after a 429 every scheduled call starts at the paced rate, not only those
+# that waited out the pause (bench/README.md, "A thousand Animas on one schedule").
+PACED_AFTER_429 = timedelta(minutes=1)
 
 
 class Call(Protocol):
@@ -108,6 +114,7 @@ class LocalGate:
         self._spacing: timedelta | None = None  # between starts (`pace`)
         self._next_start: datetime | None = None
         self._catching_up = False  # since a 429, until what waited out its pause has started
+        self._limited_at: datetime | None = None  # the last 429
 
     @property
     def state(self) -> GateState:
@@ -158,12 +165,18 @@ class LocalGate:
                 continue
             if self._in_flight < int(self._limit):
                 self._in_flight += 1
-                if self._spacing is not None and self._catching_up:
-                    self._next_start = self._clock.now() + self._spacing
+                now = self._clock.now()
+                if self._spacing is not None and (self._catching_up or self._near_limit(now)):
+                    self._next_start = now + self._spacing
                     self._catching_up = self._waiting > 1  # others queued behind this one
                 return
             freed = self._freed
             await freed.wait()
+
+    def _near_limit(self, now: datetime) -> bool:
+        """Within PACED_AFTER_429 of the last 429: the provider is at its limit, and a
+        second the plan fills to twice the mean is what tips it over."""
+        return self._limited_at is not None and now - self._limited_at < PACED_AFTER_429
 
     def _wake(self) -> None:
         # Every waiter re-checks; the first to run takes the slot, the rest wait again.
@@ -172,6 +185,7 @@ class LocalGate:
 
     def rate_limited(self, seq: int, retry_after: float | None) -> None:
         self._catching_up = True
+        self._limited_at = self._clock.now()
         pause = timedelta(seconds=retry_after) if retry_after is not None else self._pause
         resume = self._clock.now() + pause
         if self._resume_at is None or resume > self._resume_at:

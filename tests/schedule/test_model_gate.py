@@ -17,7 +17,7 @@ from hub.app import Hub
 from hub.clock import ManualClock
 from hub.model.client import LiteLLMCalls, LLMError
 from hub.model.failure import FailureKind
-from hub.model.gate import GatedModelClient, LocalGate, paced
+from hub.model.gate import PACED_AFTER_429, GatedModelClient, LocalGate, paced
 from hub.schedule.distill_llm import LLMDistiller
 from hub.settings import load_settings
 from tests.schedule.conftest import deliveries, open_life, say
@@ -139,7 +139,8 @@ async def test_what_waited_out_a_pause_starts_at_the_paced_rate_then_as_slots_al
 ) -> None:
     """The calls that waited out a 429's pause all went within the next second when it
     ended (a thousand Animas' heartbeats posted 8 in a second against a mean of 3.4). They
-    start at the paced rate now, here two a second; once none waits, as slots allow."""
+    start at the paced rate now, here two a second, and so does every call for a minute
+    after the 429; after that, as slots allow."""
     gate = LocalGate(8, clock, pause_s=10)
     gate.pace(2)
     answers = Answers()
@@ -161,8 +162,18 @@ async def test_what_waited_out_a_pause_starts_at_the_paced_rate_then_as_slots_al
         answers.go.put_nowait(None)
     assert await asyncio.gather(*runs) == ["ok"] * 4  # none lost, none failed
     clock.advance(timedelta(seconds=1))
+    fresh = [asyncio.create_task(paced(gate, answers)) for _ in range(2)]
+    await eventually(lambda: answers.started == 6)
+    await asyncio.sleep(0.05)
+    assert answers.started == 6  # a minute after the 429, new calls are spaced too
+    clock.advance(timedelta(seconds=0.5))
+    await eventually(lambda: answers.started == 7)
+    for _ in range(2):
+        answers.go.put_nowait(None)
+    assert await asyncio.gather(*fresh) == ["ok"] * 2
+    clock.advance(PACED_AFTER_429)
     later = [asyncio.create_task(paced(gate, answers)) for _ in range(3)]
-    await eventually(lambda: answers.started == 8)  # no 429 since: all at once
+    await eventually(lambda: answers.started == 10)  # no 429 for a minute: all at once
     for _ in range(3):
         answers.go.put_nowait(None)
     assert await asyncio.gather(*later) == ["ok"] * 3
