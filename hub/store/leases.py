@@ -129,9 +129,7 @@ class Balancer:
         with self._db.write() as conn:
             conn.execute(_SEEN, {"me": self._me})
             live = max(1, int(conn.execute(_LIVE, {"ttl": self._ttl}).scalar_one()))
-            renewed = conn.execute(
-                _RENEW, {"me": self._me, "ttl": self._ttl, "prefix": f"{PARTITION}%"}
-            ).all()
+            renewed = conn.execute(_RENEW, {**_params(self._me), "ttl": self._ttl}).all()
             self._epochs = {key: epoch for key, epoch in renewed}
             share = math.ceil(len(self._all) / live)
             surplus = sorted(self._epochs, key=_number)[share:]
@@ -159,6 +157,7 @@ class Balancer:
 
 
 def _params(me: str) -> dict[str, str]:
+    """Who asks, and the keys that are partitions (for the statements that match them)."""
     return {"me": me, "prefix": f"{PARTITION}%"}
 
 
