@@ -19,6 +19,7 @@ from hub.commands.people import PeopleCommands
 from hub.commands.share import ShareCommands
 from hub.commands.state import AnimaStates
 from hub.commands.tasks import TaskCommands
+from hub.delivery.claims import forget_claims
 from hub.delivery.outbox import Outbox
 from hub.delivery.platforms import Platforms
 from hub.inbound.dispatch import Dispatcher
@@ -53,6 +54,8 @@ from hub.schedule.scheduler import Scheduler
 from hub.schedule.sessions import close_idle_sessions
 from hub.settings import ConfigError, Settings, configured_secrets
 from hub.store.db import Database
+from hub.store.listen import HUB_CHANGES, OUTBOX, Listener
+from hub.store.versions import Versions
 from hub.supervise import Supervisor
 from hub.tasks.addressing import Addressing
 from hub.tasks.board import TaskBoard
@@ -100,11 +103,15 @@ class Hub:
         redact("")  # compiles the rule set now, not in the first person's turn
         self.clock: Clock = clock or SystemClock()
         self.db = Database(settings.database_url)
+        # What another writer of the database changed in the state cached here.
+        self.versions = Versions(self.db)
         self.animas = AnimaRegistry(settings.home / "animas", load_roles())
         self._build_people()
         self._build_delivery(adapter_factories)
         self._build_memory_and_model(tools or builtin_tools())
-        self.anima_states = AnimaStates(self.db, self.inbox, self.outbox, self.live)
+        self.anima_states = AnimaStates(
+            self.db, self.inbox, self.outbox, self.live, versions=self.versions
+        )
         responders = responders or Responders(
             LiteLLMResponder(settings.llm, self.tools, self.model),
             OfflineResponder(offline_delegation(self.tools, lambda: self.delegation)),
@@ -118,6 +125,7 @@ class Hub:
         self._planned: tuple[str, ...] | None = None
         self._sessions_checked: datetime | None = None
         self._catch_up: asyncio.Task[None] | None = None
+        self.listener: Listener | None = None  # on PostgreSQL, once started
 
     # wiring: each part built once, in the order the parts need one another ------------
 
@@ -125,7 +133,7 @@ class Hub:
         """Who is talking: identity, sign-in access, speakers, links between accounts, and
         the handoffs of where a person left off. Also the live feed and the task board."""
         settings, db = self.settings, self.db
-        self.identity = IdentityService.of(settings, db)
+        self.identity = IdentityService.of(settings, db, self.versions)
         self.access = Access(db, self.clock.now)
         self.people = People(db, self.identity)
         self.linking = Linking(db, self.identity, self.access)
@@ -341,6 +349,7 @@ class Hub:
         # Before any platform can start a turn: what is `processing` now was cut off.
         if interrupted := self.inbox.mark_interrupted():
             log.warning("%d turns were cut off by the last stop; running them again", interrupted)
+        forget_claims(self.db)  # this hub holds the database: every sender's claim was ours
         for problem in self.animas.load():
             log.error("Anima not loaded: %s", problem)
         # The model workers start with the first model call (hub/model/pool.py), not here:
@@ -363,6 +372,11 @@ class Hub:
             log.warning("%d tasks were cut off by the last stop; running them again", cut_off)
         await self.platforms.start(self.port)
         self.supervisor.start("outbox", self.outbox.run)
+        if self.db.engine.dialect.name == "postgresql":
+            # Other workers' changes and deliveries, heard at once (hub/store/listen.py).
+            hints = {HUB_CHANGES: self._changed_elsewhere, OUTBOX: self._delivery_added}
+            self.listener = Listener(self.settings.database_url, hints, self.versions.hint)
+            self.supervisor.start("listener", self.listener.run)
         memory = self.memory
         if memory is not None:
             self.supervisor.start("memory access log", lambda part: memory.flush_forever(part.ok))
@@ -371,6 +385,12 @@ class Hub:
             # Not awaited: what is due after a pause (idle sessions to summarise, missed
             # heartbeats) runs once the server answers; health says "catching up" meanwhile.
             self._catch_up = asyncio.create_task(self._catch_up_then_tick(), name="catch-up")
+
+    def _changed_elsewhere(self, _kind: str) -> None:
+        self.versions.hint()
+
+    def _delivery_added(self, _payload: str) -> None:
+        self.outbox.wake()
 
     async def _catch_up_then_tick(self) -> None:
         await asyncio.sleep(0)  # let the server finish starting first

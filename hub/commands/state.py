@@ -23,6 +23,7 @@ from hub.live import LiveFeed
 from hub.messages import DeliveryKind, utcnow
 from hub.store.db import Database
 from hub.store.models import AnimaState, DeliveryRow, InboxItem, InboxStatus
+from hub.store.versions import ANIMA_STATE, Stale, Versions
 from hub.turns.inbox import Inbox
 from hub.turns.mailbox import TurnJob
 
@@ -41,19 +42,28 @@ class AnimaStates:
     """Run state of each Anima; no row means running. The scheduler asks `is_paused`.
 
     Which Animas are paused is also kept in memory, since the runtime asks before every
-    turn: this object is the only writer, as one hub holds its database (hub/cli/runfile.py).
+    turn; a pause or resume on another hub worker makes it stale, and it is read again
+    within the versions' bound (hub/store/versions.py).
     """
 
     def __init__(
-        self, db: Database, inbox: Inbox, outbox: Outbox, live: LiveFeed | None = None
+        self,
+        db: Database,
+        inbox: Inbox,
+        outbox: Outbox,
+        live: LiveFeed | None = None,
+        versions: Versions | None = None,
     ) -> None:
         self._db = db
         self._live = live or LiveFeed()
         self._inbox = inbox
         self._outbox = outbox
         self._paused_since: dict[str, datetime] | None = None  # loaded on first use
+        self._stale = Stale(versions, ANIMA_STATE)
 
     def _paused_map(self) -> dict[str, datetime]:
+        if self._stale.moved():
+            self._paused_since = None
         if self._paused_since is None:
             with self._db.engine.connect() as conn:
                 rows = conn.execute(_PAUSED).all()

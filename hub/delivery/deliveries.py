@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, or_, update
+from sqlalchemy import ColumnElement, Connection, and_, bindparam, exists, insert, or_, update
 from sqlmodel import col, select
 
 from hub.messages import Address, DeliveryKind, DeliveryStatus, utcnow
 from hub.store.db import Database
-from hub.store.models import AuditEntry, DeliveryRow
+from hub.store.models import AuditEntry, DeliveryRow, OutboxClaimRow
 
 _BATCH = 200
 _MAX_KEY = 300  # the idempotency key's column width
@@ -32,10 +32,14 @@ def bounded_key(key: str) -> str:
     return f"{key[: _MAX_KEY - 17]}~{digest}"
 
 
-# The outbox saves every chunk it sends.
+# The outbox saves every chunk it sends. Only while the row is pending: one an admin
+# cancelled, or another worker's sender finished, is not written over (`Gone`).
 SAVE = (
     update(DeliveryRow)
-    .where(col(DeliveryRow.id) == bindparam("row_id"))
+    .where(
+        col(DeliveryRow.id) == bindparam("row_id"),
+        col(DeliveryRow.status) == DeliveryStatus.PENDING.value,
+    )
     .values(
         status=bindparam("new_status"),
         attempts=bindparam("tries"),
@@ -80,9 +84,27 @@ class Delivery:
 DELIVERY_FIELDS = tuple(f.name for f in fields(Delivery))
 INSERT = insert(DeliveryRow)
 AUDIT = insert(AuditEntry)
+_COLUMNS = tuple(DeliveryRow.__table__.c[name] for name in DELIVERY_FIELDS)  # type: ignore[attr-defined]
+# Another sender (another worker's) holds the row's address now: not this outbox's to send.
+_HELD_ELSEWHERE = exists().where(
+    col(OutboxClaimRow.address) == col(DeliveryRow.address),
+    col(OutboxClaimRow.holder) != bindparam("me"),
+    col(OutboxClaimRow.expires_at) > bindparam("now"),
+)
+# What the outbox looks at: the oldest pending deliveries of addresses no one else holds.
 DUE = (
-    select(*(DeliveryRow.__table__.c[name] for name in DELIVERY_FIELDS))  # type: ignore[attr-defined]
-    .where(col(DeliveryRow.status) == DeliveryStatus.PENDING.value)
+    select(*_COLUMNS)
+    .where(col(DeliveryRow.status) == DeliveryStatus.PENDING.value, ~_HELD_ELSEWHERE)
+    .order_by(col(DeliveryRow.created_at))
+    .limit(_BATCH)
+)
+# What a sender sends, read once it holds the address's claim.
+AT_ADDRESS = (
+    select(*_COLUMNS)
+    .where(
+        col(DeliveryRow.status) == DeliveryStatus.PENDING.value,
+        col(DeliveryRow.address) == bindparam("where"),
+    )
     .order_by(col(DeliveryRow.created_at))
     .limit(_BATCH)
 )
@@ -99,9 +121,7 @@ PENDING_AT = (
 )
 
 
-_ONE = select(*(DeliveryRow.__table__.c[name] for name in DELIVERY_FIELDS)).where(  # type: ignore[attr-defined]
-    col(DeliveryRow.id) == bindparam("row_id")
-)
+_ONE = select(*_COLUMNS).where(col(DeliveryRow.id) == bindparam("row_id"))
 
 
 def as_values(delivery: Delivery) -> dict[str, object]:
@@ -145,6 +165,11 @@ def failure_audit(row: Delivery, error: str, at: datetime) -> dict[str, object]:
 
 class UnknownDelivery(LookupError):
     """No delivery has this id (the API answers 404)."""
+
+
+class Gone(LookupError):
+    """The delivery a sender holds is no longer pending: an admin cancelled it, or another
+    worker's sender finished it. Nothing more is sent or recorded for it."""
 
 
 class WrongState(ValueError):
@@ -195,7 +220,13 @@ def cancel(db: Database, delivery_id: str, action: Action) -> tuple[Delivery, De
                 f"delivery {delivery_id} is {row.status}: only a pending or failed one is cancelled"
             )
         was = row.status
-        _move(conn, row, {}, DeliveryStatus.CANCELLED)
+        # A chunk marked as going out by a sender that still holds the address may be on
+        # the platform already: refused, whichever worker's sender it is.
+        held = _held(row, action.at)
+        if row.sending_since is not None and conn.execute(select(held)).scalar():
+            raise WrongState(f"delivery {delivery_id} is being sent right now; look again")
+        in_flight = and_(col(DeliveryRow.sending_since).is_not(None), held)
+        _move(conn, row, {}, DeliveryStatus.CANCELLED, ~in_flight)
         row.status = DeliveryStatus.CANCELLED
         detail = {"was": was.value, "chunks_sent": len(row.message_ids)}
         conn.execute(AUDIT, [_audit(row, action, "delivery.cancel", detail)])
@@ -209,12 +240,25 @@ def _one(conn: Connection, delivery_id: str) -> Delivery:
     return loaded(values)
 
 
-def _move(conn: Connection, row: Delivery, values: dict[str, object], to: DeliveryStatus) -> None:
+def _held(row: Delivery, now: datetime) -> ColumnElement[bool]:
+    """A sender holds the delivery's address now (hub/delivery/claims.py)."""
+    return exists().where(
+        col(OutboxClaimRow.address) == row.address, col(OutboxClaimRow.expires_at) > now
+    )
+
+
+def _move(
+    conn: Connection,
+    row: Delivery,
+    values: dict[str, object],
+    to: DeliveryStatus,
+    *also: ColumnElement[bool],
+) -> None:
     """Change the row's status from what it was read as, or refuse: another request (or the
     sender) changed it in between."""
     moved = conn.execute(
         update(DeliveryRow)
-        .where(col(DeliveryRow.id) == row.id, col(DeliveryRow.status) == row.status.value)
+        .where(col(DeliveryRow.id) == row.id, col(DeliveryRow.status) == row.status.value, *also)
         .values(status=to, **values)
     ).rowcount
     if not moved:

@@ -5,6 +5,10 @@ Chunks are rendered and split once, stored on the row, and their platform ids re
 by one, so a retry after a 429 or a crash resumes at the first unsent chunk. Rate limits
 are honoured with the platform's retry-after; other transient errors back off
 exponentially; a delivery that cannot be sent ends `failed`, logged and visible in the API.
+
+One sender works on an address at a time, keeping its deliveries in creation order: in this
+process by `_busy`, across the hub workers on one database by the address's claim
+(hub/delivery/claims.py), which every write of the sender's progress renews.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from hub.adapter import (
     RateLimited,
 )
 from hub.delivery.chunking import split_text
+from hub.delivery.claims import AddressClaims, ClaimLost
 from hub.delivery.deliveries import (
+    AT_ADDRESS,
     AUDIT,
     DUE,
     INSERT,
@@ -39,7 +45,7 @@ from hub.delivery.deliveries import (
     SAVE,
     Action,
     Delivery,
-    WrongState,
+    Gone,
     as_values,
     cancel,
     failure_audit,
@@ -80,6 +86,7 @@ class Outbox:
         ready: Callable[[str], bool] = lambda _platform: True,
         senders: Part | None = None,
         live: LiveFeed | None = None,
+        holder: str | None = None,
     ) -> None:
         self._db = db
         self._adapters = adapters
@@ -90,9 +97,10 @@ class Outbox:
         self._clock = clock
         self._wake = asyncio.Event()
         self._busy: dict[str, asyncio.Task[None]] = {}  # one sender per address keeps order
-        self._sending: set[str] = set()  # the deliveries a sender is in the middle of
-        # Cancelled after a sender loaded them (it holds them in memory): it skips them.
-        self._cancelled: set[str] = set()
+        ttl = timedelta(seconds=settings.claim_ttl_s)
+        self._claims = AddressClaims(db, holder or uuid.uuid4().hex, ttl)
+        self._held: dict[str, int] = {}  # address -> the epoch its claim is held at
+        self.refused = 0  # progress writes refused because the address's claim was lost
         self._missed = False
         self._sent_listeners: list[Callable[[Delivery], None]] = []
         # The senders' health: a write they could not make, a sender that crashed.
@@ -204,12 +212,13 @@ class Outbox:
         """Start a sender for every address with due deliveries (one sender per address)."""
         now = self._clock()
         with self._db.engine.connect() as conn:
-            pending = [loaded(row) for row in conn.execute(DUE).mappings()]
-        by_address: dict[str, list[Delivery]] = {}
+            found = conn.execute(DUE, {"me": self._claims.holder, "now": now}).mappings()
+            pending = [loaded(row) for row in found]
+        oldest: dict[str, Delivery] = {}
         for row in pending:
-            by_address.setdefault(row.address, []).append(row)
-        for address, rows in by_address.items():
-            if rows[0].next_attempt_at > now:
+            oldest.setdefault(row.address, row)
+        for address, first in oldest.items():
+            if first.next_attempt_at > now:
                 continue  # the oldest must wait, and nothing may overtake it
             platform = address.split(":", 1)[0]
             if platform in self._adapters and not self._ready(platform):
@@ -217,21 +226,33 @@ class Outbox:
             if address in self._busy:
                 self._missed = True  # look again when that sender is done
             else:
-                task = asyncio.create_task(self._drain_address(address, rows))
+                task = asyncio.create_task(self._drain_address(address))
                 self._busy[address] = task
 
-    async def _drain_address(self, address: str, rows: list[Delivery]) -> None:
-        """Send in creation order; stop at one that must wait, so nothing overtakes it."""
+    async def _drain_address(self, address: str) -> None:
+        """Claim the address, then send its deliveries in creation order; stop at one that
+        must wait, so nothing overtakes it."""
+        epoch: int | None = None
         try:
+            epoch = self._claim(address)
+            if epoch is None:
+                return  # another worker's sender holds it
+            with self._db.engine.connect() as conn:
+                found = conn.execute(AT_ADDRESS, {"where": address}).mappings()
+                rows = [loaded(values) for values in found]
             for row in rows:
-                if row.id in self._cancelled:
-                    continue
-                self._sending.add(row.id)
+                if row.next_attempt_at > self._clock():
+                    return
                 try:
-                    if not await self.deliver(row):
+                    if not await self._deliver(row):
                         return
-                finally:
-                    self._sending.discard(row.id)
+                except Gone:
+                    continue  # cancelled since it was read: never sent
+        except ClaimLost as exc:
+            # Stopped past the claim's expiry (a paused process, a lost connection): another
+            # sender has the address, and what this one did after is not recorded.
+            self.refused += 1
+            log.warning("stopped sending to %s: %s", address, exc)
         except Exception as exc:
             # A bug: logged with its traceback and reported; the rows are still pending and
             # are tried again after a pause, never in a hot loop.
@@ -241,13 +262,38 @@ class Outbox:
             asyncio.get_running_loop().call_later(delay, self.wake)
         finally:
             del self._busy[address]
-            self._cancelled.difference_update(row.id for row in rows)
+            if epoch is not None:
+                self._release(address, epoch)
             if self._missed:
                 self._missed = False
                 self.wake()
 
+    def _claim(self, address: str) -> int | None:
+        epoch = self._claims.claim(address, self._clock())
+        if epoch is not None:
+            self._held[address] = epoch
+        return epoch
+
+    def _release(self, address: str, epoch: int) -> None:
+        self._held.pop(address, None)
+        try:
+            self._claims.release(address, epoch)
+        except DBAPIError as exc:  # it expires by itself; the next sender waits for that
+            log.warning("could not release the claim on %s: %s", address, exc.orig)
+
     async def deliver(self, row: Delivery) -> bool:
-        """Send what is left of one delivery. True when it is finished (sent or failed)."""
+        """Send what is left of one delivery, holding its address meanwhile. True when it
+        is finished (sent or failed); raises ClaimLost if another sender holds it."""
+        epoch = self._claim(row.address)
+        if epoch is None:
+            raise ClaimLost(f"another sender holds {row.address}")
+        try:
+            return await self._deliver(row)
+        finally:
+            self._release(row.address, epoch)
+
+    async def _deliver(self, row: Delivery) -> bool:
+        """Send what is left of one delivery, under its address's claim."""
         platform = row.address.split(":", 1)[0]
         adapter = self._adapters.get(platform)
         if adapter is None:  # adapters run for the platforms hub.toml enables
@@ -271,6 +317,8 @@ class Outbox:
                 row.message_ids, row.sending_since = [*row.message_ids, *ids], None
                 if len(row.message_ids) < len(row.chunks):  # the last is saved with the status
                     await self._save(row)
+        except (ClaimLost, Gone):
+            raise  # not this sender's to record any more
         except RateLimited as exc:
             # Refused: this attempt sent nothing (an earlier life's mark stays).
             row.sending_since = maybe_sent
@@ -372,10 +420,15 @@ class Outbox:
         holds the row meanwhile and sends nothing more to its address: a chunk sent but not
         recorded would be sent again by the next sender."""
         values = progress(row)
+        epoch = self._held.get(row.address)
+        if epoch is None:
+            raise ClaimLost(f"{row.address} is not held by this sender")
         while True:
             try:
                 with self._db.write() as conn:
-                    conn.execute(SAVE, values)
+                    self._claims.renew(conn, row.address, epoch, self._clock())
+                    if not conn.execute(SAVE, values).rowcount:
+                        raise Gone(f"delivery {row.id} is no longer pending")
                     also(conn)
             except DBAPIError as exc:
                 failures = self._senders.failing(f"the database refused a write: {exc.orig}")
@@ -396,14 +449,10 @@ class Outbox:
         return row
 
     def cancel(self, delivery_id: str, actor: str, where: str) -> Delivery:
-        """An admin's: a pending or failed delivery is never sent. One a sender is in the
-        middle of is refused (a chunk may be out). Called on the event loop, like the
-        senders, so nothing moves between this check and the write."""
-        if delivery_id in self._sending:
-            raise WrongState(f"delivery {delivery_id} is being sent right now; look again")
-        row, was = cancel(self._db, delivery_id, Action(actor, where, self._clock()))
-        if was is DeliveryStatus.PENDING and row.address in self._busy:
-            self._cancelled.add(row.id)  # its sender may hold it, loaded before the cancel
+        """An admin's: a pending or failed delivery is never sent. One a sender (of any
+        worker) is in the middle of is refused: a chunk may be out. A sender that read it
+        before the cancel finds it no longer pending at its next write, and skips it."""
+        row, _was = cancel(self._db, delivery_id, Action(actor, where, self._clock()))
         self._told(row)
         return row
 

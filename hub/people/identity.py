@@ -28,6 +28,7 @@ from hub.people.names import (
 )
 from hub.store.db import Database
 from hub.store.models import Identity, Person, PersonAlias
+from hub.store.versions import PEOPLE, Stale, Versions
 
 if TYPE_CHECKING:
     from hub.settings import Settings
@@ -87,6 +88,7 @@ class IdentityService:
         timezone: str,
         language: str,
         owner: str = "",
+        versions: Versions | None = None,
     ) -> None:
         self._db = db
         self._owner_default = owner
@@ -94,8 +96,9 @@ class IdentityService:
         self._admins = set(admins)
         self._timezone = timezone
         self._language = language
-        # The hub is the only writer of these tables (one process per data root), so a
-        # cache keyed by platform identity stays correct; it saves two queries a message.
+        # A cache keyed by platform identity saves two queries a message. Another writer of
+        # the people tables (another hub worker) makes it stale: `_fresh` drops it then.
+        self._stale = Stale(versions, PEOPLE)
         self._cache: dict[str, PersonView] = {}
         self._names: dict[str, str] = {}  # the display name each identity last came with
         self._owner: PersonView | None = None
@@ -104,12 +107,19 @@ class IdentityService:
         self._mentions: Mentions | None = None  # everyone's names, for `names_in`
 
     @classmethod
-    def of(cls, settings: Settings, db: Database) -> IdentityService:
+    def of(
+        cls, settings: Settings, db: Database, versions: Versions | None = None
+    ) -> IdentityService:
         """The data root's people as its settings describe them (the hub's, or a CLI's
         working on the data root while no hub runs)."""
         hub = settings.hub
         users = settings.home / "shared" / "users"
-        return cls(db, users, hub.admins, hub.timezone, hub.language, hub.owner)
+        return cls(db, users, hub.admins, hub.timezone, hub.language, hub.owner, versions)
+
+    def _fresh(self) -> None:
+        """Drop the cache if another writer changed people (hub/store/versions.py)."""
+        if self._stale.moved():
+            self.forget()
 
     def forget(self) -> None:
         """Drop what is cached: people were merged or split (hub/people/linking.py)."""
@@ -121,6 +131,7 @@ class IdentityService:
 
     def aliases_of(self, person_id: str) -> tuple[str, ...]:
         """The ids merged into this person: their memory is this person's."""
+        self._fresh()
         if self._aliases is None:
             with self._db.session() as session:
                 rows = session.exec(select(PersonAlias)).all()
@@ -134,6 +145,7 @@ class IdentityService:
         """Who `text` names (their ids, merged ones included: recall's people retriever),
         and `text` with their names as "I" / "my", as a query's embedding reads it
         (hub/memory/mentions.py)."""
+        self._fresh()
         if self._mentions is None:
             people = self.everyone()
             self._mentions = Mentions((self.ids_of(p.id), p.display_name) for p in people)
@@ -151,6 +163,7 @@ class IdentityService:
         return self._users_dir / f"{person_id}.md"
 
     def resolve(self, user: PlatformUser) -> PersonView:
+        self._fresh()
         cached = self._cache.get(user.key)
         if cached is not None and self._names.get(user.key) == user.display_name:
             return cached
@@ -262,6 +275,7 @@ class IdentityService:
     def web_user(self, person: PersonView) -> PlatformUser:
         """How `person` speaks on the web chat: their web identity, linked on first use (the
         caller was authenticated as this person, so the link is not a claim)."""
+        self._fresh()
         cached = self._web.get(person.id)
         if cached is not None:
             return cached
@@ -290,6 +304,7 @@ class IdentityService:
     def owner(self) -> PersonView:
         """The hub's owner: the person with the owner role, or (none yet) `[hub] owner`, or
         the OS user, made owner now."""
+        self._fresh()
         if self._owner is None:
             with self._db.session() as session:
                 rows = session.exec(select(Person).order_by(col(Person.created_at))).all()

@@ -273,6 +273,9 @@ class OutboxSection(SettingsSection):
     backoff_base_s: float = Field(default=1.0, gt=0)
     backoff_max_s: float = Field(default=300.0, gt=0)
     poll_interval_s: float = Field(default=1.0, gt=0)
+    # How long a sender's hold on an address lasts without progress: a worker that stopped
+    # mid-send gives its addresses up after this (hub/delivery/claims.py).
+    claim_ttl_s: float = Field(default=120.0, gt=0)
 
 
 class MemorySection(SettingsSection):

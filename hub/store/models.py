@@ -6,7 +6,17 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import JSON, Column, DateTime, Dialect, Index, String, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    Dialect,
+    Index,
+    String,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
@@ -405,6 +415,27 @@ class LeaseRow(SQLModel, table=True):
     holder: str = Field(max_length=100)
     epoch: int = 0
     expires_at: datetime = _ts(nullable=False)
+
+
+class OutboxClaimRow(SQLModel, table=True):
+    """Which outbox sender holds an address until when (hub/delivery/claims.py): one sender
+    per address keeps its deliveries in order across workers; `epoch` grows each time the
+    claim is taken, so a sender that lost it cannot record progress."""
+
+    __tablename__ = "outbox_claim"
+    address: str = Field(primary_key=True, max_length=500)
+    holder: str = Field(max_length=100)
+    epoch: int = 0
+    expires_at: datetime = _ts(nullable=False)
+
+
+class VersionRow(SQLModel, table=True):
+    """How many times a kind of cached state changed (hub/store/versions.py): bumped by
+    triggers on the tables behind it (migration 0021), never by the hub's code."""
+
+    __tablename__ = "hub_version"
+    kind: str = Field(primary_key=True, max_length=50)
+    version: int = Field(sa_column=Column(BigInteger(), nullable=False))
 
 
 class WorkerRow(SQLModel, table=True):
