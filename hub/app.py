@@ -27,6 +27,7 @@ from hub.inbound.ingress import Ingress
 from hub.inbound.pacing import Pacer, Pacing, Rate, flood_reporter
 from hub.inbound.port import Port, PortParts
 from hub.inbound.routing import Router
+from hub.inbound.shared import SharedTurns
 from hub.live import LiveFeed
 from hub.memory.consolidation import Consolidator
 from hub.memory.profiles import Profiles
@@ -55,6 +56,7 @@ from hub.schedule.sessions import close_idle_sessions
 from hub.settings import ConfigError, Settings, configured_secrets
 from hub.store.db import Database
 from hub.store.listen import HUB_CHANGES, OUTBOX, Listener
+from hub.store.ownership import Ownership, Partitions, SoleOwner, worker_name
 from hub.store.versions import Versions
 from hub.supervise import Supervisor
 from hub.tasks.addressing import Addressing
@@ -64,6 +66,7 @@ from hub.tasks.manager_tools import offline_delegation, task_tools
 from hub.tasks.parts import TaskParts
 from hub.tasks.runner import TaskRunner
 from hub.tasks.telling import report_links
+from hub.turns.assigned import INBOX
 from hub.turns.attachments import read_attachment_tool
 from hub.turns.episodes import replay_recent
 from hub.turns.events import EventBus
@@ -91,6 +94,12 @@ class Hub:
         *,
         for_a_command: bool = False,
     ) -> None:
+        if for_a_command and settings.storage.shared:
+            # It would join the workers and take leases for the length of a command.
+            raise ConfigError(
+                "with [storage] shared, run this while a worker runs, through its API "
+                "(docs/scale.md): a command does not act on a shared database by itself"
+            )
         if for_a_command:
             # A CLI command's short-lived hub does its command, not the schedule: due
             # heartbeats, consolidation and delegated tasks wait for `animahub start`.
@@ -105,6 +114,12 @@ class Hub:
         self.db = Database(settings.database_url)
         # What another writer of the database changed in the state cached here.
         self.versions = Versions(self.db)
+        # Which Animas this process runs: all, or with `[storage] shared` the partitions
+        # it holds a lease on (docs/scale.md).
+        self.partitions: Partitions | None = None
+        self.ownership: Ownership = SoleOwner()
+        if settings.storage.shared:
+            self.partitions = self.ownership = Partitions(self.db, worker_name())
         self.animas = AnimaRegistry(settings.home / "animas", load_roles())
         self._build_people()
         self._build_delivery(adapter_factories)
@@ -205,6 +220,7 @@ class Hub:
             inbox=self.inbox,
             memory=self.memory,
             handoffs=self.handoffs if self.memory is not None else None,
+            ownership=self.ownership,
         )
         self.runtime = Runtime(
             parts,
@@ -237,6 +253,7 @@ class Hub:
             names=self.identity,
             now=self.clock.now,
             runs=runs,
+            mine=self.ownership.holds,
         )
         self.runtime.run_task = self.task_runner.run
         self.outbox.on_sent(report_links(self.adapters, self.task_runner.telling))
@@ -274,6 +291,9 @@ class Hub:
             pacing=self.pacing,
             admission=self.admission,
         )
+        self.shared: SharedTurns | None = None
+        if self.partitions is not None:
+            self.shared = SharedTurns(self.db, self.partitions, self.runtime)
 
     def _build_commands(self) -> None:
         self.sharing = Sharing(self.db, self.memory, self.identity, self.clock.now)
@@ -334,7 +354,9 @@ class Hub:
         # Room for every capped model call and four runs besides (quiet heartbeats, command
         # crons), so that runs waiting for the model do not hold up runs that need none.
         runs = settings.scheduler.max_model_calls + 4
-        self.scheduler = Scheduler(self.db, self.clock, self.agenda.run, runs)
+        self.scheduler = Scheduler(
+            self.db, self.clock, self.agenda.run, runs, mine=self.ownership.holds
+        )
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -346,10 +368,13 @@ class Hub:
             raise ConfigError(problem)
         owner = self.identity.owner()  # now, so that a database outage later cannot hide it
         log.info("the hub's owner is %s (%s)", owner.display_name, owner.id)
-        # Before any platform can start a turn: what is `processing` now was cut off.
-        if interrupted := self.inbox.mark_interrupted():
-            log.warning("%d turns were cut off by the last stop; running them again", interrupted)
-        forget_claims(self.db)  # this hub holds the database: every sender's claim was ours
+        if self.shared is None:
+            # Before any platform can start a turn: what is `processing` now was cut off.
+            if interrupted := self.inbox.mark_interrupted():
+                log.warning(
+                    "%d turns were cut off by the last stop; running them again", interrupted
+                )
+            forget_claims(self.db)  # this hub holds the database: every claim was ours
         for problem in self.animas.load():
             log.error("Anima not loaded: %s", problem)
         # The model workers start with the first model call (hub/model/pool.py), not here:
@@ -367,16 +392,16 @@ class Hub:
             replay_recent(self.db, self.memory, set(self.animas.names()))
         # Before the platforms start: what they deliver now (sent while the hub was down)
         # came after what was accepted before, so its turns must queue behind those.
-        self.dispatcher.recover()
-        if cut_off := self.task_runner.recover():
-            log.warning("%d tasks were cut off by the last stop; running them again", cut_off)
+        if self.shared is not None:
+            await self.shared.begin()  # the turns of the partitions it takes (docs/scale.md)
+        else:
+            self.dispatcher.recover()
+            if cut_off := self.task_runner.recover():
+                log.warning("%d tasks were cut off by the last stop; running them again", cut_off)
         await self.platforms.start(self.port)
         self.supervisor.start("outbox", self.outbox.run)
         if self.db.engine.dialect.name == "postgresql":
-            # Other workers' changes and deliveries, heard at once (hub/store/listen.py).
-            hints = {HUB_CHANGES: self._changed_elsewhere, OUTBOX: self._delivery_added}
-            self.listener = Listener(self.settings.database_url, hints, self.versions.hint)
-            self.supervisor.start("listener", self.listener.run)
+            self._listen()
         memory = self.memory
         if memory is not None:
             self.supervisor.start("memory access log", lambda part: memory.flush_forever(part.ok))
@@ -385,6 +410,18 @@ class Hub:
             # Not awaited: what is due after a pause (idle sessions to summarise, missed
             # heartbeats) runs once the server answers; health says "catching up" meanwhile.
             self._catch_up = asyncio.create_task(self._catch_up_then_tick(), name="catch-up")
+
+    def _listen(self) -> None:
+        """Other workers' changes, deliveries and messages, heard at once (hub/store/listen.py),
+        and with `[storage] shared` this worker's part: its leases and their turns."""
+        hints = {HUB_CHANGES: self._changed_elsewhere, OUTBOX: self._delivery_added}
+        shared, partitions = self.shared, self.partitions
+        if shared is not None and partitions is not None:
+            hints[INBOX] = shared.hint
+            self.supervisor.start("leases", lambda part: partitions.run(part, shared.changed))
+            self.supervisor.start("inbox sweep", shared.run)
+        self.listener = Listener(self.settings.database_url, hints, self.versions.hint)
+        self.supervisor.start("listener", self.listener.run)
 
     def _changed_elsewhere(self, _kind: str) -> None:
         self.versions.hint()
@@ -438,6 +475,8 @@ class Hub:
         self.task_runner.close()
         await self.model_health.close()  # no more checks; calls cut off by the stop not counted
         await self.runtime.mailboxes.close()
+        if self.shared is not None:
+            self.shared.hand_over()  # at once, not when the leases lapse
         if self.model_workers is not None:
             await self.model_workers.stop()
         await self.supervisor.stop()

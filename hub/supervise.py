@@ -117,6 +117,13 @@ class Supervisor:
             part.status = replace(part.status, restarts=part.status.restarts + 1)
             await asyncio.sleep(delay)
 
+    async def halt(self, name: str) -> None:
+        """Stop one part for good (the rest go on)."""
+        task = self._tasks.pop(name, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
     def status(self) -> dict[str, PartStatus]:
         return {name: part.status for name, part in self._parts.items()}
 

@@ -12,6 +12,7 @@ import socket
 import sys
 import time
 from collections import deque
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
@@ -70,6 +71,17 @@ DEMO: tuple[tuple[str, str, str | None], ...] = (
     ("aria", "researcher", "mika"),
     ("kai", "engineer", "mika"),
 )
+
+
+@contextlib.contextmanager
+def _held(settings: Settings, url: str) -> Iterator[None]:
+    """One hub per data root and database; with `[storage] shared` several workers share
+    both, and leases divide the work instead (docs/scale.md)."""
+    if settings.storage.shared:
+        yield
+        return
+    with hold_data_root(settings.home, url), hold_database(settings.database_url):
+        yield
 
 
 @app.command()
@@ -153,7 +165,7 @@ def start(
     logs.configure(settings.home)
     url = f"http://{settings.server.host}:{settings.server.port}"
     try:
-        with hold_data_root(settings.home, url), hold_database(settings.database_url):
+        with _held(settings, url):
             hub = Hub(settings)  # built, not started: nothing runs until it serves
             if problem := hub.config_problem():  # one line, not Hub.start's traceback
                 raise fail(f"config: {problem}", code=2)

@@ -85,8 +85,18 @@ def _not_run_by_apscheduler(*args: Any) -> None:
 
 
 class Scheduler:
-    def __init__(self, db: Database, clock: Clock, runner: Runner, max_parallel: int = 4) -> None:
+    def __init__(
+        self,
+        db: Database,
+        clock: Clock,
+        runner: Runner,
+        max_parallel: int = 4,
+        mine: Callable[[str], bool] = lambda _anima: True,
+    ) -> None:
         self._clock = clock
+        # Whether this worker runs the Anima's jobs (docs/scale.md): the others stay due
+        # in the shared job store for the worker that does.
+        self._mine = mine
         self._runner = runner
         self._store = SQLAlchemyJobStore(engine=db.engine, tablename=TABLE)
         self._aps = AsyncIOScheduler(timezone="UTC")
@@ -190,7 +200,7 @@ class Scheduler:
         if self._closed:
             return started
         for job in self._store.get_due_jobs(now):
-            if job.id in self._running:
+            if job.id in self._running or not self._mine(str(job.args[1])):
                 continue
             task = asyncio.create_task(self._run(job, now), name=f"job {job.id}")
             self._running[job.id] = task

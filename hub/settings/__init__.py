@@ -111,6 +111,20 @@ class Settings(BaseSettings):
         home = Path(data.get("home") or default_home())
         return resolve(data, SecretLookup(home / SECRETS_NAME), ())
 
+    @model_validator(mode="after")
+    def _shared_needs(self) -> Settings:
+        """What several workers on one database need (docs/scale.md)."""
+        if not self.storage.shared:
+            return self
+        if not self.database_url.startswith("postgresql"):
+            raise ValueError("storage.shared needs a PostgreSQL storage.database_url")
+        if self.memory.enabled and not self.memory.qdrant_url:
+            raise ValueError(
+                "storage.shared needs memory.qdrant_url (a Qdrant server all workers use) "
+                "or memory.enabled = false: the embedded index is one process's"
+            )
+        return self
+
     def platform(self, name: str, model: type[S]) -> S:
         """The validated `[name]` section of an adapter (registered with its model)."""
         value = getattr(self, name, None)

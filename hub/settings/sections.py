@@ -211,6 +211,9 @@ class ServerSection(SettingsSection):
 
 class StorageSection(SettingsSection):
     database_url: str = ""  # empty: SQLite at <home>/hub.db
+    # Several hub workers share this database (PostgreSQL only; docs/scale.md): each runs
+    # the Animas of the partitions it holds a lease on, instead of one hub holding it all.
+    shared: bool = False
 
 
 class LLMSection(SettingsSection):

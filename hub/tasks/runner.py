@@ -58,6 +58,7 @@ class TaskRunner:
         names: Names,
         now: Callable[[], datetime],
         runs: bool = True,
+        mine: Callable[[str], bool] = lambda _anima: True,
     ) -> None:
         self._db = parts.db
         self._board = parts.board
@@ -71,14 +72,15 @@ class TaskRunner:
         self.telling = TaskTelling(parts, names, now)
         # False in a CLI command's short-lived hub: tasks wait on the board for the hub.
         self.runs = runs
+        self._mine = mine  # whether this worker runs the Anima's tasks (docs/scale.md)
         self._queued: set[int] = set()  # queued, running or waiting to retry in this process
         self._retries: dict[int, asyncio.TimerHandle] = {}
 
     # starting ---------------------------------------------------------------------------
 
     def start(self, task: TaskView) -> None:
-        if task.id in self._queued or not self.runs:
-            return
+        if task.id in self._queued or not self.runs or not self._mine(task.assignee):
+            return  # another worker's: its own sweep starts it
         self._queued.add(task.id)
         self._queue.submit(TaskJob(task.id, task.assignee))
 
@@ -103,6 +105,8 @@ class TaskRunner:
         now = self._now()
         orphaned = 0
         for task in self._board.listing(states=tuple(OPEN_TASK_STATES), limit=10_000):
+            if not self._mine(task.assignee):
+                continue  # another worker's, running or not
             free = task.id not in self._queued
             if task.state is TaskState.RUNNING and free:
                 try:

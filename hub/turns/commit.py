@@ -50,6 +50,8 @@ class TurnCommit:
         at = self._now()  # the turn log's and the episode's (a replay finds it by this)
         parts = self._parts
         with parts.db.write() as conn:
+            # First: refused (Fenced) if another worker has taken the Anima over since.
+            parts.ownership.guard(conn, job.anima)
             conn.execute(_INSERT_TURN, _turn_rows(row, job, said, remembered, at))
             parts.outbox.enqueue(
                 conn,

@@ -35,6 +35,7 @@ from hub.turns.mailbox import TurnJob
 OPEN = (InboxStatus.RECEIVED, InboxStatus.PROCESSING)
 WAITING = (*OPEN, InboxStatus.HELD)  # not answered yet
 CLOSED = (InboxStatus.DONE, InboxStatus.FAILED, InboxStatus.IGNORED, InboxStatus.UNROUTED)
+Guard = Callable[[Connection, str], None]  # (the transaction, the Anima): Ownership.guard
 
 
 class Claimed(NamedTuple):
@@ -118,13 +119,17 @@ class Inbox:
 
     # turns --------------------------------------------------------------------------------
 
-    def claim(self, job: TurnJob) -> Claimed | None:
+    def claim(self, job: TurnJob, guard: Guard | None = None) -> Claimed | None:
         """Claim the row for one attempt of its turn; None when it is not open any more
         (answered, held or given up on). ConversationBusy when another turn of the same
-        Anima and conversation is running: the database's index says so."""
+        Anima and conversation is running: the database's index says so. `guard` runs
+        first in the same transaction (hub/store/ownership.py: it raises Fenced when this
+        worker no longer holds the Anima)."""
         values = {"row_id": job.inbox_id, "to_anima": job.anima, "sender_id": job.person_id or None}
         try:
             with self._db.write() as conn:
+                if guard is not None:
+                    guard(conn, job.anima)
                 found = conn.execute(_CLAIM, values).first()
         except IntegrityError as exc:
             raise ConversationBusy(job.conversation) from exc

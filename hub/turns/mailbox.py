@@ -63,8 +63,10 @@ class Mailbox:
         self._lanes: dict[str, asyncio.Queue[Job]] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._slots = asyncio.Semaphore(max_concurrent)
+        self.queued: set[str] = set()  # the jobs in its lanes, running or waiting
 
     def put(self, job: Job) -> None:
+        self.queued.add(job.inbox_id)
         lane = self._lanes.setdefault(job.conversation, asyncio.Queue())
         lane.put_nowait(job)
         if job.conversation not in self._tasks:
@@ -86,10 +88,13 @@ class Mailbox:
                     if again is None:
                         break
                     await asyncio.sleep(again)  # the lane waits with it: order holds
+                self.queued.discard(job.inbox_id)
         finally:
             # No await between the empty check and here, so no job can slip in unseen.
             del self._tasks[conversation]
-            del self._lanes[conversation]
+            left = self._lanes.pop(conversation)
+            while not left.empty():  # dropped unrun (a close): not queued here any more
+                self.queued.discard(left.get_nowait().inbox_id)
 
     async def _run(self, job: Job) -> float | None:
         try:
@@ -125,6 +130,26 @@ class Mailboxes:
 
     def pending(self) -> dict[str, int]:
         return {name: box.pending for name, box in self._boxes.items()}
+
+    def has(self, inbox_id: str) -> bool:
+        """Whether the job is in a lane of this process (queued, running or retrying)."""
+        return any(inbox_id in box.queued for box in self._boxes.values())
+
+    def queued(self) -> set[str]:
+        """Every job id in this process's lanes (a running one's included)."""
+        return set().union(*(box.queued for box in self._boxes.values()))
+
+    def animas(self) -> list[str]:
+        return list(self._boxes)
+
+    async def drop(self, anima: str) -> set[str]:
+        """Stop every job of `anima` here (another worker runs it now); the ids stopped."""
+        box = self._boxes.pop(anima, None)
+        if box is None:
+            return set()
+        stopped = set(box.queued)
+        await box.close()
+        return stopped
 
     async def close(self) -> None:
         await asyncio.gather(*(box.close() for box in self._boxes.values()))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from hub.animas import AnimaRegistry
@@ -12,6 +12,7 @@ from hub.people.handoffs import Handoffs
 from hub.people.identity import IdentityService
 from hub.settings import Settings
 from hub.store.db import Database
+from hub.store.ownership import Ownership, SoleOwner
 from hub.turns.events import EventBus
 from hub.turns.inbox import Inbox
 from hub.turns.llm import Responder
@@ -46,3 +47,5 @@ class TurnParts:
     inbox: Inbox
     memory: MemoryService | None = None
     handoffs: Handoffs | None = None
+    # Which Animas this worker runs; its guard fences the claim and the commit.
+    ownership: Ownership = field(default_factory=SoleOwner)

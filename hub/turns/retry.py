@@ -80,6 +80,7 @@ class TurnFailures:
         self._events = parts.events
         self._tell = tell
         self._now = now
+        self._guard = parts.ownership.guard  # a worker that lost the Anima records nothing
 
     def model_failed(self, row: Claimed, job: TurnJob, exc: LLMError) -> float | None:
         """Record the failed attempt; the delay before the next one, or None: given up."""
@@ -112,6 +113,7 @@ class TurnFailures:
         first = row.failing_since is None
         notice = delayed_notice(self._limits, exc)
         with self._db.write() as conn:
+            self._guard(conn, job.anima)
             self._inbox.release(conn, row.id, f"{kind.value} (attempt {failed}): {exc}", since)
             if first:  # told once a spell: the key makes it once across restarts too
                 self._outbox.enqueue(
@@ -154,6 +156,7 @@ class TurnFailures:
     def give_up(self, row: Claimed, job: TurnJob, notice: str, error: str) -> None:
         """Tell the sender `notice`, record `error` for the operator, and stop trying."""
         with self._db.write() as conn:
+            self._guard(conn, job.anima)
             self._outbox.enqueue(
                 conn,
                 row.address,

@@ -31,7 +31,9 @@ from hub.people.handoffs import Offer
 from hub.people.identity import PersonView
 from hub.redaction.redact import StreamRedactor
 from hub.store.models import Person
+from hub.store.ownership import Fenced
 from hub.supervise import Backoff, Part
+from hub.turns.assigned import assign
 from hub.turns.commit import Answer, TurnCommit
 from hub.turns.context import TurnContexts
 from hub.turns.episodes import OFFLINE_NOTE, describe
@@ -89,6 +91,12 @@ class Runtime:
         self._events.open(inbox_id)
 
     def submit(self, job: Job) -> None:
+        if not self._parts.ownership.holds(job.anima):
+            # Another worker runs this Anima (docs/scale.md): a turn's row is assigned to it
+            # and it is told; a task's run is started by the holder's own sweep.
+            if isinstance(job, TurnJob):
+                assign(self._db, job)
+            return
         if isinstance(job, TurnJob):
             self._events.open(job.inbox_id)
         anima = self._animas.get(job.anima)
@@ -111,6 +119,8 @@ class Runtime:
             return None
         try:
             return self._failures.crashed(job, exc)
+        except Fenced:
+            return None  # another worker holds the Anima now, and runs the turn
         except DBAPIError as db_exc:  # its row cannot be read: the turn is run again later
             log.error("turn %s: the database failed (%s)", job.inbox_id, db_exc.orig)
             return self._db_backoff.delay(failures)
@@ -122,6 +132,11 @@ class Runtime:
         is simply run again once the database is back: nothing lost, nothing doubled."""
         try:
             again = await self._turn(job)
+        except Fenced as exc:
+            # Another worker holds the Anima now (this one was stopped or cut off past its
+            # lease): nothing of this turn was written, and the new holder runs it.
+            log.warning("turn %s left to its new holder: %s", job.inbox_id, exc)
+            return None
         except DBAPIError as exc:
             failures = self._health.failing(f"the database failed a turn: {exc.orig}")
             delay = self._db_backoff.delay(failures)
@@ -149,7 +164,7 @@ class Runtime:
         if self._held(job):
             return None
         try:
-            row = self._parts.inbox.claim(job)
+            row = self._parts.inbox.claim(job, self._parts.ownership.guard)
         except ConversationBusy:
             # Behind the running turn, in its lane: never refused as busy.
             log.debug("turn %s waits: a turn of its conversation is running", job.inbox_id)
