@@ -112,16 +112,25 @@ async def balanced(*hubs: Hub) -> None:
             hub.shared.changed(gained, lost)
 
 
-async def test_each_message_is_answered_once_by_the_worker_holding_its_anima(
-    tmp_path: Path,
-) -> None:
-    url, (low, high) = postgres_url(), names()
+@asynccontextmanager
+async def two_workers(home: Path) -> AsyncIterator[tuple[Hub, Hub, FakePlatform, FakePlatform]]:
+    """Workers a and b on one database and data root, with the two Animas of `names()`,
+    their partitions split between them."""
+    url = postgres_url()
     pa, pb = FakePlatform(), FakePlatform()
-    async with worker(tmp_path, url, pa) as a, worker(tmp_path, url, pb) as b:
-        for name in (low, high):
+    async with worker(home, url, pa) as a, worker(home, url, pb) as b:
+        for name in names():
             a.create_anima(name, "engineer", None)
         b.animas.load()
         await balanced(a, b)
+        yield a, b, pa, pb
+
+
+async def test_each_message_is_answered_once_by_the_worker_holding_its_anima(
+    tmp_path: Path,
+) -> None:
+    low, high = names()
+    async with two_workers(tmp_path) as (a, b, pa, pb):
         assert a.ownership.holds(low) and not a.ownership.holds(high)
         assert b.ownership.holds(high) and not b.ownership.holds(low)
         on_a: list[str] = []
@@ -181,13 +190,8 @@ class Stalled:
 async def test_a_worker_that_lost_its_lease_mid_turn_writes_nothing_and_the_turn_is_answered_once(
     tmp_path: Path,
 ) -> None:
-    url, (low, high) = postgres_url(), names()
-    pa, pb = FakePlatform(), FakePlatform()
-    async with worker(tmp_path, url, pa) as a, worker(tmp_path, url, pb) as b:
-        for name in (low, high):
-            a.create_anima(name, "engineer", None)
-        b.animas.load()
-        await balanced(a, b)
+    low, high = names()
+    async with two_workers(tmp_path) as (a, b, _pa, _pb):
         [its] = [name for name in (low, high) if a.ownership.holds(name)]
         own = a.runtime._responders
         stalled = Stalled(own.offline)

@@ -6,7 +6,6 @@ epoch takes no effect."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,20 +15,9 @@ from sqlmodel import col
 from hub.store.db import Database
 from hub.store.leases import Balancer, Held, fenced, holders, partition_key, partition_of
 from hub.store.models import WorkerRow
-from tests.conftest import postgres_url
 
 pytestmark = pytest.mark.postgres
 PARTITIONS = 12
-
-
-@pytest.fixture
-def pg() -> Iterator[Database]:
-    database = Database(postgres_url())
-    database.migrate()
-    try:
-        yield database
-    finally:
-        database.dispose()
 
 
 def balancer(db: Database, me: str, ttl_s: float = 30.0) -> Balancer:

@@ -5,7 +5,7 @@ everything as changed), and an added delivery wakes another worker's outbox."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
@@ -19,20 +19,9 @@ from hub.store.listen import HUB_CHANGES, OUTBOX, Listener
 from hub.store.versions import Versions
 from hub.supervise import Backoff, Supervisor
 from hub.turns.inbox import Inbox
-from tests.conftest import postgres_url
 from tests.store.outbox_helpers import FakeClock, add_delivery
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def pg() -> Iterator[Database]:
-    database = Database(postgres_url())
-    database.migrate()
-    try:
-        yield database
-    finally:
-        database.dispose()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ admin's cancel on one worker holds against the other's sender."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -46,16 +45,6 @@ class Platform(FakeAdapter):
         await asyncio.sleep(0.001)
         self.sent.append(chunk)
         return f"{self.worker}-{len(self.sent)}"
-
-
-@pytest.fixture
-def second(database_url: str, db: Database) -> Iterator[Database]:
-    """The same database as `db`, through a second engine: another worker's connections."""
-    other = Database(database_url)
-    try:
-        yield other
-    finally:
-        other.dispose()
 
 
 def worker(db: Database, log: list[OutboundChunk], name: str, clock: FakeClock) -> Outbox:

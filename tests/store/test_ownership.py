@@ -6,7 +6,6 @@ the new holder starts, never after."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import func, text, update
@@ -15,20 +14,9 @@ from sqlmodel import col
 from hub.store.db import Database
 from hub.store.models import LeaseRow
 from hub.store.ownership import Fenced, Partitions
-from tests.conftest import postgres_url
 
 pytestmark = pytest.mark.postgres
 PARTITIONS = 4
-
-
-@pytest.fixture
-def pg() -> Iterator[Database]:
-    database = Database(postgres_url())
-    database.migrate()
-    try:
-        yield database
-    finally:
-        database.dispose()
 
 
 def worker(db: Database, me: str) -> Partitions:

@@ -5,10 +5,8 @@ migration may lose a trigger unnoticed."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from sqlalchemy import text
 
 from hub.commands.state import AnimaStates
@@ -30,15 +28,6 @@ class Ticks:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-def second(database_url: str, db: Database) -> Iterator[Database]:
-    other = Database(database_url)
-    try:
-        yield other
-    finally:
-        other.dispose()
 
 
 def counters(db: Database) -> dict[str, int]:
