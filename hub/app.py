@@ -55,7 +55,7 @@ from hub.schedule.scheduler import Scheduler
 from hub.schedule.sessions import close_idle_sessions
 from hub.settings import ConfigError, Settings, configured_secrets
 from hub.store.db import Database
-from hub.store.listen import HUB_CHANGES, OUTBOX, Listener
+from hub.store.listen import HUB_CHANGES, OUTBOX, TURN_EVENTS, Listener
 from hub.store.ownership import Ownership, Partitions, SoleOwner, worker_name
 from hub.store.versions import Versions
 from hub.supervise import Supervisor
@@ -293,7 +293,7 @@ class Hub:
         )
         self.shared: SharedTurns | None = None
         if self.partitions is not None:
-            self.shared = SharedTurns(self.db, self.partitions, self.runtime)
+            self.shared = SharedTurns(self.db, self.partitions, self.runtime, self.events)
 
     def _build_commands(self) -> None:
         self.sharing = Sharing(self.db, self.memory, self.identity, self.clock.now)
@@ -418,6 +418,7 @@ class Hub:
         shared, partitions = self.shared, self.partitions
         if shared is not None and partitions is not None:
             hints[INBOX] = shared.hint
+            hints[TURN_EVENTS] = shared.relay
             self.supervisor.start("leases", lambda part: partitions.run(part, shared.changed))
             self.supervisor.start("inbox sweep", shared.run)
         self.listener = Listener(self.settings.database_url, hints, self.versions.hint)

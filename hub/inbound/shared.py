@@ -16,11 +16,14 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from hub.adapter import TurnEvent
 from hub.store.db import Database
 from hub.store.models import InboxStatus
 from hub.store.ownership import Fenced, Partitions
 from hub.supervise import Part
 from hub.turns.assigned import hand_back, open_assigned, reopen_cut_off
+from hub.turns.events import EventBus
+from hub.turns.outcome import relayed_outcome
 from hub.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -29,10 +32,14 @@ SWEEP_S = 5.0
 
 
 class SharedTurns:
-    def __init__(self, db: Database, partitions: Partitions, runtime: Runtime) -> None:
+    def __init__(
+        self, db: Database, partitions: Partitions, runtime: Runtime, events: EventBus
+    ) -> None:
         self._db = db
         self._partitions = partitions
         self._runtime = runtime
+        self._events = events
+        self._delayed: set[str] = set()  # turns whose delay this worker has relayed
         self._soon: asyncio.Handle | None = None
         self._drops: set[asyncio.Task[set[str]]] = set()
 
@@ -82,6 +89,22 @@ class SharedTurns:
                     drop.add_done_callback(self._drops.discard)
         if gained:
             self.sweep()
+
+    def relay(self, inbox_id: str) -> None:
+        """A turn's row changed (NOTIFY turn_events, from a trigger on `inbox`): if someone
+        here waits on a turn that runs on another worker, tell them how it ended, or that
+        it is delayed. Its text arrives whole with its end: it does not stream across
+        workers yet (docs/scale.md)."""
+        if not self._events.knows(inbox_id) or self._runtime.mailboxes.has(inbox_id):
+            return  # nobody waits here, or it runs here and streams itself
+        for event in relayed_outcome(self._db, inbox_id):
+            if event.type == "delayed":
+                if inbox_id in self._delayed:
+                    event = TurnEvent("delayed", "", event.anima)  # the notice once
+                self._delayed.add(inbox_id)
+            else:
+                self._delayed.discard(inbox_id)
+            self._events.publish(inbox_id, event)
 
     async def begin(self) -> None:
         """At start, before the platforms: take a share of the partitions, and their turns."""

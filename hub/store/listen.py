@@ -3,6 +3,8 @@ triggers NOTIFY (migration 0021; docs/scale.md, "Caches" and "The outbox").
 
 - `hub_changes`, payload the kind: a cache of that kind is stale (hub/store/versions.py).
 - `outbox`: deliveries were added; the outbox looks now rather than at its next poll.
+- `inbox` and `turn_events` (with `[storage] shared`): a row was assigned to an Anima's
+  holder, and a turn's row changed (hub/inbound/shared.py).
 
 A hint only shortens a wait: without it every cache is re-checked within a second and the
 outbox looks every `poll_interval_s`. So a lost hint costs time, never a change. A listener
@@ -29,6 +31,7 @@ log = logging.getLogger(__name__)
 
 HUB_CHANGES = "hub_changes"
 OUTBOX = "outbox"
+TURN_EVENTS = "turn_events"  # payload: an inbox row's id, whose status or attempts changed
 KEEPALIVE_S = 30.0
 
 

@@ -30,3 +30,22 @@ def stored_outcome(db: Database, inbox_id: str) -> list[TurnEvent]:
         return [TurnEvent("error", "still being answered; the reply will appear here")]
     reason = (row.error if row else None) or "no reply was recorded for this message"
     return [TurnEvent("error", reason)]
+
+
+def relayed_outcome(db: Database, inbox_id: str) -> list[TurnEvent]:
+    """What a turn that runs on another worker has come to (docs/scale.md): its reply or
+    its failure once its row is closed, the notice that its answer is delayed while it is
+    retried, nothing while it simply runs."""
+    with db.session() as session:
+        row = session.get(InboxItem, inbox_id)
+    if row is None:
+        return []
+    if row.status not in OPEN:
+        return stored_outcome(db, inbox_id)
+    if row.attempts and row.failing_since is not None:
+        with db.session() as session:
+            notice = session.exec(
+                select(DeliveryRow.text).where(DeliveryRow.idempotency_key == f"delayed:{row.id}")
+            ).first()
+        return [TurnEvent("delayed", notice or "", row.anima or "")]
+    return []

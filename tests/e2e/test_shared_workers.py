@@ -16,7 +16,7 @@ from sqlalchemy import func, text, update
 from sqlmodel import col, select
 
 from animahub_kit.contract.harness import eventually
-from hub.adapter import AdapterFactory
+from hub.adapter import AdapterFactory, TurnEvent
 from hub.app import Hub
 from hub.messages import Address, AddressKind, DeliveryKind, Inbound, PlatformUser
 from hub.settings import PlatformSection, installed_sections
@@ -219,3 +219,22 @@ async def test_a_worker_that_lost_its_lease_mid_turn_writes_nothing_and_the_turn
         with b.db.session() as session:
             row = session.get(InboxItem, asked)
         assert row is not None and row.interrupted == 1  # cut off once, answered once
+
+
+async def test_who_waits_on_one_worker_hears_the_end_of_a_turn_run_on_the_other(
+    tmp_path: Path,
+) -> None:
+    async with two_workers(tmp_path) as (a, b, _pa, _pb):
+        [elsewhere] = [name for name in names() if b.ownership.holds(name)]
+        asked = await say(a, elsewhere, "what is new?")  # arrives at a, runs on b
+
+        async def heard() -> list[TurnEvent]:
+            return [event async for event in a.port.subscribe(asked)]
+
+        events = await asyncio.wait_for(heard(), 30)
+        assert [event.type for event in events] == ["text", "done"]
+        with a.db.session() as session:
+            reply = session.exec(
+                select(DeliveryRow.text).where(DeliveryRow.inbox_id == asked)
+            ).one()
+        assert events[0].text == reply and events[0].anima == elsewhere
