@@ -393,7 +393,34 @@ class Watching(Protocol):
         ...
 
 
-class HubPort(Receiving, Reporting, Cursors, Watching, Conversing, Protocol):
+class ConnectionHold(Protocol):
+    """The right to keep one platform connection that one process at a time may keep."""
+
+    async def acquire(self) -> None:
+        """Return once this process holds it (at once when it is the only hub)."""
+        ...
+
+    def held(self) -> bool:
+        """Whether it is still held: checked before each use of the connection (each long
+        poll), and false in time for the next holder never to meet this one."""
+        ...
+
+    async def release(self) -> None: ...
+
+
+class Connecting(Protocol):
+    """An adapter whose inbound is a connection one process at a time may keep (Telegram's
+    long poll: a second poller is refused with 409)."""
+
+    def connection(self, key: str, quiet_s: float) -> ConnectionHold:
+        """The hold on connection `key` (platform and account, e.g. `telegram:<bot id>`).
+        With several hub workers it is a lease: a new holder starts only `quiet_s` after
+        taking it over, so the previous holder's last request (a long poll of up to that
+        long) has ended. One hub holds every connection at once."""
+        ...
+
+
+class HubPort(Receiving, Reporting, Cursors, Watching, Conversing, Connecting, Protocol):
     """What an adapter may ask of the hub, as the small ports above: an adapter's helpers
     take the one they use. Everything else flows through the outbox."""
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
-from hub.adapter import Adapter, AdapterFactory, PlatformState, build_enabled
+from hub.adapter import Adapter, AdapterFactory, ConnectionHold, PlatformState, build_enabled
 from hub.animas import Anima, AnimaRegistry
 from hub.clock import Clock, SystemClock
 from hub.commands.about import AboutCommands
@@ -54,6 +54,7 @@ from hub.schedule.distill_llm import anima_distillers
 from hub.schedule.scheduler import Scheduler
 from hub.schedule.sessions import close_idle_sessions
 from hub.settings import ConfigError, Settings, configured_secrets
+from hub.store.connections import LeasedConnection, SoleConnection
 from hub.store.db import Database
 from hub.store.listen import HUB_CHANGES, OUTBOX, TURN_EVENTS, Listener
 from hub.store.ownership import Ownership, Partitions, SoleOwner, worker_name
@@ -119,7 +120,8 @@ class Hub:
         self.partitions: Partitions | None = None
         self.ownership: Ownership = SoleOwner()
         if settings.storage.shared:
-            self.partitions = self.ownership = Partitions(self.db, worker_name())
+            ttl = settings.storage.lease_ttl_s
+            self.partitions = self.ownership = Partitions(self.db, worker_name(), ttl_s=ttl)
         self.animas = AnimaRegistry(settings.home / "animas", load_roles())
         self._build_people()
         self._build_delivery(adapter_factories)
@@ -330,8 +332,17 @@ class Hub:
                 people=self.people,
                 platforms=self.platforms,
                 outbox=self.outbox,
+                connections=self._connection,
             )
         )
+
+    def _connection(self, key: str, quiet_s: float) -> ConnectionHold:
+        """A platform connection one process may keep: all of them for the one hub, through
+        a lease with `[storage] shared` (hub/store/connections.py)."""
+        if self.partitions is None:
+            return SoleConnection()
+        ttl = self.settings.storage.lease_ttl_s
+        return LeasedConnection(self.db, self.partitions.me, key, quiet_s, ttl_s=ttl)
 
     def _build_schedule(self, responders: Responders) -> None:
         settings = self.settings

@@ -37,6 +37,7 @@ from adapters.telegram.webhook import WEBHOOK_PATH, router
 from hub.adapter import (
     AttachmentUnavailable,
     Capabilities,
+    ConnectionHold,
     FetchedFile,
     HubPort,
     MarkdownDialect,
@@ -155,10 +156,25 @@ class TelegramAdapter:
     # polling ---------------------------------------------------------------------------
 
     async def _poll(self, bot: Bot, hub: HubPort) -> None:
-        saved = hub.load_cursor(CURSOR)
+        """Long-poll while this hub holds the bot's poll: one poller per bot, or Telegram
+        answers 409 to both (with several hub workers the hold is a lease, and a new holder
+        starts a poll timeout after taking it over: hub/store/connections.py)."""
+        hold = hub.connection(f"telegram:{bot.id}", quiet_s=self._settings.poll_timeout_s + 5.0)
+        try:
+            while True:
+                await hold.acquire()
+                if not await self._poll_while(bot, hub, hold):
+                    return
+                log.warning("Telegram: this hub no longer holds the poll of @%s", bot.username)
+        finally:
+            await hold.release()
+
+    async def _poll_while(self, bot: Bot, hub: HubPort, hold: ConnectionHold) -> bool:
+        """Poll until the hold is lost (True: wait for it again) or the token is refused."""
+        saved = hub.load_cursor(CURSOR)  # read now: the previous holder may have moved it
         offset = int(saved) if saved and saved.lstrip("-").isdigit() else None
         failures = 0
-        while True:
+        while hold.held():
             updates: Sequence[Update | Unreadable]
             try:
                 updates = await bot.get_updates(
@@ -169,7 +185,7 @@ class TelegramAdapter:
             except InvalidToken as exc:
                 log.error("Telegram revoked the bot token (%s); polling stops", exc)
                 hub.report(NAME, PlatformState.UNAUTHORIZED, str(exc))
-                return
+                return False
             except RetryAfter as exc:
                 await asyncio.sleep(retry_after_s(exc))
                 continue
@@ -202,6 +218,7 @@ class TelegramAdapter:
                     await self._poll_failed(hub, exc, failures)
                     break
                 offset = update.update_id + 1
+        return True
 
     async def _poll_failed(self, hub: HubPort, exc: Exception, failures: int) -> None:
         first, cap = self.poll_backoff_s

@@ -215,11 +215,12 @@ async def open_harness(
     token: str = TOKEN,
     fake: FakeTelegram | None = None,
     section: dict[str, Any] | None = None,
+    sections: dict[str, Any] | None = None,
 ) -> AsyncIterator[TelegramHarness]:
     """`platform_down`: the fake is not running when the hub starts (`platform_up` later);
     `webhook=False`: long polling; `token`: what the hub is configured with (a wrong one
     gets 401); `fake`: one already populated and running (a second hub on the same bot);
-    `section`: more `[telegram]` settings."""
+    `section`: more `[telegram]` settings; `sections`: other sections (a shared database)."""
     home = tmp_path / "home"
     home.mkdir(parents=True, exist_ok=True)
     own_fake = fake is None
@@ -234,7 +235,7 @@ async def open_harness(
     server: HubServer | None = None
     try:
         hub = await start_hub(
-            harness_settings(home, telegram=settings),
+            harness_settings(home, telegram=settings, **(sections or {})),
             "telegram",
             TelegramAdapter,
             responder,

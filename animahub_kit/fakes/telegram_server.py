@@ -272,6 +272,12 @@ class FakeTelegram(Served):
 
     # what the fake saw -------------------------------------------------------------------
 
+    @property
+    def overlaps(self) -> int:
+        """Long polls ended with 409 by another one that came while they waited: two
+        pollers on one bot."""
+        return self._updates.overlaps
+
     def calls_of(self, method: str) -> list[ApiCall]:
         return self.state.calls_of(method)
 

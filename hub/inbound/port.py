@@ -3,13 +3,14 @@ start, made of the hub's parts. The composition root (hub/app.py) builds one."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from hub.adapter import (
     Caller,
+    ConnectionHold,
     ConversationEntry,
     PlatformState,
     Receipt,
@@ -28,6 +29,7 @@ from hub.messages import Address, Inbound, PlatformUser
 from hub.people.speaker import People
 from hub.redaction.redact import redact
 from hub.store import cursors
+from hub.store.connections import SoleConnection
 from hub.store.db import Database
 from hub.turns.events import EventBus
 from hub.turns.outcome import stored_outcome
@@ -48,6 +50,8 @@ class PortParts:
     people: People
     platforms: Platforms
     outbox: Outbox
+    # The hold on a platform connection one process at a time may keep (hub/store/connections.py).
+    connections: Callable[[str, float], ConnectionHold] = lambda _key, _quiet_s: SoleConnection()
 
 
 class Port:
@@ -119,6 +123,11 @@ class Port:
         self, address: Address, limit: int, text: str = ""
     ) -> list[ConversationEntry]:
         return conversations(self._parts.db, address, limit, text)
+
+    # Connecting ------------------------------------------------------------------------
+
+    def connection(self, key: str, quiet_s: float) -> ConnectionHold:
+        return self._parts.connections(key, quiet_s)
 
     # Previewing ------------------------------------------------------------------------
 

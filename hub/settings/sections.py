@@ -214,6 +214,9 @@ class StorageSection(SettingsSection):
     # Several hub workers share this database (PostgreSQL only; docs/scale.md): each runs
     # the Animas of the partitions it holds a lease on, instead of one hub holding it all.
     shared: bool = False
+    # With `shared`: how long a worker's leases (its partitions, a platform connection) last
+    # unrenewed; a worker that stopped is replaced after about this long.
+    lease_ttl_s: float = Field(default=15.0, ge=3.0)
 
 
 class LLMSection(SettingsSection):

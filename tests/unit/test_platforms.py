@@ -14,6 +14,7 @@ from animahub_kit.contract.harness import eventually
 from hub.adapter import (
     Caller,
     Capabilities,
+    ConnectionHold,
     ConversationEntry,
     HubPort,
     PlatformState,
@@ -62,6 +63,9 @@ class Flaky:
 
 class NoHub:
     async def receive(self, inbound: Inbound) -> Receipt:
+        raise AssertionError("not used")
+
+    def connection(self, key: str, quiet_s: float) -> ConnectionHold:
         raise AssertionError("not used")
 
     async def subscribe(self, inbox_id: str) -> AsyncIterator[TurnEvent]:

@@ -41,6 +41,7 @@ class Updates:
         self._arrived = asyncio.Event()
         self._poller: asyncio.Future[None] | None = None  # the long poll waiting now
         self._conflicts = 0
+        self.overlaps = 0  # polls ended by another poll that came while they waited
         self._update_ids = itertools.count(700_000_001)
         self._http: aiohttp.ClientSession | None = None
 
@@ -93,6 +94,7 @@ class Updates:
             self._conflicts -= 1
             return error(409, _CONFLICT)
         if self._poller is not None and not self._poller.done():
+            self.overlaps += 1
             self._poller.set_exception(_Superseded())  # the earlier poll gets the 409
         offset = as_int(params.get("offset")) or 0
         if offset > self._state.confirmed:
