@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import postgres_url
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -284,3 +286,33 @@ def test_leases_runs() -> None:
     figures = json.loads(run_bench("bench/leases.py", *args))
     assert figures["held_per_worker"] == [4]
     assert figures["statements_per_step"] >= 3  # alive, count the live, renew
+
+
+@pytest.mark.postgres
+@pytest.mark.e2e
+def test_workers_runs(tmp_path: Path) -> None:
+    """bench/workers.py at its smallest: two shared worker processes, a few messages, one
+    kill (the scratch database is the test database, dropped first as every test does)."""
+    out = tmp_path / "workers.json"
+    run_bench(
+        "bench/workers.py",
+        "--url",
+        postgres_url(),
+        "--workers",
+        "2",
+        "--messages",
+        "4",
+        "--animas",
+        "1",
+        "--kills",
+        "1",
+        "--flush-s",
+        "0.2",
+        "--lease-ttl-s",
+        "4",
+        "--json",
+        str(out),
+    )
+    [level] = json.loads(out.read_text())
+    assert level["answered"] == 4 and level["workers"] == 2
+    assert level["failover_s"]["max"] > 0
