@@ -76,10 +76,11 @@ def chat(worker: HubProcess, anima: str, message: str, conversation: str) -> boo
     with httpx.stream(
         "POST", f"{worker.url}/api/chat/{anima}", json=body, headers=worker.owner(), timeout=120
     ) as response:
-        lines = [x for x in response.iter_lines() if x.startswith("data: ")]
+        every = list(response.iter_lines())
+    lines = [x for x in every if x.startswith("data: ")]
     ended = bool(lines) and json.loads(lines[-1][6:]) == {"type": "done"}
     if not ended:
-        print(f"{anima} via {worker.url}: {lines[-3:]}", file=sys.stderr)
+        print(f"{anima} via {worker.url}: {response.status_code} {every[-5:]}", file=sys.stderr)
     return ended
 
 

@@ -30,7 +30,7 @@ class People:
                 f"a {caller.kind} speaks only for its own person ({caller.name}); "
                 "`user` is for the owner and the admin token"
             )
-        target = self._identity.find(user) or self._identity.create(user, actor_of(caller))
+        target = self._identity.named(user, actor_of(caller))
         self.audit(caller, "person.on_behalf", target.id, {"user": user})
         return target
 
