@@ -95,12 +95,6 @@ class Hub:
         *,
         for_a_command: bool = False,
     ) -> None:
-        if for_a_command and settings.storage.shared:
-            # It would join the workers and take leases for the length of a command.
-            raise ConfigError(
-                "with [storage] shared, run this while a worker runs, through its API "
-                "(docs/scale.md): a command does not act on a shared database by itself"
-            )
         if for_a_command:
             # A CLI command's short-lived hub does its command, not the schedule: due
             # heartbeats, consolidation and delegated tasks wait for `animahub start`.
@@ -113,15 +107,7 @@ class Hub:
         redact("")  # compiles the rule set now, not in the first person's turn
         self.clock: Clock = clock or SystemClock()
         self.db = Database(settings.database_url)
-        # What another writer of the database changed in the state cached here.
-        self.versions = Versions(self.db)
-        # Which Animas this process runs: all, or with `[storage] shared` the partitions
-        # it holds a lease on (docs/scale.md).
-        self.partitions: Partitions | None = None
-        self.ownership: Ownership = SoleOwner()
-        if settings.storage.shared:
-            ttl = settings.storage.lease_ttl_s
-            self.partitions = self.ownership = Partitions(self.db, worker_name(), ttl_s=ttl)
+        self._build_sharing()
         self.animas = AnimaRegistry(settings.home / "animas", load_roles())
         self._build_people()
         self._build_delivery(adapter_factories)
@@ -145,6 +131,24 @@ class Hub:
         self.listener: Listener | None = None  # on PostgreSQL, once started
 
     # wiring: each part built once, in the order the parts need one another ------------
+
+    def _build_sharing(self) -> None:
+        """What another writer of the database changed in the state cached here, and which
+        Animas this process runs: all, or with `[storage] shared` the partitions it holds a
+        lease on (docs/scale.md)."""
+        settings = self.settings
+        if self._for_a_command and settings.storage.shared:
+            # It would join the workers and take leases for the length of a command.
+            raise ConfigError(
+                "with [storage] shared, run this while a worker runs, through its API "
+                "(docs/scale.md): a command does not act on a shared database by itself"
+            )
+        self.versions = Versions(self.db)
+        self.partitions: Partitions | None = None
+        self.ownership: Ownership = SoleOwner()
+        if settings.storage.shared:
+            ttl = settings.storage.lease_ttl_s
+            self.partitions = self.ownership = Partitions(self.db, worker_name(), ttl_s=ttl)
 
     def _build_people(self) -> None:
         """Who is talking: identity, sign-in access, speakers, links between accounts, and
@@ -255,7 +259,7 @@ class Hub:
             names=self.identity,
             now=self.clock.now,
             runs=runs,
-            mine=self.ownership.holds,
+            ownership=self.ownership,
         )
         self.runtime.run_task = self.task_runner.run
         self.outbox.on_sent(report_links(self.adapters, self.task_runner.telling))
@@ -366,7 +370,7 @@ class Hub:
         # crons), so that runs waiting for the model do not hold up runs that need none.
         runs = settings.scheduler.max_model_calls + 4
         self.scheduler = Scheduler(
-            self.db, self.clock, self.agenda.run, runs, mine=self.ownership.holds
+            self.db, self.clock, self.agenda.run, runs, ownership=self.ownership
         )
 
     # lifecycle -------------------------------------------------------------------------

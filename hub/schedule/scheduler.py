@@ -36,6 +36,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from hub.clock import Clock
 from hub.store.db import Database
+from hub.store.ownership import Ownership, SoleOwner
 
 log = logging.getLogger(__name__)
 TABLE = "scheduler_job"
@@ -91,12 +92,12 @@ class Scheduler:
         clock: Clock,
         runner: Runner,
         max_parallel: int = 4,
-        mine: Callable[[str], bool] = lambda _anima: True,
+        ownership: Ownership | None = None,
     ) -> None:
         self._clock = clock
-        # Whether this worker runs the Anima's jobs (docs/scale.md): the others stay due
-        # in the shared job store for the worker that does.
-        self._mine = mine
+        # Which Animas' jobs this worker runs (docs/scale.md): the others stay due in the
+        # shared job store for the worker that does.
+        self._ownership: Ownership = ownership or SoleOwner()
         self._runner = runner
         self._store = SQLAlchemyJobStore(engine=db.engine, tablename=TABLE)
         self._aps = AsyncIOScheduler(timezone="UTC")
@@ -200,7 +201,7 @@ class Scheduler:
         if self._closed:
             return started
         for job in self._store.get_due_jobs(now):
-            if job.id in self._running or not self._mine(str(job.args[1])):
+            if job.id in self._running or not self._ownership.holds(str(job.args[1])):
                 continue
             task = asyncio.create_task(self._run(job, now), name=f"job {job.id}")
             self._running[job.id] = task

@@ -29,6 +29,7 @@ from hub.delivery.targets import Resolved
 from hub.messages import DeliveryKind
 from hub.model.client import LLMError
 from hub.store.models import OPEN_TASK_STATES, TaskState
+from hub.store.ownership import Ownership, SoleOwner
 from hub.tasks.board import TaskError, TaskView
 from hub.tasks.parts import Names, Pauses, TaskParts, TaskQueue
 from hub.tasks.telling import TaskTelling
@@ -58,7 +59,7 @@ class TaskRunner:
         names: Names,
         now: Callable[[], datetime],
         runs: bool = True,
-        mine: Callable[[str], bool] = lambda _anima: True,
+        ownership: Ownership | None = None,
     ) -> None:
         self._db = parts.db
         self._board = parts.board
@@ -72,14 +73,15 @@ class TaskRunner:
         self.telling = TaskTelling(parts, names, now)
         # False in a CLI command's short-lived hub: tasks wait on the board for the hub.
         self.runs = runs
-        self._mine = mine  # whether this worker runs the Anima's tasks (docs/scale.md)
+        # Which Animas' tasks this worker runs (docs/scale.md): all, for the one hub.
+        self._ownership: Ownership = ownership or SoleOwner()
         self._queued: set[int] = set()  # queued, running or waiting to retry in this process
         self._retries: dict[int, asyncio.TimerHandle] = {}
 
     # starting ---------------------------------------------------------------------------
 
     def start(self, task: TaskView) -> None:
-        if task.id in self._queued or not self.runs or not self._mine(task.assignee):
+        if task.id in self._queued or not self.runs or not self._ownership.holds(task.assignee):
             return  # another worker's: its own sweep starts it
         self._queued.add(task.id)
         self._queue.submit(TaskJob(task.id, task.assignee))
@@ -105,7 +107,7 @@ class TaskRunner:
         now = self._now()
         orphaned = 0
         for task in self._board.listing(states=tuple(OPEN_TASK_STATES), limit=10_000):
-            if not self._mine(task.assignee):
+            if not self._ownership.holds(task.assignee):
                 continue  # another worker's, running or not
             free = task.id not in self._queued
             if task.state is TaskState.RUNNING and free:
