@@ -128,7 +128,7 @@ class Hub:
         self._planned: tuple[str, ...] | None = None
         self._sessions_checked: datetime | None = None
         self._catch_up: asyncio.Task[None] | None = None
-        self.listener: Listener | None = None  # on PostgreSQL, once started
+        self.listener: Listener | None = None  # with `[storage] shared`, once started
 
     # wiring: each part built once, in the order the parts need one another ------------
 
@@ -143,10 +143,12 @@ class Hub:
                 "with [storage] shared, run this while a worker runs, through its API "
                 "(docs/scale.md): a command does not act on a shared database by itself"
             )
-        self.versions = Versions(self.db)
+        # One hub is the only writer of its database: its caches cannot go stale.
+        self.versions: Versions | None = None
         self.partitions: Partitions | None = None
         self.ownership: Ownership = SoleOwner()
         if settings.storage.shared:
+            self.versions = Versions(self.db)
             ttl = settings.storage.lease_ttl_s
             self.partitions = self.ownership = Partitions(self.db, worker_name(), ttl_s=ttl)
 
@@ -415,7 +417,7 @@ class Hub:
                 log.warning("%d tasks were cut off by the last stop; running them again", cut_off)
         await self.platforms.start(self.port)
         self.supervisor.start("outbox", self.outbox.run)
-        if self.db.engine.dialect.name == "postgresql":
+        if self.shared is not None:
             self._listen()
         memory = self.memory
         if memory is not None:
@@ -427,20 +429,20 @@ class Hub:
             self._catch_up = asyncio.create_task(self._catch_up_then_tick(), name="catch-up")
 
     def _listen(self) -> None:
-        """Other workers' changes, deliveries and messages, heard at once (hub/store/listen.py),
-        and with `[storage] shared` this worker's part: its leases and their turns."""
-        hints = {HUB_CHANGES: self._changed_elsewhere, OUTBOX: self._delivery_added}
-        shared, partitions = self.shared, self.partitions
-        if shared is not None and partitions is not None:
-            hints[INBOX] = shared.hint
-            hints[TURN_EVENTS] = shared.relay
-            self.supervisor.start("leases", lambda part: partitions.run(part, shared.changed))
-            self.supervisor.start("inbox sweep", shared.run)
-        self.listener = Listener(self.settings.database_url, hints, self.versions.hint)
+        """With `[storage] shared`, this worker's part: its leases and their turns, and the
+        other workers' changes, deliveries and messages heard at once (hub/store/listen.py)."""
+        shared, partitions, versions = self.shared, self.partitions, self.versions
+        assert shared is not None and partitions is not None and versions is not None
+        hints = {
+            HUB_CHANGES: lambda _kind: versions.hint(),
+            OUTBOX: self._delivery_added,
+            INBOX: shared.hint,
+            TURN_EVENTS: shared.relay,
+        }
+        self.supervisor.start("leases", lambda part: partitions.run(part, shared.changed))
+        self.supervisor.start("inbox sweep", shared.run)
+        self.listener = Listener(self.settings.database_url, hints, versions.hint)
         self.supervisor.start("listener", self.listener.run)
-
-    def _changed_elsewhere(self, _kind: str) -> None:
-        self.versions.hint()
 
     def _delivery_added(self, _payload: str) -> None:
         self.outbox.wake()
