@@ -12,6 +12,9 @@ one of three states, and only two of them share `[server] max_connections`:
   connection is closed anyway (the deadline before authentication).
 - busy: a request is being served (`Edge` in hub/api/guard.py marks it; past
   `max_connections` busy and live together, it answers 503).
+  The deadline stops once the request head has arrived: a head that came in time is
+  answered even when the hub is too busy to reach it within the deadline (a live feed's
+  credential has a deadline of its own, hub/api/live_ws.py).
 - live: an authenticated live feed (hub/api/live_ws.py caps them per person and address).
 
 The protocol class wraps the one uvicorn would choose and keeps wrapping it after a
@@ -54,6 +57,7 @@ class Connection:
         self.state = State.WAITING
         self.open = True
         self.deadline: asyncio.TimerHandle | None = None
+        self.head = _Head()
 
     def busy(self) -> bool:
         """A request is being served; False when every shared place is taken."""
@@ -125,7 +129,15 @@ class Budget:
         self._unwait(conn)
         self.serving.discard(conn)
 
+    def heard(self, conn: Connection, data: bytes) -> None:
+        """`data` arrived on `conn`: once its request head is whole, its deadline stops (it
+        keeps its waiting place until the app marks it busy or live)."""
+        if conn.deadline is not None and conn.state is State.WAITING and conn.head.whole(data):
+            conn.deadline.cancel()
+            conn.deadline = None
+
     def _wait(self, conn: Connection) -> None:
+        conn.head = _Head()
         self.waiting[conn] = None
         self._waiting_at.setdefault(conn.address, {})[conn] = None
         loop = asyncio.get_running_loop()
@@ -145,6 +157,26 @@ class Budget:
     def _expire(self, conn: Connection) -> None:
         if conn.open and conn.state is State.WAITING:
             self.close(conn, f"nothing authenticated within {self.deadline_s:g} s")
+
+
+class _Head:
+    """Watches the bytes of one request head for its end, the first empty line after the
+    request line (RFC 9112 2.2: empty lines before the request line are ignored, so they do
+    not count: a client sending only those has not sent a head)."""
+
+    def __init__(self) -> None:
+        self._started = False
+        self._tail = b""
+
+    def whole(self, data: bytes) -> bool:
+        if not self._started:
+            data = data.lstrip(b"\r\n")
+            self._started = bool(data)
+        if not self._started:
+            return False
+        seen = self._tail + data
+        self._tail = seen[-3:]
+        return b"\r\n\r\n" in seen
 
 
 class _Transport:
@@ -195,6 +227,7 @@ class GuardedProtocol(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if isinstance(self.inner, asyncio.Protocol) and self.conn is not None and self.conn.open:
+            self.budget.heard(self.conn, data)
             self.inner.data_received(data)
 
     def eof_received(self) -> bool | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -100,6 +101,29 @@ async def test_a_socket_that_does_not_authenticate_in_time_is_closed(home: Path)
         await silent.wait_closed()
         assert await reader.read() == b""  # closed by the hub, no answer
         writer.close()
+
+
+async def test_a_head_that_came_in_time_is_answered_though_the_hub_reaches_it_late(
+    home: Path,
+) -> None:
+    """A hub too busy to reach a request within the deadline (here: its loop blocked past
+    it) still answers a request whose head arrived in time, and still closes a socket whose
+    head never ended."""
+    async with _served(home, handshake_timeout_s=0.2) as (port, _client), asyncio.timeout(60):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        stalled, stalling = await asyncio.open_connection("127.0.0.1", port)
+        await asyncio.sleep(0.05)  # both accepted: their deadlines run
+        head = f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        stalling.write(head.encode())  # a head never ended
+        writer.write(f"{head}Connection: close\r\n\r\n".encode())
+        # Written straight to the sockets (no await: the hub's loop, this test's, does not
+        # run), then the loop is kept busy past both deadlines.
+        time.sleep(0.4)  # noqa: ASYNC251 (blocking on purpose: a hub too busy to reach it)
+        answer = await reader.read()
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
+        assert await stalled.read() == b""  # closed by the hub, no answer
+        writer.close()
+        stalling.close()
 
 
 @asynccontextmanager
