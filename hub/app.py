@@ -439,10 +439,16 @@ class Hub:
             INBOX: shared.hint,
             TURN_EVENTS: shared.relay,
         }
-        self.supervisor.start("leases", lambda part: partitions.run(part, shared.changed))
+        self.supervisor.start("leases", lambda part: partitions.run(part, self._partitions_moved))
         self.supervisor.start("inbox sweep", shared.run)
         self.listener = Listener(self.settings.database_url, hints, versions.hint)
         self.supervisor.start("listener", self.listener.run)
+
+    def _partitions_moved(self, gained: set[int], lost: set[int]) -> None:
+        assert self.shared is not None
+        self.shared.changed(gained, lost)
+        if lost:
+            self.scheduler.let_go()
 
     def _delivery_added(self, _payload: str) -> None:
         self.outbox.wake()

@@ -10,7 +10,7 @@ token, and the edge answers a person 403 before these run.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo
 
@@ -24,11 +24,13 @@ from hub.app import Hub
 from hub.delivery.deliveries import Delivery, UnknownDelivery, WrongState
 from hub.schedule.heartbeat import last_runs
 from hub.schedule.scheduler import Fire, JobKind
+from hub.schedule.slots import Skipped
 from hub.views import audit, conversations
 
 router = APIRouter(prefix="/api")
 WHERE = "api"  # what the audit log says these actions came through
 NEXT_RUNS = 5
+SKIPPED_WITHIN = timedelta(days=1)
 
 
 # Animas -------------------------------------------------------------------------------
@@ -50,6 +52,7 @@ def dashboard_animas(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
     for fire in hub.scheduler.upcoming():
         upcoming.setdefault(fire.anima, []).append(fire)
     now = hub.clock.now()
+    skipped = hub.scheduler.slots.skipped_since(now - SKIPPED_WITHIN)
     today = conversations.answered_since(
         hub.db, {a.name: _midnight(now, effective_timezone(a, hub.settings.hub)) for a in animas}
     )
@@ -73,6 +76,7 @@ def dashboard_animas(hub: HubDep, caller: CallerDep) -> dict[str, Any]:
                     for f in runs[:NEXT_RUNS]
                 ],
                 "turns_today": today[anima.name],
+                "skipped_runs": _skipped(skipped.get(anima.name)),
             }
         )
     return {
@@ -98,6 +102,14 @@ def _shown_key(fire: Fire, caller: Caller) -> str:
     if fire.kind is JobKind.CRON and not caller.may_act_for_others:
         return f"cron:{fire.anima}"
     return fire.key
+
+
+def _skipped(found: Skipped | None) -> dict[str, Any]:
+    """Scheduled runs skipped in the last day: past a cron's grace, or while the hub was
+    down (hub/schedule/slots.py); the latest one's time."""
+    if found is None:
+        return {"count": 0, "last_at": None}
+    return {"count": found.count, "last_at": when(found.last_at)}
 
 
 def _midnight(now: datetime, timezone: str) -> datetime:

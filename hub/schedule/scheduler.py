@@ -15,7 +15,9 @@ schedule in seconds, and every job kind gets the catch-up rule it needs:
 A run's next time is stored only after the run finishes, so a crash mid-run repeats the run
 at the next start instead of losing it. Repeating is safe: consolidation is idempotent and
 every posted message's idempotency key carries the job and its scheduled time, so the outbox
-sends it once.
+sends it once. Each slot is claimed by a row before it runs (hub/schedule/slots.py), so a
+slot that ended is never run twice, by this worker or another, and every slot skipped
+(coalesced, or past its grace) is recorded.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from hub.clock import Clock
+from hub.schedule.slots import Claim, Slot, Slots
 from hub.store.db import Database
 from hub.store.ownership import Ownership, SoleOwner
 
@@ -103,10 +106,12 @@ class Scheduler:
         self._aps = AsyncIOScheduler(timezone="UTC")
         self._aps.add_jobstore(self._store, _STORE)
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._running_for: dict[str, str] = {}  # job id: its Anima
         self._closed = False
         # Paces catch-up: after a pause fifty heartbeats may be due at once, and running
         # them all together would starve the rest of the hub (chat turns, health).
-        self._slots = asyncio.Semaphore(max_parallel)
+        self._parallel = asyncio.Semaphore(max_parallel)
+        self.slots = Slots(db, self._ownership, self._ownership.me, clock)
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -200,13 +205,22 @@ class Scheduler:
         started: list[asyncio.Task[None]] = []
         if self._closed:
             return started
+        self.slots.prune()
         for job in self._store.get_due_jobs(now):
             if job.id in self._running or not self._ownership.holds(str(job.args[1])):
                 continue
             task = asyncio.create_task(self._run(job, now), name=f"job {job.id}")
             self._running[job.id] = task
+            self._running_for[job.id] = str(job.args[1])
             started.append(task)
         return started
+
+    def let_go(self) -> None:
+        """Stop the runs of Animas this worker no longer holds: their holder runs the slot
+        again (hub/schedule/slots.py), and this worker's end of it would be refused."""
+        for key, task in list(self._running.items()):
+            if not self._ownership.holds(self._running_for[key]):
+                task.cancel()
 
     async def run_due(self) -> None:
         """Run everything due now, to completion (tests and `--once` style callers)."""
@@ -216,38 +230,50 @@ class Scheduler:
         kind, anima = JobKind(job.args[0]), str(job.args[1])
         try:
             times = _run_times(job, now, None if job.coalesce else _MAX_CATCH_UP)
-            if job.coalesce:
-                times = times[-1:]
+            stands_for = 0
+            if job.coalesce and times:
+                stands_for, times = len(times) - 1, times[-1:]
+            settled = True
             for at in times:
-                late = now - at
-                if job.misfire_grace_time is not None and late.total_seconds() > float(
-                    job.misfire_grace_time
-                ):
+                fire = Fire(job.id, kind, anima, at)
+                late = (now - at).total_seconds()
+                grace = job.misfire_grace_time
+                if grace is not None and late > float(grace):
+                    why = f"{late:.0f} s late, past its grace of {grace} s"
                     log.warning(
-                        "skipped %s due at %s: %s late (misfire grace %ss)",
+                        "skipped %s due at %s: %s",
                         job.id,
                         at.isoformat(),
-                        late,
-                        job.misfire_grace_time,
+                        why,
                         extra={"anima": anima},
                     )
+                    self.slots.missed(Slot(job.id, anima, at), why)
                     continue
-                await self._run_one(Fire(job.id, kind, anima, at))
-            self._advance(job, times[-1] if times else now, now)
+                settled = await self._run_one(fire, stands_for) and settled
+            if settled:  # else the Anima moved to another worker mid-run: its holder goes on
+                self._advance(job, times[-1] if times else now, now)
         finally:
             self._running.pop(job.id, None)
+            self._running_for.pop(job.id, None)
 
-    async def _run_one(self, fire: Fire) -> None:
-        try:
-            async with self._slots:
+    async def _run_one(self, fire: Fire, stands_for: int = 0) -> bool:
+        """Run one slot unless it has ended already; False when its end was refused."""
+        slot = Slot(fire.key, fire.anima, fire.at)
+        async with self._parallel:
+            claim = self.slots.claim(slot, stands_for)
+            if claim is not Claim.RUN:
+                return claim is Claim.ENDED
+            try:
                 await self._runner(fire)
-        except Exception:
-            # One failing run (a bug, a full disk) must not stop the schedule or retry in a
-            # hot loop: it is logged with its traceback in the Anima's log, and the job
-            # moves on to its next time.
-            log.exception(
-                "%s failed at %s", fire.key, fire.at.isoformat(), extra={"anima": fire.anima}
-            )
+            except Exception as error:
+                # One failing run (a bug, a full disk) must not stop the schedule or retry
+                # in a hot loop: it is logged with its traceback in the Anima's log, and the
+                # job moves on to its next time.
+                log.exception(
+                    "%s failed at %s", fire.key, fire.at.isoformat(), extra={"anima": fire.anima}
+                )
+                return self.slots.end(slot, ok=False, note=type(error).__name__)
+            return self.slots.end(slot, ok=True)
 
     def _advance(self, job: Job, last: datetime, now: datetime) -> None:
         following = job.trigger.get_next_fire_time(last, now)

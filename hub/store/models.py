@@ -276,6 +276,23 @@ class HeartbeatRun(SQLModel, table=True):
     outcome: str = ""
 
 
+class ScheduleRun(SQLModel, table=True):
+    """One slot of one scheduled job (hub/schedule/slots.py): claimed before it runs, so each
+    (job, slot) runs once across restarts and workers; a slot skipped is a row too."""
+
+    __tablename__ = "schedule_run"
+    job_key: str = Field(primary_key=True, max_length=500)
+    slot_at: datetime = _ts(primary_key=True, nullable=False, index=True)
+    anima: str = Field(max_length=64, index=True)
+    state: str = Field(max_length=16)  # running, done, failed, missed
+    worker: str = Field(default="", max_length=100)
+    attempts: int = 1
+    stands_for: int = 0  # earlier slots this run stood in for (coalesced after downtime)
+    note: str = ""
+    started_at: datetime = _ts(nullable=False)
+    finished_at: datetime | None = _ts(nullable=True)
+
+
 class SessionMark(SQLModel, table=True):
     """How far each conversation's sessions have been summarized into the episode log."""
 

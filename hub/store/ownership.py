@@ -48,6 +48,8 @@ class Fenced(RuntimeError):
 
 
 class Ownership(Protocol):
+    me: str  # this worker's name, as its rows record it
+
     def holds(self, anima: str) -> bool:
         """Whether this worker runs `anima` now."""
         ...
@@ -62,6 +64,9 @@ class SoleOwner:
     """One hub holds the database (hub/cli/runfile.py): every Anima is its own."""
 
     refused = 0
+
+    def __init__(self) -> None:
+        self.me = worker_name()
 
     def holds(self, anima: str) -> bool:
         return True

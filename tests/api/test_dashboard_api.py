@@ -86,6 +86,7 @@ async def test_the_animas_their_tree_schedule_heartbeat_and_turns_today(
         "fake": ("up", ""),
     }
     assert aria["turns_today"] == 1 and mika["turns_today"] == 0
+    assert aria["skipped_runs"] == {"count": 0, "last_at": None}
     assert aria["last_heartbeat"] == START.isoformat()
     assert aria["last_heartbeat_outcome"] == beat.json()["outcome"].removeprefix("aria: ")
     assert mika["last_heartbeat"] is None and mika["last_heartbeat_outcome"] is None
@@ -116,6 +117,20 @@ async def test_the_animas_their_tree_schedule_heartbeat_and_turns_today(
     clock.advance(timedelta(days=1))  # a new day: nothing answered yet
     again = (await client.get("/api/dashboard/animas", headers=ADMIN)).json()
     assert {a["name"]: a["turns_today"] for a in again["animas"]}["aria"] == 0
+
+
+async def test_heartbeats_missed_while_the_hub_was_down_show_as_skipped(
+    hub: Hub, client: httpx.AsyncClient, clock: ManualClock
+) -> None:
+    hub.scheduler.open()
+    await hub.on_tick()
+    clock.advance(timedelta(hours=3))  # down: six of aria's half-hourly slots pass
+    await hub.scheduler.run_due()  # one run, for the latest; five stood in for
+    shown = await client.get("/api/dashboard/animas", headers=ADMIN)
+    aria = {a["name"]: a for a in shown.json()["animas"]}["aria"]
+    assert aria["skipped_runs"]["count"] == 5
+    last = datetime.fromisoformat(aria["skipped_runs"]["last_at"])
+    assert START + timedelta(hours=2, minutes=30) < last <= clock.now()
 
 
 async def test_a_platform_down_shows_on_every_running_anima(

@@ -320,6 +320,9 @@
         h("dt", {}, "Last heartbeat"), h("dd", {}, ago(a.last_heartbeat), a.last_heartbeat_outcome ? h("span", { class: "muted" }, ` — ${a.last_heartbeat_outcome}`) : null),
         h("dt", {}, "Next heartbeat"), h("dd", {}, a.next_heartbeat ? ago(a.next_heartbeat) : "not scheduled"),
         h("dt", {}, "Turns today"), h("dd", {}, String(a.turns_today ?? 0)),
+        ...(a.skipped_runs && a.skipped_runs.count
+          ? [h("dt", {}, "Runs skipped"), h("dd", { class: "skipped" }, `${a.skipped_runs.count} in the last day, latest ${ago(a.skipped_runs.last_at)}`)]
+          : []),
       ),
       runs.length ? h("details", {}, h("summary", {}, "Next scheduled runs"), h("ul", { class: "runs" }, runs)) : null,
       controls,
