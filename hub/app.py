@@ -441,7 +441,8 @@ class Hub:
         }
         self.supervisor.start("leases", lambda part: partitions.run(part, self._partitions_moved))
         self.supervisor.start("inbox sweep", shared.run)
-        self.listener = Listener(self.settings.database_url, hints, versions.hint)
+        name = f"animahub listen {partitions.me}"
+        self.listener = Listener(self.settings.database_url, hints, versions.hint, name)
         self.supervisor.start("listener", self.listener.run)
 
     def _partitions_moved(self, gained: set[int], lost: set[int]) -> None:

@@ -47,8 +47,10 @@ class Listener:
         database_url: str,
         handlers: Mapping[str, Callable[[str], None]],
         on_connect: Callable[[], None],
+        name: str = "animahub listen",
     ) -> None:
         self._conninfo = conninfo(database_url)
+        self._name = name[:63]  # its application_name: which worker's, in pg_stat_activity
         self._handlers = dict(handlers)
         self._on_connect = on_connect
         self.heard = 0  # notifications handled, for tests and health
@@ -56,7 +58,9 @@ class Listener:
 
     async def run(self, part: Part) -> None:
         """Listen until the connection drops (then raise, for the Supervisor to restart)."""
-        async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
+        async with await psycopg.AsyncConnection.connect(
+            self._conninfo, autocommit=True, application_name=self._name
+        ) as conn:
             for channel in self._handlers:
                 await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
             self.backend_pid = conn.info.backend_pid

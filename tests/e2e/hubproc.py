@@ -76,6 +76,10 @@ class HubProcess:
         self.log = home / f"stdout-{port}.log"
 
     def start(self, timeout: float = 60) -> HubProcess:
+        return self.launch().ready(timeout)
+
+    def launch(self) -> HubProcess:
+        """`animahub start`, not waiting for it (`ready` waits): several start at once."""
         handle = self.log.open("a")
         self.proc = subprocess.Popen(
             [str(BIN / "animahub"), "start", "--port", str(self.port)],
@@ -84,6 +88,11 @@ class HubProcess:
             stderr=subprocess.STDOUT,
             text=True,
         )
+        return self
+
+    def ready(self, timeout: float = 60) -> HubProcess:
+        """Once the hub answers its health route."""
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
