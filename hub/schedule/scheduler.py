@@ -97,6 +97,7 @@ class Scheduler:
         max_parallel: int = 4,
         ownership: Ownership | None = None,
     ) -> None:
+        self._db = db
         self._clock = clock
         # Which Animas' jobs this worker runs (docs/scale.md): the others stay due in the
         # shared job store for the worker that does.
@@ -118,7 +119,9 @@ class Scheduler:
     def open(self) -> None:
         """Attach to the job store (creating its table); no job runs until `tick`."""
         if not self._aps.running:
-            self._aps.start(paused=True)
+            # Its job store creates its table at start: workers starting at once take turns.
+            with self._db.exclusively("scheduler job store"):
+                self._aps.start(paused=True)
 
     async def every(
         self, tick_s: float, on_tick: Callable[[], Awaitable[None]], worked: Callable[[], None]

@@ -79,8 +79,15 @@ def migrate(engine: Engine) -> None:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            # Workers started at once migrate one after another (each CREATE TABLE racing
+            # another's would fail); alembic then reads the revision the first one left.
+            conn.execute(_LOCK_FOR_THIS_TRANSACTION, {"key": "animahub:migrate"})
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
+
+
+_LOCK_FOR_THIS_TRANSACTION = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 
 
 def _head_revision() -> str:
@@ -155,6 +162,22 @@ class Database:
                 conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
             finally:
                 conn.exec_driver_sql(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
+
+    @contextmanager
+    def exclusively(self, name: str) -> Iterator[None]:
+        """One process at a time among those sharing a PostgreSQL (a library creating its
+        tables at start); SQLite is one process's (hub/cli/runfile.py)."""
+        if self.engine.dialect.name != "postgresql":
+            yield
+            return
+        key = {"key": f"animahub:{name}"}
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(hashtextextended(:key, 0))"), key)
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), key)
+                conn.commit()
 
     def dispose(self) -> None:
         self.engine.dispose()
