@@ -182,6 +182,9 @@ def health(hub: HubDep) -> dict[str, Any]:
         "paced": hub.pacing.waiting,
         # memory written to markdown and not yet in the index (None: memory is off)
         "memory_backlog": hub.memory.backlog() if hub.memory is not None else None,
+        # this worker (several share the database with [storage] shared), and its writes
+        # refused because another had taken over the Anima, the address or the slot
+        "worker": _worker(hub),
         # the credentials it runs with, by fingerprint: which token is in use, never its value
         "credentials": {
             key: fingerprint(value)
@@ -191,3 +194,16 @@ def health(hub: HubDep) -> dict[str, Any]:
     # A part's or the database's error may quote a credential.
     clean: dict[str, Any] = redact_json(report)
     return clean
+
+
+def _worker(hub: Hub) -> dict[str, Any]:
+    held = hub.partitions.held() if hub.partitions is not None else None
+    return {
+        "name": hub.ownership.me,
+        "partitions": len(held) if held is not None else None,  # None: the only worker
+        "refused": {
+            "guarded": hub.ownership.refused,  # turns, claims, retries under the lease
+            "outbox": hub.outbox.refused,  # delivery progress after the address moved on
+            "schedule": hub.scheduler.slots.refused,  # ends of runs taken over meanwhile
+        },
+    }

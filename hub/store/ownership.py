@@ -49,6 +49,7 @@ class Fenced(RuntimeError):
 
 class Ownership(Protocol):
     me: str  # this worker's name, as its rows record it
+    refused: int  # guarded writes refused: the lease had moved on
 
     def holds(self, anima: str) -> bool:
         """Whether this worker runs `anima` now."""

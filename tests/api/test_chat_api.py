@@ -130,6 +130,8 @@ async def test_animas_channels_and_health(client: httpx.AsyncClient) -> None:
     health = (await client.get("/api/system/health")).json()
     assert health["status"] == "ok" and health["llm"] == "offline"
     assert health["database"] == "sqlite" and health["adapters"] == ["web"]
+    assert health["worker"]["partitions"] is None  # the only worker: no leases
+    assert health["worker"]["refused"] == {"guarded": 0, "outbox": 0, "schedule": 0}
     docs = await client.get("/docs")
     assert docs.status_code == 200
     schema = (await client.get("/openapi.json")).json()

@@ -17,6 +17,7 @@ from sqlmodel import col, select
 
 from animahub_kit.contract.harness import eventually
 from hub.adapter import AdapterFactory, TurnEvent
+from hub.api.routes import health
 from hub.app import Hub
 from hub.messages import Address, AddressKind, DeliveryKind, Inbound, PlatformUser
 from hub.settings import PlatformSection, installed_sections
@@ -215,6 +216,8 @@ async def test_a_worker_that_lost_its_lease_mid_turn_writes_nothing_and_the_turn
         stalled.go.set()  # a wakes up and tries to commit its answer
         lost = a.partitions
         await eventually(lambda: lost.refused >= 1)
+        shown = health(a)["worker"]  # as an operator sees it: counted, on the health route
+        assert shown["name"] == lost.me and shown["refused"]["guarded"] == lost.refused
         assert replies(b, [asked]) == {asked: 1}
         with b.db.session() as session:
             row = session.get(InboxItem, asked)
