@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,7 +43,8 @@ def make_engine(url: str) -> Engine:
             pool_size=10,
             max_overflow=10,
             pool_timeout=10,
-            connect_args={"connect_timeout": 5},
+            # Which process a server connection is, in pg_stat_activity (several workers).
+            connect_args={"connect_timeout": 5, "application_name": f"animahub {os.getpid()}"},
         )
     redacting.install(engine)  # no secret reaches a kept column, whoever writes it
     return engine

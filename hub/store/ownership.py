@@ -50,6 +50,7 @@ class Fenced(RuntimeError):
 class Ownership(Protocol):
     me: str  # this worker's name, as its rows record it
     refused: int  # guarded writes refused: the lease had moved on
+    shared: bool  # whether other workers run Animas of the same database
 
     def holds(self, anima: str) -> bool:
         """Whether this worker runs `anima` now."""
@@ -65,6 +66,7 @@ class SoleOwner:
     """One hub holds the database (hub/cli/runfile.py): every Anima is its own."""
 
     refused = 0
+    shared = False
 
     def __init__(self) -> None:
         self.me = worker_name()
@@ -98,6 +100,7 @@ class Partitions:
         self._monotonic = monotonic
         self._held = Held({}, 1, 0.0)
         self.refused = 0  # writes refused because the lease had moved on
+        self.shared = True
         self._stepping = threading.Lock()
         self._closed = False
 

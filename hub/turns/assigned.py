@@ -1,6 +1,8 @@
 """Inbox rows between hub workers (docs/scale.md, "Ingress and order"): a message routed on
 one worker to an Anima another worker holds is *assigned* (its row names the Anima) and left
 `received` for the holder, which is told by `NOTIFY inbox` and also finds it by its sweep.
+The holder names the rows it routes itself too, before they wait in its lanes: if it stops
+or loses the Anima first, the next holder's sweep finds them.
 
 A row found `processing` by the holder of its Anima, and in no lane of the holder, was cut
 off on the worker that held the Anima before (it stopped, or lost its lease): it is opened
@@ -38,8 +40,9 @@ class Assigned(NamedTuple):
         return TurnJob(self.id, self.anima, self.conversation, self.person_id)
 
 
-def assign(db: Database, job: TurnJob) -> None:
-    """Name the row's Anima (and person) for the worker that holds it, and tell that one."""
+def assign(db: Database, job: TurnJob, tell: bool = True) -> None:
+    """Name the row's Anima (and person) for the worker that holds it, and tell that one
+    (`tell`: the holder is another worker)."""
     values: dict[str, object] = {"anima": job.anima}
     if job.person_id:
         values["person_id"] = job.person_id
@@ -49,7 +52,7 @@ def assign(db: Database, job: TurnJob) -> None:
             .where(col(InboxItem.id) == job.inbox_id, col(InboxItem.status).in_(OPEN))
             .values(**values)
         )
-        if conn.dialect.name == "postgresql":
+        if tell and conn.dialect.name == "postgresql":
             conn.execute(_NOTIFY, {"anima": job.anima})
 
 

@@ -91,12 +91,17 @@ class Runtime:
         self._events.open(inbox_id)
 
     def submit(self, job: Job) -> None:
-        if not self._parts.ownership.holds(job.anima):
+        ownership = self._parts.ownership
+        if not ownership.holds(job.anima):
             # Another worker runs this Anima (docs/scale.md): a turn's row is assigned to it
             # and it is told; a task's run is started by the holder's own sweep.
             if isinstance(job, TurnJob):
                 assign(self._db, job)
             return
+        if ownership.shared and isinstance(job, TurnJob):
+            # Named before it waits in a lane here: if this worker stops or loses the Anima
+            # first, the next holder's sweep finds the row (it looks only at named ones).
+            assign(self._db, job, tell=False)
         if isinstance(job, TurnJob):
             self._events.open(job.inbox_id)
         anima = self._animas.get(job.anima)

@@ -200,6 +200,9 @@ async def test_a_worker_that_lost_its_lease_mid_turn_writes_nothing_and_the_turn
 
         asked = await say(b, its, "a question")  # arrives at b, runs on a
         await asyncio.wait_for(stalled.started.wait(), 10)  # a is in the turn, stopped
+        # Two more arrive at a itself and wait in its lane behind the stopped turn.
+        waiting = [await say(a, its, "and a second"), await say(a, its, "and a third")]
+        asked_all = [asked, *waiting]
         # a stopped renewing long ago, as a paused process does: its leases and its last
         # word lapse (its own clock, paused with it, still says it may work).
         await a.supervisor.halt("leases")
@@ -210,18 +213,24 @@ async def test_a_worker_that_lost_its_lease_mid_turn_writes_nothing_and_the_turn
             conn.execute(update(LeaseRow).where(holder).values(expires_at=long_ago))
             gone = col(WorkerRow.id) == a.partitions.me
             conn.execute(update(WorkerRow).where(gone).values(seen_at=long_ago))
-        await balanced(b)  # b takes a's partitions over, and the turn a was running
-        await eventually(lambda: all_done(b, [asked]), timeout_s=30)
+        await balanced(b)  # b takes a's partitions over, the turn a was running, and those
+        await eventually(lambda: all_done(b, asked_all), timeout_s=30)  # waiting behind it
 
         stalled.go.set()  # a wakes up and tries to commit its answer
         lost = a.partitions
         await eventually(lambda: lost.refused >= 1)
         shown = health(a)["worker"]  # as an operator sees it: counted, on the health route
         assert shown["name"] == lost.me and shown["refused"]["guarded"] == lost.refused
-        assert replies(b, [asked]) == {asked: 1}
+        assert replies(b, asked_all) == dict.fromkeys(asked_all, 1)
         with b.db.session() as session:
             row = session.get(InboxItem, asked)
+            answered = session.exec(
+                select(DeliveryRow.inbox_id)
+                .where(col(DeliveryRow.inbox_id).in_(asked_all))
+                .order_by(col(DeliveryRow.created_at))
+            ).all()
         assert row is not None and row.interrupted == 1  # cut off once, answered once
+        assert list(answered) == asked_all  # in the order they came
 
 
 async def test_who_waits_on_one_worker_hears_the_end_of_a_turn_run_on_the_other(
