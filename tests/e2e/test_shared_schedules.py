@@ -77,7 +77,13 @@ def rows(engine: Engine, query: str, **params: Any) -> list[Any]:
 def launch_three(home: Path, url: str) -> list[HubProcess]:
     env = {"ANIMAHUB_STORAGE__DATABASE_URL": url, **ENV}
     workers = [HubProcess(home, free_port(), **env).launch() for _ in range(3)]
-    return [worker.ready(120) for worker in workers]
+    try:
+        return [worker.ready(120) for worker in workers]
+    except BaseException:
+        for worker in workers:  # none left running after the test
+            if worker.proc is not None and worker.proc.poll() is None:
+                worker.kill()
+        raise
 
 
 def kill_on_a_slot(engine: Engine, workers: list[HubProcess]) -> HubProcess:
