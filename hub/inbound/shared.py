@@ -6,7 +6,8 @@ Anima assigns the row and NOTIFYs `inbox` (hub/turns/assigned.py). The holder's 
 takes every open assigned row of its Animas that is in none of its lanes, oldest first:
 one a worker was running when it lost the Anima is opened again first (under the guard,
 so only the holder at its epoch does it). A sweep runs on each hint, when partitions are
-gained, and every `SWEEP_S` whatever happens, so a lost hint costs seconds, not a message.
+gained, and every `SWEEP_S` whatever happens, so a lost hint costs seconds, not a message;
+each sweep also ends the streams of turns that ended elsewhere while their NOTIFY was lost.
 When partitions are lost, the worker stops its turns of those Animas at once: their writes
 would be refused anyway (hub/store/ownership.py), and the new holder runs them.
 """
@@ -21,7 +22,7 @@ from hub.store.db import Database
 from hub.store.models import InboxStatus
 from hub.store.ownership import Fenced, Partitions
 from hub.supervise import Part
-from hub.turns.assigned import hand_back, open_assigned, reopen_cut_off
+from hub.turns.assigned import closed_among, hand_back, open_assigned, reopen_cut_off
 from hub.turns.events import EventBus
 from hub.turns.outcome import relayed_outcome
 from hub.turns.runtime import Runtime
@@ -55,7 +56,18 @@ class SharedTurns:
             taken += 1
         if taken:
             log.info("took %d turns to run", taken)
+        self.catch_up_relays()
         return taken
+
+    def catch_up_relays(self) -> int:
+        """Tell whoever waits here on a turn that ended on another worker while its NOTIFY
+        was missed (this worker's listener was reconnecting, or not yet connected after a
+        start): a missed NOTIFY costs a sweep's wait, never a stream left open for ever."""
+        elsewhere = [i for i in self._events.waiting() if not self._runtime.mailboxes.has(i)]
+        ended = closed_among(self._db, elsewhere) if elsewhere else []
+        for inbox_id in ended:
+            self.relay(inbox_id)
+        return len(ended)
 
     def _reopen(self, inbox_id: str, anima: str) -> bool:
         try:

@@ -26,6 +26,7 @@ from hub.turns.mailbox import TurnJob
 
 INBOX = "inbox"  # the NOTIFY channel: its payload names the Anima
 _NOTIFY = text("SELECT pg_notify('inbox', :anima)")
+_BATCH = 500
 
 
 class Assigned(NamedTuple):
@@ -99,3 +100,17 @@ def hand_back(db: Database, ids: Iterable[str]) -> int:
             .values(status=InboxStatus.RECEIVED)
         )
     return int(result.rowcount or 0)
+
+
+def closed_among(db: Database, ids: list[str]) -> list[str]:
+    """Which of the rows `ids` are closed (answered, failed, held, given up on)."""
+    closed: list[str] = []
+    with db.engine.connect() as conn:
+        for at in range(0, len(ids), _BATCH):
+            batch = ids[at : at + _BATCH]
+            closed += conn.execute(
+                select(col(InboxItem.id)).where(
+                    col(InboxItem.id).in_(batch), col(InboxItem.status).not_in(OPEN)
+                )
+            ).scalars()
+    return closed

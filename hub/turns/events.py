@@ -39,6 +39,10 @@ class EventBus:
     def knows(self, turn_id: str) -> bool:
         return turn_id in self._streams
 
+    def waiting(self) -> list[str]:
+        """The turns whose end has not been published yet."""
+        return [turn_id for turn_id, stream in self._streams.items() if not stream.finished]
+
     def publish(self, turn_id: str, event: TurnEvent) -> None:
         stream = self._streams.get(turn_id)
         if stream is None or stream.finished:

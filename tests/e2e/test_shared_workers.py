@@ -250,3 +250,22 @@ async def test_who_waits_on_one_worker_hears_the_end_of_a_turn_run_on_the_other(
                 select(DeliveryRow.text).where(DeliveryRow.inbox_id == asked)
             ).one()
         assert events[0].text == reply and events[0].anima == elsewhere
+
+
+async def test_a_turn_whose_end_was_not_heard_still_ends_the_stream_waiting_on_it(
+    tmp_path: Path,
+) -> None:
+    async with two_workers(tmp_path) as (a, b, _pa, _pb):
+        [elsewhere] = [name for name in names() if b.ownership.holds(name)]
+        await a.supervisor.halt("listener")  # a hears no NOTIFY (reconnecting, starting)
+        assert a.shared is not None
+        asked = await say(a, elsewhere, "anyone there?")  # arrives at a, runs on b
+        await eventually(lambda: all_done(b, [asked]), timeout_s=30)
+        assert asked in a.events.waiting()  # its end was not heard
+
+        async def heard() -> list[TurnEvent]:
+            return [event async for event in a.port.subscribe(asked)]
+
+        assert a.shared.sweep() == 0  # what a's sweep does every few seconds
+        events = await asyncio.wait_for(heard(), 5)
+        assert [event.type for event in events] == ["text", "done"]
