@@ -43,6 +43,7 @@ This module wires the pieces in animahub_kit/fakes/slack/ (its docstring names t
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 from aiohttp import web
@@ -102,11 +103,12 @@ class FakeSlack(Served):
         signing_secret: str = "fake-signing-secret",
         app_token: str = "xapp-1-fake",
         port: int = 0,
+        spread: random.Random | None = None,
     ) -> None:
         self.state = SlackState(team_id, team, signing_secret, app_token)
         self._listener = Listener(port)
         self._background = Background()
-        self._socket = SocketMode(self.state, self._listener, self._background)
+        self._socket = SocketMode(self.state, self._listener, self._background, spread)
         self._signer = Signer(self.state)
         self._events = Events(self.state, self._socket, self._signer)
         self._commands = Commands(self.state, self._listener, self._signer)

@@ -5,13 +5,17 @@ long-polls, through a connection lease; it is killed with SIGKILL while people w
 takes the poll over once the lease has lapsed and the dead one's poll has timed out: no two
 polls ever meet (no 409), no update is lost, and each is answered once.
 
-Slack's Socket Mode needs no lease (docs/scale.md: every worker connects, Slack sends each
-event to one of them and redelivers what is not acknowledged); it is not in this test."""
+Slack's Socket Mode needs no lease (docs/scale.md): every worker connects, the fake sends each
+envelope to one of the connections at random as Slack does, and sends again what is not
+acknowledged; one worker killed loses and doubles nothing."""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import os
+import random
+import signal
 import threading
 import time
 from collections.abc import Awaitable, Iterator
@@ -21,7 +25,15 @@ from typing import Any, TypeVar
 import pytest
 from sqlalchemy import create_engine, text
 
+from animahub_kit.contract.slack_harness import APP_TOKEN as SLACK_APP
+from animahub_kit.contract.slack_harness import BOT_TOKEN as SLACK_BOT
+from animahub_kit.contract.slack_harness import PEOPLE as SLACK_PEOPLE
+from animahub_kit.contract.slack_harness import dm_channel
+from animahub_kit.contract.slack_harness import populate as populate_slack
+from animahub_kit.contract.slack_harness import user_id as slack_user
 from animahub_kit.contract.telegram_harness import BOT_ID, BOT_NAME, PEOPLE, TOKEN, populate
+from animahub_kit.fakes.slack.model import Delivery
+from animahub_kit.fakes.slack_server import FakeSlack
 from animahub_kit.fakes.telegram_server import FakeTelegram
 from tests.conftest import postgres_url
 from tests.e2e.hubproc import HubProcess, cli, free_port
@@ -31,25 +43,43 @@ from tests.sizes import size
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.timeout(600)]
 KEY = f"connection:telegram:{BOT_ID}"
 MESSAGES = size(ci=6, full=60)  # each before and after the kill
+SLACK_MESSAGES = size(ci=20, full=100)
 T = TypeVar("T")
+# Slack's retry schedule, compressed: an envelope not acknowledged in 2 s is sent again.
+SLACK_RETRIES: dict[str, Any] = {"retry_delays_s": (1.0, 1.0, 2.0, 4.0), "ack_timeout_s": 2.0}
 
 
-class Threaded:
-    """The fake Bot API on an event loop of its own thread, for a test that is not async."""
+class OwnLoop:
+    """An event loop on a thread of its own, for a fake platform in a test that is not
+    async (the workers are processes)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        self.fake = FakeTelegram(token=TOKEN, bot_id=BOT_ID, username=BOT_NAME, port=free_port())
-        populate(self.fake)
-        self.run(self.fake.start())
 
-    def run(self, step: Awaitable[T]) -> T:
+    def run(self, step: Awaitable[T], timeout: float = 30) -> T:
+        return self.start(step).result(timeout=timeout)
+
+    def start(self, step: Awaitable[T]) -> concurrent.futures.Future[T]:
         async def awaited() -> T:
             return await step
 
-        return asyncio.run_coroutine_threadsafe(awaited(), self.loop).result(timeout=30)
+        return asyncio.run_coroutine_threadsafe(awaited(), self.loop)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+
+
+class Threaded(OwnLoop):
+    """The fake Bot API on its own loop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fake = FakeTelegram(token=TOKEN, bot_id=BOT_ID, username=BOT_NAME, port=free_port())
+        populate(self.fake)
+        self.run(self.fake.start())
 
     def dm(self, user: str, said: str) -> None:
         uid = PEOPLE[user]
@@ -61,8 +91,7 @@ class Threaded:
 
     def close(self) -> None:
         self.run(self.fake.stop())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=10)
+        super().close()
 
 
 @pytest.fixture
@@ -74,9 +103,8 @@ def telegram() -> Iterator[Threaded]:
         threaded.close()
 
 
-@pytest.fixture
-def workers(tmp_path: Path, telegram: Threaded) -> Iterator[list[HubProcess]]:
-    home, url = tmp_path / "home", postgres_url()
+def three_workers(home: Path, platform: dict[str, str]) -> Iterator[list[HubProcess]]:
+    url = postgres_url()
     made = cli(home, "init", "--demo", ANIMAHUB_STORAGE__DATABASE_URL=url)
     assert made.returncode == 0, made.stdout + made.stderr
     env = {
@@ -85,14 +113,9 @@ def workers(tmp_path: Path, telegram: Threaded) -> Iterator[list[HubProcess]]:
         "ANIMAHUB_STORAGE__LEASE_TTL_S": "6",
         "ANIMAHUB_MEMORY__ENABLED": "false",
         "ANIMAHUB_SCHEDULER__ENABLED": "false",
-        "ANIMAHUB_TELEGRAM__ENABLED": "true",
-        "ANIMAHUB_TELEGRAM__BOT_TOKEN": TOKEN,
-        "ANIMAHUB_TELEGRAM__API_URL": telegram.fake.url,
-        "ANIMAHUB_TELEGRAM__POLL_TIMEOUT_S": "2",
-        "ANIMAHUB_TELEGRAM__CHAT_INTERVAL_S": "0",
-        "ANIMAHUB_PEOPLE__DM_POLICY": '{"telegram": "open"}',
         "ANIMAHUB_RUNTIME__PERSON_MESSAGES_PER_MINUTE": "100000",
         "ANIMAHUB_RUNTIME__PERSON_BURST": "100000",
+        **platform,
     }
     started = [HubProcess(home, free_port(), **env).launch() for _ in range(3)]
     try:
@@ -101,6 +124,21 @@ def workers(tmp_path: Path, telegram: Threaded) -> Iterator[list[HubProcess]]:
         for worker in started:
             if worker.proc is not None and worker.proc.poll() is None:
                 worker.kill()
+
+
+@pytest.fixture
+def workers(tmp_path: Path, telegram: Threaded) -> Iterator[list[HubProcess]]:
+    yield from three_workers(
+        tmp_path / "home",
+        {
+            "ANIMAHUB_TELEGRAM__ENABLED": "true",
+            "ANIMAHUB_TELEGRAM__BOT_TOKEN": TOKEN,
+            "ANIMAHUB_TELEGRAM__API_URL": telegram.fake.url,
+            "ANIMAHUB_TELEGRAM__POLL_TIMEOUT_S": "2",
+            "ANIMAHUB_TELEGRAM__CHAT_INTERVAL_S": "0",
+            "ANIMAHUB_PEOPLE__DM_POLICY": '{"telegram": "open"}',
+        },
+    )
 
 
 def poll_holder() -> int:
@@ -158,3 +196,69 @@ def test_the_poll_holder_killed_is_replaced_with_no_409_and_no_update_lost_or_do
     replies = {m.chat_id for m in telegram.fake.messages}
     assert replies == {PEOPLE[user] for user in users}  # to each person, in their own chat
     print(f"answered again {took_s:.1f} s after the kill (lease 6 s, poll 2 s + 5 s)")
+
+
+class SlackOnItsLoop(OwnLoop):
+    """The fake Slack on its own loop, sending each Socket Mode envelope to one of the
+    open connections at random, as Slack does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fake = FakeSlack(app_token=SLACK_APP, port=free_port(), spread=random.Random(48))
+        populate_slack(self.fake)
+        self.run(self.fake.start())
+
+    def dm(self, user: str, said: str) -> concurrent.futures.Future[Delivery]:
+        """Delivered until some worker acknowledges it (Slack's retries, compressed)."""
+        event = self.fake.message_event(slack_user(user), dm_channel(user), said)
+        return self.start(self.fake.deliver_until_acked(event, **SLACK_RETRIES))
+
+    def close(self) -> None:
+        self.run(self.fake.stop())
+        super().close()
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackOnItsLoop]:
+    threaded = SlackOnItsLoop()
+    try:
+        yield threaded
+    finally:
+        threaded.close()
+
+
+@pytest.fixture
+def slack_workers(tmp_path: Path, slack: SlackOnItsLoop) -> Iterator[list[HubProcess]]:
+    yield from three_workers(
+        tmp_path / "home",
+        {
+            "ANIMAHUB_SLACK__ENABLED": "true",
+            "ANIMAHUB_SLACK__BOT_TOKEN": SLACK_BOT,
+            "ANIMAHUB_SLACK__APP_TOKEN": SLACK_APP,
+            "ANIMAHUB_SLACK__API_URL": slack.fake.api_url,
+        },
+    )
+
+
+def test_a_socket_mode_worker_killed_loses_and_doubles_nothing(
+    slack_workers: list[HubProcess], slack: SlackOnItsLoop
+) -> None:
+    """Every worker keeps a Socket Mode connection (no lease: docs/scale.md); one is killed
+    while envelopes go to the connections at random. What was sent to the dead one is not
+    acknowledged and comes again on another; each message is stored and answered once."""
+    wait_for(lambda: len(slack.fake.sockets) == 3, timeout=60)
+    users, dying = list(SLACK_PEOPLE), slack_workers[0]
+    assert dying.proc is not None
+    dying.proc.send_signal(signal.SIGSTOP)  # its socket stays open and takes envelopes
+    # The fake's first twenty draws (seeded) reach each of the three sockets: some go to
+    # the stopped worker, unacknowledged, and are sent again.
+    sent = [slack.dm(users[n % len(users)], f"before {n}") for n in range(SLACK_MESSAGES)]
+    time.sleep(3)
+    dying.kill()
+    sent += [slack.dm(users[n % len(users)], f"after {n}") for n in range(SLACK_MESSAGES)]
+    deliveries = [future.result(timeout=120) for future in sent]
+    assert all(delivery.status == 200 for delivery in deliveries)  # each acknowledged
+    assert any(delivery.attempt > 0 for delivery in deliveries)  # some only when sent again
+    wait_for(lambda: answered() == (2 * SLACK_MESSAGES,) * 3, timeout=60)
+    time.sleep(3)  # nothing stored or answered twice later either
+    assert answered() == (2 * SLACK_MESSAGES,) * 3

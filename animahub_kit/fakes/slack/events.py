@@ -88,10 +88,10 @@ class Events:
                 await self._socket.ack(envelope_id, ack_timeout_s)
             except TimeoutError:
                 continue
-            delivery = Delivery(body["event_id"], 200, envelope_id=envelope_id)
+            delivery = Delivery(body["event_id"], 200, envelope_id=envelope_id, attempt=attempt)
             self._state.deliveries.append(delivery)
             return delivery
-        lost = Delivery(body["event_id"], 0)
+        lost = Delivery(body["event_id"], 0, attempt=len(retry_delays_s))
         self._state.deliveries.append(lost)
         return lost
 

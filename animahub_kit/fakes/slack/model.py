@@ -55,3 +55,4 @@ class Delivery:
     status: int  # HTTP status; 200 for a Socket Mode envelope acknowledged
     body: str = ""
     envelope_id: str | None = None
+    attempt: int = 0  # 0: acknowledged the first time; n: on the nth retry

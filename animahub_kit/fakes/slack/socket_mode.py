@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import uuid
 from typing import Any
 
@@ -20,11 +21,20 @@ from animahub_kit.fakes.slack.state import SlackState
 
 
 class SocketMode:
-    def __init__(self, state: SlackState, listener: Listener, background: Background) -> None:
+    def __init__(
+        self,
+        state: SlackState,
+        listener: Listener,
+        background: Background,
+        spread: random.Random | None = None,
+    ) -> None:
         self._state = state
         self._listener = listener  # where it is served: its port is the socket's
         self._background = background
         self._acked: dict[str, asyncio.Event] = {}
+        # Slack sends each envelope to one of an app's open connections at random (up to
+        # ten, one per hub worker); without `spread` the newest one, as tests expect.
+        self._spread = spread
 
     def connections_open(self) -> JSON:
         """`apps.connections.open` (the wire has checked the app-level token)."""
@@ -62,7 +72,8 @@ class SocketMode:
                 self._acked.setdefault(envelope_id, asyncio.Event()).set()
 
     def push(self, kind: str, payload: JSON, **extra: Any) -> str:
-        """Send an envelope (`events_api`, `slash_commands`) over the newest socket."""
+        """Send an envelope (`events_api`, `slash_commands`) over the newest socket, or one
+        at random (`spread`)."""
         sockets = self._state.sockets
         if not sockets:
             raise AssertionError("no Socket Mode connection is open")
@@ -76,7 +87,8 @@ class SocketMode:
             "retry_reason": extra.get("retry_reason", ""),
         }
         self._acked.setdefault(envelope_id, asyncio.Event())
-        self._background.spawn(sockets[-1].send_json(envelope))
+        socket = self._spread.choice(sockets) if self._spread else sockets[-1]
+        self._background.spawn(socket.send_json(envelope))
         return envelope_id
 
     async def refresh_sockets(self) -> None:
