@@ -16,7 +16,9 @@ wire protocols:
   acknowledgement (its payload too: a slash command's answer).
   :meth:`FakeSlack.deliver_until_acked` is Slack's at-least-once delivery: an envelope not
   acknowledged in time is sent again with ``retry_attempt`` counting up, on whatever
-  connection is open by then.
+  connection is open by then. With ``spread`` (a seeded ``random.Random``) each envelope goes
+  to one of the open connections at random, as Slack spreads an app's events over its
+  connections (one per hub worker); without it, to the newest.
 * the Events API as Slack's side of it: :meth:`FakeSlack.deliver` POSTs a signed
   ``event_callback`` (v0 HMAC-SHA256 of ``v0:{ts}:{body}``) to the hub's ``events_url``, or
   pushes it over the socket when no ``events_url`` is set; :meth:`FakeSlack.redeliver` sends
