@@ -15,6 +15,11 @@ Transactions and row writes come from `pg_stat_database` and `pg_stat_user_table
 and after (the whole database: the workers' lease renewals, sweeps and listeners' keepalives
 are counted too, and the waits for PostgreSQL to flush its counters add some of them).
 
+PostgreSQL's CPU time (`/proc`, so a local server on Linux) is read at the same points: its
+living processes' user and system time, plus what the postmaster has reaped of the exited
+ones. From it, the server's CPU a turn and so how many turns a second one of its cores
+carries before the database is the limit (bench/README.md derives workers from it).
+
 Failover: `--kills` times, the holder of an Anima's partition (from the `lease` table) is
 killed with SIGKILL and a message to that Anima is sent through another worker; the time is
 from the kill to its `done`, then the killed worker is started again.
@@ -69,6 +74,31 @@ def stats(url: str, flush_s: float) -> tuple[int, int]:
         xacts, writes = conn.execute(_STATS).one()
     engine.dispose()
     return int(xacts), int(writes)
+
+
+def pg_cpu_s() -> float:
+    """CPU seconds the local PostgreSQL's processes have used: each living one's user and
+    system time, and the postmaster's reaped children's (backends that have exited)."""
+    names: dict[int, str] = {}
+    times: dict[int, tuple[int, int, int]] = {}  # pid: (parent, own ticks, children's)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            raw = stat.read_text()
+        except OSError:
+            continue  # exited meanwhile
+        pid = int(stat.parent.name)
+        names[pid] = raw[raw.index("(") + 1 : raw.rindex(")")]
+        rest = raw[raw.rindex(")") + 2 :].split()  # from field 3 (state) on
+        utime, stime, cutime, cstime = (int(x) for x in rest[11:15])
+        times[pid] = (int(rest[1]), utime + stime, cutime + cstime)
+    ticks = 0
+    for pid, (parent, own, children) in times.items():
+        if names[pid] != "postgres":
+            continue
+        ticks += own
+        if names.get(parent) != "postgres":  # the postmaster: its exited backends too
+            ticks += children
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def chat(worker: HubProcess, anima: str, message: str, conversation: str) -> bool:
@@ -145,15 +175,15 @@ def measure(
         return chat(procs[i % len(procs)], names[i % len(names)], f"message {i}", f"c{i % 97}")
 
     # The workers' own background (lease renewals, sweeps, keepalives), over a quiet spell.
-    quiet = [stats(args.url, args.flush_s), stats(args.url, args.flush_s)]
-    rates = [(quiet[1][i] - quiet[0][i]) / args.flush_s for i in range(2)]
+    quiet = [(*stats(args.url, args.flush_s), pg_cpu_s()) for _ in range(2)]
+    rates = [(quiet[1][i] - quiet[0][i]) / args.flush_s for i in range(3)]
     began = time.monotonic()
     with ThreadPoolExecutor(args.concurrency) as pool:
         done = sum(pool.map(one, range(args.messages)))
     took = time.monotonic() - began
-    after = stats(args.url, args.flush_s)
+    after = (*stats(args.url, args.flush_s), pg_cpu_s())
     spell = took + args.flush_s  # from the last quiet read to this one
-    per_turn = [(after[i] - quiet[1][i] - rates[i] * spell) / max(1, done) for i in range(2)]
+    per_turn = [(after[i] - quiet[1][i] - rates[i] * spell) / max(1, done) for i in range(3)]
     figures: dict[str, Any] = {
         "workers": len(procs),
         "messages": args.messages,
@@ -162,6 +192,10 @@ def measure(
         "transactions_per_turn": round(per_turn[0], 1),
         "row_writes_per_turn": round(per_turn[1], 1),
         "background_transactions_per_s": round(rates[0], 1),
+        # PostgreSQL's CPU: a turn's, its background's, and the turns a core carries.
+        "pg_cpu_ms_per_turn": round(per_turn[2] * 1000, 2),
+        "pg_background_cpu_ms_per_s": round(rates[2] * 1000, 1),
+        "pg_core_turns_per_s": round(1 / per_turn[2]) if per_turn[2] > 0 else None,
     }
     if len(procs) > 1 and args.kills:
         figures["failover_s"] = failover(args, procs, names, home, shared)

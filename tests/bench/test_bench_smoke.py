@@ -316,3 +316,4 @@ def test_workers_runs(tmp_path: Path) -> None:
     [level] = json.loads(out.read_text())
     assert level["answered"] == 4 and level["workers"] == 2
     assert level["failover_s"]["max"] > 0
+    assert isinstance(level["pg_cpu_ms_per_turn"], float)  # read from /proc, whatever size
