@@ -35,9 +35,9 @@ from animahub_kit.contract.telegram_harness import BOT_ID, BOT_NAME, PEOPLE, TOK
 from animahub_kit.fakes.slack.model import Delivery
 from animahub_kit.fakes.slack_server import FakeSlack
 from animahub_kit.fakes.telegram_server import FakeTelegram
-from tests.conftest import postgres_url
-from tests.e2e.hubproc import HubProcess, cli, free_port
-from tests.e2e.test_shared_processes import wait_for
+from tests.e2e.hubproc import HubProcess, free_port
+from tests.e2e.shared import QUIET, UNPACED, running
+from tests.e2e.test_shared_processes import lease_holder_pid, wait_for
 from tests.sizes import size
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.timeout(600)]
@@ -104,26 +104,8 @@ def telegram() -> Iterator[Threaded]:
 
 
 def three_workers(home: Path, platform: dict[str, str]) -> Iterator[list[HubProcess]]:
-    url = postgres_url()
-    made = cli(home, "init", "--demo", ANIMAHUB_STORAGE__DATABASE_URL=url)
-    assert made.returncode == 0, made.stdout + made.stderr
-    env = {
-        "ANIMAHUB_STORAGE__DATABASE_URL": url,
-        "ANIMAHUB_STORAGE__SHARED": "true",
-        "ANIMAHUB_STORAGE__LEASE_TTL_S": "6",
-        "ANIMAHUB_MEMORY__ENABLED": "false",
-        "ANIMAHUB_SCHEDULER__ENABLED": "false",
-        "ANIMAHUB_RUNTIME__PERSON_MESSAGES_PER_MINUTE": "100000",
-        "ANIMAHUB_RUNTIME__PERSON_BURST": "100000",
-        **platform,
-    }
-    started = [HubProcess(home, free_port(), **env).launch() for _ in range(3)]
-    try:
-        yield [worker.ready(120) for worker in started]
-    finally:
-        for worker in started:
-            if worker.proc is not None and worker.proc.poll() is None:
-                worker.kill()
+    with running(home, {**QUIET, **UNPACED, **platform}) as started:
+        yield started
 
 
 @pytest.fixture
@@ -142,16 +124,8 @@ def workers(tmp_path: Path, telegram: Threaded) -> Iterator[list[HubProcess]]:
 
 
 def poll_holder() -> int:
-    """The pid of the worker holding the bot's long poll (a worker's name ends in its pid
-    and a random tail: hub/store/ownership.py)."""
-    engine = create_engine(os.environ["ANIMAHUB_TEST_DATABASE_URL"])
-    query = text("SELECT holder FROM lease WHERE key = :k AND expires_at > now()")
-    try:
-        with engine.connect() as conn:
-            holder = wait_for(lambda: conn.execute(query, {"k": KEY}).scalar())
-    finally:
-        engine.dispose()
-    return int(str(holder).split(":")[-2])
+    """The pid of the worker holding the bot's long poll."""
+    return lease_holder_pid(KEY)
 
 
 def answered() -> tuple[int, int, int]:

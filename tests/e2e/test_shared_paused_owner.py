@@ -14,7 +14,6 @@ Either way every message is answered exactly once, in order.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import signal
 import threading
@@ -26,9 +25,8 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from hub.store.ownership import PARTITIONS
-from tests.conftest import postgres_url
-from tests.e2e.hubproc import HubProcess, cli, free_port
+from tests.e2e.hubproc import HubProcess
+from tests.e2e.shared import QUIET, UNPACED, balanced, running
 from tests.e2e.test_crash_recovery import control, fake_llm
 from tests.e2e.test_shared_processes import history, holder_pid, wait_for
 from tests.sizes import size
@@ -40,38 +38,14 @@ MESSAGES = size(ci=20, full=100)
 
 @pytest.fixture
 def workers(tmp_path: Path, fake_llm: str) -> Iterator[list[HubProcess]]:
-    home, url = tmp_path / "home", postgres_url()
-    made = cli(home, "init", "--demo", ANIMAHUB_STORAGE__DATABASE_URL=url)
-    assert made.returncode == 0, made.stdout + made.stderr
-    env = {
-        "ANIMAHUB_STORAGE__DATABASE_URL": url,
-        "ANIMAHUB_STORAGE__SHARED": "true",
-        "ANIMAHUB_STORAGE__LEASE_TTL_S": "6",
-        "ANIMAHUB_MEMORY__ENABLED": "false",
-        "ANIMAHUB_SCHEDULER__ENABLED": "false",
+    model = {
         "ANIMAHUB_LLM__MODEL": "openai/fake",
         "ANIMAHUB_LLM__API_BASE": f"{fake_llm}/v1",
         "ANIMAHUB_LLM__API_KEY": "x",
-        # Nobody is paced here: one person sends them all at once, as a script would.
-        "ANIMAHUB_RUNTIME__PERSON_MESSAGES_PER_MINUTE": "100000",
-        "ANIMAHUB_RUNTIME__PERSON_BURST": "100000",
     }
-    started = [HubProcess(home, free_port(), **env).launch() for _ in range(3)]
-    try:
-        ready = [worker.ready(120) for worker in started]
-        wait_for(lambda: balanced(ready), timeout=120)  # aria's holder stays put
-        yield ready
-    finally:
-        for worker in started:
-            if worker.proc is not None and worker.proc.poll() is None:
-                worker.proc.send_signal(signal.SIGCONT)
-                worker.kill()
-
-
-def balanced(workers: list[HubProcess]) -> bool:
-    """Whether the workers share the partitions evenly (none moves unless one leaves)."""
-    held: list[int] = [w.get("/api/system/health")["worker"]["partitions"] for w in workers]
-    return sum(held) == PARTITIONS and max(held) <= math.ceil(PARTITIONS / len(workers))
+    with running(tmp_path / "home", {**QUIET, **UNPACED, **model}) as started:
+        wait_for(lambda: balanced(started), timeout=120)  # aria's holder stays put
+        yield started
 
 
 def send_all(workers: list[HubProcess], conversation: str) -> list[threading.Thread]:

@@ -20,8 +20,8 @@ from sqlalchemy import create_engine, text
 
 from hub.store.leases import partition_of
 from hub.store.ownership import PARTITIONS
-from tests.conftest import postgres_url
-from tests.e2e.hubproc import HubProcess, cli, free_port
+from tests.e2e.hubproc import HubProcess
+from tests.e2e.shared import QUIET, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres]
 ANIMAS = ("mika", "aria", "kai")
@@ -29,24 +29,8 @@ ANIMAS = ("mika", "aria", "kai")
 
 @pytest.fixture
 def workers(tmp_path: Path) -> Iterator[list[HubProcess]]:
-    home = tmp_path / "home"
-    url = postgres_url()
-    made = cli(home, "init", "--demo", ANIMAHUB_STORAGE__DATABASE_URL=url)
-    assert made.returncode == 0, made.stdout + made.stderr
-    env = {
-        "ANIMAHUB_STORAGE__DATABASE_URL": url,
-        "ANIMAHUB_STORAGE__SHARED": "true",
-        "ANIMAHUB_STORAGE__LEASE_TTL_S": "6",
-        "ANIMAHUB_MEMORY__ENABLED": "false",
-        "ANIMAHUB_SCHEDULER__ENABLED": "false",
-    }
-    started = [HubProcess(home, free_port(), **env).start() for _ in range(3)]
-    try:
+    with running(tmp_path / "home", QUIET) as started:
         yield started
-    finally:
-        for worker in started:
-            if worker.proc is not None and worker.proc.poll() is None:
-                worker.kill()
 
 
 def chat(worker: HubProcess, anima: str, text_: str, conversation: str) -> list[dict[str, Any]]:
@@ -65,9 +49,13 @@ def history(worker: HubProcess, anima: str, conversation: str) -> list[tuple[str
 
 
 def holder_pid(anima: str) -> int:
-    """The pid of the worker holding the Anima's partition (a worker's name ends in its pid
-    and a random tail: hub/store/ownership.py), once someone holds it."""
-    key = f"partition:{partition_of(anima, PARTITIONS)}"
+    """The pid of the worker holding the Anima's partition, once someone holds it."""
+    return lease_holder_pid(f"partition:{partition_of(anima, PARTITIONS)}")
+
+
+def lease_holder_pid(key: str) -> int:
+    """The pid of the worker holding the lease `key` (a worker's name ends in its pid and a
+    random tail: hub/store/ownership.py), once someone holds it."""
     engine = create_engine(os.environ["ANIMAHUB_TEST_DATABASE_URL"])
     query = text("SELECT holder FROM lease WHERE key = :k AND expires_at > now()")
     try:

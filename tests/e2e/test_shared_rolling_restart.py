@@ -22,8 +22,8 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.conftest import postgres_url
-from tests.e2e.hubproc import HubProcess, cli, free_port
+from tests.e2e.hubproc import HubProcess
+from tests.e2e.shared import QUIET, UNPACED, running
 from tests.sizes import size
 
 pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.timeout(900)]
@@ -35,25 +35,8 @@ ANIMAS = ("mika", "aria", "kai")
 
 @pytest.fixture
 def workers(tmp_path: Path) -> Iterator[list[HubProcess]]:
-    home, url = tmp_path / "home", postgres_url()
-    made = cli(home, "init", "--demo", ANIMAHUB_STORAGE__DATABASE_URL=url)
-    assert made.returncode == 0, made.stdout + made.stderr
-    env = {
-        "ANIMAHUB_STORAGE__DATABASE_URL": url,
-        "ANIMAHUB_STORAGE__SHARED": "true",
-        "ANIMAHUB_STORAGE__LEASE_TTL_S": "6",
-        "ANIMAHUB_MEMORY__ENABLED": "false",
-        "ANIMAHUB_SCHEDULER__ENABLED": "false",
-        "ANIMAHUB_RUNTIME__PERSON_MESSAGES_PER_MINUTE": "100000",
-        "ANIMAHUB_RUNTIME__PERSON_BURST": "100000",
-    }
-    started = [HubProcess(home, free_port(), **env).launch() for _ in range(3)]
-    try:
-        yield [worker.ready(120) for worker in started]
-    finally:
-        for worker in started:
-            if worker.proc is not None and worker.proc.poll() is None:
-                worker.kill()
+    with running(tmp_path / "home", {**QUIET, **UNPACED}) as started:
+        yield started
 
 
 class Conversation:

@@ -25,8 +25,8 @@ import httpx
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
-from tests.conftest import postgres_url
-from tests.e2e.hubproc import HubProcess, cli, free_port
+from tests.e2e.hubproc import HubProcess
+from tests.e2e.shared import initialised, launch
 from tests.e2e.test_shared_processes import holder_pid, wait_for
 from tests.sizes import size
 
@@ -34,11 +34,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.timeout(600)]
 ANIMAS = size(ci=12, full=100)
 MINUTE = timedelta(minutes=1)
 CRON = "## Tick\nschedule: * * * * *\ntype: llm\npost_to: web:local/general\nSay the time.\n"
-ENV = {
-    "ANIMAHUB_STORAGE__SHARED": "true",
-    "ANIMAHUB_STORAGE__LEASE_TTL_S": "6",
-    "ANIMAHUB_MEMORY__ENABLED": "false",
-}
 
 
 def every_minute(home: Path) -> list[str]:
@@ -75,15 +70,7 @@ def rows(engine: Engine, query: str, **params: Any) -> list[Any]:
 
 
 def launch_three(home: Path, url: str) -> list[HubProcess]:
-    env = {"ANIMAHUB_STORAGE__DATABASE_URL": url, **ENV}
-    workers = [HubProcess(home, free_port(), **env).launch() for _ in range(3)]
-    try:
-        return [worker.ready(120) for worker in workers]
-    except BaseException:
-        for worker in workers:  # none left running after the test
-            if worker.proc is not None and worker.proc.poll() is None:
-                worker.kill()
-        raise
+    return launch(home, url, {})
 
 
 def kill_on_a_slot(engine: Engine, workers: list[HubProcess]) -> HubProcess:
@@ -125,9 +112,8 @@ def _paused(worker: HubProcess, anima: str) -> bool:
 def test_every_slot_runs_once_or_is_recorded_through_kills_and_a_restart(
     tmp_path: Path, engine: Engine
 ) -> None:
-    home, url = tmp_path / "home", postgres_url()
-    made = cli(home, "init", "--demo", ANIMAHUB_STORAGE__DATABASE_URL=url)
-    assert made.returncode == 0, made.stdout + made.stderr
+    home = tmp_path / "home"
+    url = initialised(home)
     names = every_minute(home)
     began = datetime.now(UTC)
     workers = launch_three(home, url)
