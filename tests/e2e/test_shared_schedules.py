@@ -88,12 +88,13 @@ def pause_with_a_listener_cut(engine: Engine, workers: list[HubProcess]) -> None
     shows kai paused (its counter is read at least every second, hint or not)."""
     first, last = workers[0], workers[-1]
     assert first.proc is not None
-    cut = rows(
-        engine,
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE :name",
-        name=f"animahub listen %:{first.proc.pid}:%",
+    listening = f"animahub listen %:{first.proc.pid}:%"
+    terminate = (
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE :name"
     )
-    assert cut and all(ok for (ok,) in cut)
+    # Once its listener has connected (a part of the worker started after its health answers).
+    cut = wait_for(lambda: rows(engine, terminate, name=listening), timeout=60)
+    assert all(ok for (ok,) in cut)
     paused = httpx.post(f"{last.url}/api/animas/kai/pause", headers=last.owner(), timeout=10)
     assert paused.status_code == 200, paused.text
     for worker in workers:
