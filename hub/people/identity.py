@@ -5,13 +5,10 @@ from __future__ import annotations
 import getpass
 import re
 import unicodedata
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
@@ -80,9 +77,6 @@ def _found(session: Session, user: PlatformUser) -> tuple[Person, Identity] | No
         .where(Identity.platform == user.platform, Identity.user_id == user.user_id)
     ).first()
     return (found[0], found[1]) if found is not None else None
-
-
-_NAME_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 
 
 class IdentityService:
@@ -254,18 +248,8 @@ class IdentityService:
         """The person `name` means (`find`), or someone new by that name (`create`). Two
         hub workers naming someone new at once make one person: on PostgreSQL the look and
         the making hold a lock on the name (one process on SQLite does both unbroken)."""
-        with self._locked(f"person-name:{name_key(name)}"):
+        with self._db.exclusively(f"person-name:{name_key(name)}"):
             return self.find(name) or self.create(name, by)
-
-    @contextmanager
-    def _locked(self, key: str) -> Iterator[None]:
-        """Hold a lock on `key` across the hub workers of one PostgreSQL for the block (the
-        block's own writes commit inside it); nothing on SQLite, where one process runs."""
-        with self._db.engine.connect() as conn:
-            if conn.dialect.name == "postgresql":
-                conn.execute(_NAME_LOCK, {"key": key})
-            yield
-            conn.commit()  # the lock ends with this transaction, after the block's writes
 
     def create(self, name: str, by: str) -> PersonView:
         """A new person called `name`, with a web identity, named so by `by` (an admin, or
@@ -325,7 +309,7 @@ class IdentityService:
         the OS user, made owner now (once, when several workers start at once)."""
         self._fresh()
         if self._owner is None:
-            with self._locked("owner"):
+            with self._db.exclusively("owner"):
                 with self._db.session() as session:
                     rows = session.exec(select(Person).order_by(col(Person.created_at))).all()
                 owners = [row for row in rows if OWNER in row.roles]

@@ -84,12 +84,13 @@ def migrate(engine: Engine) -> None:
         if engine.dialect.name == "postgresql":
             # Workers started at once migrate one after another (each CREATE TABLE racing
             # another's would fail); alembic then reads the revision the first one left.
-            conn.execute(_LOCK_FOR_THIS_TRANSACTION, {"key": "animahub:migrate"})
+            conn.execute(_ADVISORY_LOCK, {"key": "animahub:migrate"})
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
 
 
-_LOCK_FOR_THIS_TRANSACTION = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
+# Held until the transaction ends (committed, or rolled back by an error or a lost session).
+_ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))")
 
 
 def _head_revision() -> str:
@@ -167,19 +168,16 @@ class Database:
 
     @contextmanager
     def exclusively(self, name: str) -> Iterator[None]:
-        """One process at a time among those sharing a PostgreSQL (a library creating its
-        tables at start); SQLite is one process's (hub/cli/runfile.py)."""
+        """One process at a time among those sharing a PostgreSQL runs the block (naming a
+        new person, a library creating its tables at start); the block's own writes commit
+        inside it. Nothing on SQLite, which is one process's (hub/cli/runfile.py)."""
         if self.engine.dialect.name != "postgresql":
             yield
             return
-        key = {"key": f"animahub:{name}"}
         with self.engine.connect() as conn:
-            conn.execute(text("SELECT pg_advisory_lock(hashtextextended(:key, 0))"), key)
-            try:
-                yield
-            finally:
-                conn.execute(text("SELECT pg_advisory_unlock(hashtextextended(:key, 0))"), key)
-                conn.commit()
+            conn.execute(_ADVISORY_LOCK, {"key": f"animahub:{name}"})
+            yield
+            conn.commit()  # the lock ends with this transaction, after the block's writes
 
     def dispose(self) -> None:
         self.engine.dispose()
